@@ -1,0 +1,40 @@
+# The two commands: `make demo` (clean the sample list in the sandbox world) and `make test`.
+# Both create .venv from the pinned versions in requirements.lock when it is missing or stale.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DEMO   := build/demo
+
+.PHONY: venv demo test lint bench clean lock
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c requirements.lock -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/listclean clean sample_data/list.csv -o $(DEMO)/list.clean.parquet \
+		--sandbox --cache-dir $(DEMO)/cache
+	$(BIN)/listclean verify 'John.Doe@gmial.com' --sandbox --cache-dir $(DEMO)/cache
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check pipeline tests bench sample_data
+	$(BIN)/ruff format --check pipeline tests bench sample_data
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_clean.py
+
+# Re-pin after changing dependencies in pyproject.toml.
+lock: $(STAMP)
+	$(BIN)/python -m pip freeze --exclude-editable > requirements.lock
+
+clean:
+	rm -rf build $(VENV)

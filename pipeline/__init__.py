@@ -1,0 +1,3 @@
+"""listclean: clean mailing lists and verify email addresses."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,132 @@
+"""Configuration: one documented table, loaded from TOML, validated at load, passed explicitly.
+
+Every setting is a field of a frozen dataclass with its default and a one-line help text
+(``field(metadata={"help": ...})``). ``configs/pipeline.toml`` mirrors these tables; the README's
+settings table is generated from :func:`settings_table`. Command-line flags override the file
+with :func:`dataclasses.replace`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar, get_type_hints
+
+from pipeline.core.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def _setting(default: Any, help: str) -> Any:
+    if isinstance(default, list | tuple):
+        return field(default=tuple(default), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class DnsConfig:
+    nameservers: tuple[str, ...] = _setting(
+        (), "Resolvers as HOST or HOST:PORT; empty uses the system's resolver."
+    )
+    timeout: float = _setting(2.0, "Seconds to wait for one DNS answer.")
+    attempts: int = _setting(3, "Tries per query on SERVFAIL/timeout before the domain is Risky.")
+    backoff: float = _setting(0.5, "Seconds before the first retry; doubles on each further retry.")
+    concurrency: int = _setting(200, "Domains resolved at the same time.")
+    canaries: tuple[str, ...] = _setting(
+        ("gmail.com", "outlook.com", "yahoo.com"),
+        "Well-known mail domains the resolver must resolve before its answers are trusted.",
+    )
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    dir: str = _setting("", "Directory of the domain cache; empty uses the user's cache directory.")
+    ttl_good: int = _setting(7 * 86400, "Seconds a domain with working mail DNS stays cached.")
+    ttl_negative: int = _setting(
+        86400, "Seconds an NXDOMAIN / null MX / no-mail-host answer stays cached."
+    )
+    ttl_temporary: int = _setting(600, "Seconds a SERVFAIL or timeout stays cached.")
+
+
+@dataclass(frozen=True)
+class ListsConfig:
+    extra_disposable: tuple[str, ...] = _setting(
+        (), "Domains treated as disposable on top of the shipped list."
+    )
+    extra_free: tuple[str, ...] = _setting(
+        (), "Domains treated as free providers on top of the shipped list."
+    )
+
+
+@dataclass(frozen=True)
+class Config:
+    dns: DnsConfig = field(default_factory=DnsConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    lists: ListsConfig = field(default_factory=ListsConfig)
+
+
+def load_config(path: Path | None) -> Config:
+    """Read *path* (TOML) over the defaults; ``None`` gives the defaults."""
+    if path is None:
+        return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot read config file {path}: {exc.strerror}. Check the path."
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Config file {path} is not valid TOML: {exc}. Fix the syntax.") from exc
+    return _build(Config, data, str(path))
+
+
+def _build(cls: type[T], data: Mapping[str, Any], where: str) -> T:
+    hints = get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown setting {unknown[0]!r}; "
+            f"known settings are {', '.join(sorted(names))}."
+        )
+    values: dict[str, Any] = {}
+    for name, raw in data.items():
+        kind = hints[name]
+        if dataclasses.is_dataclass(kind):
+            if not isinstance(raw, dict):
+                raise ConfigError(f"{where}: [{name}] must be a table.")
+            values[name] = _build(kind, raw, f"{where} [{name}]")  # type: ignore[arg-type]
+        else:
+            values[name] = _coerce(raw, kind, f"{where}: {name}")
+    return cls(**values)
+
+
+def _coerce(raw: Any, kind: Any, where: str) -> Any:
+    if kind == tuple[str, ...]:
+        if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+            raise ConfigError(f"{where} must be a list of strings, got {raw!r}.")
+        return tuple(raw)
+    if kind is float and isinstance(raw, int | float) and not isinstance(raw, bool):
+        if raw < 0:
+            raise ConfigError(f"{where} must not be negative, got {raw!r}.")
+        return float(raw)
+    if kind is int and isinstance(raw, int) and not isinstance(raw, bool):
+        if raw < 1:
+            raise ConfigError(f"{where} must be at least 1, got {raw!r}.")
+        return raw
+    if kind is str and isinstance(raw, str):
+        return raw
+    raise ConfigError(f"{where} must be of type {kind.__name__}, got {raw!r}.")
+
+
+def settings_table(cls: type[Any] = Config, prefix: str = "") -> Iterator[tuple[str, Any, str]]:
+    """Yield (dotted name, default, help) for every setting, for the README and ``--help``."""
+    for f in dataclasses.fields(cls):
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        if dataclasses.is_dataclass(default):
+            yield from settings_table(type(default), f"{prefix}{f.name}.")
+        else:
+            yield f"{prefix}{f.name}", default, f.metadata.get("help", "")

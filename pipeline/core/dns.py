@@ -1,0 +1,196 @@
+"""Domain-level mail DNS checks with aiodns: one lookup per distinct domain.
+
+What a domain's DNS says about mail, in the order we ask:
+
+1. MX. The lowest preference wins (RFC 5321 §5.1); a lone ``0 .`` record is a null MX
+   (RFC 7505 §3): the domain declares that it accepts no mail at all.
+2. No MX records (NODATA): RFC 5321 §5.1 says to treat the domain's own A/AAAA address as an
+   implicit MX of preference 0, so we ask A, then AAAA.
+3. NXDOMAIN: the domain does not exist.
+
+SERVFAIL, REFUSED and timeouts say nothing about the domain, only about the path to its
+servers: they are retried with exponential backoff, and if they persist the domain is reported
+as a temporary failure (a Risky reason downstream), never as a missing domain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiodns
+import aiodns.error
+
+from pipeline.core.config import DnsConfig
+from pipeline.core.errors import ResolverUnhealthyError
+
+
+class DnsStatus(enum.StrEnum):
+    MX = "mx"
+    IMPLICIT_MX = "implicit_mx"
+    NULL_MX = "null_mx"
+    NO_DOMAIN = "no_domain"
+    NO_MAIL_HOST = "no_mail_host"
+    TIMEOUT = "dns_timeout"
+    SERVFAIL = "dns_servfail"
+    OFFLINE = "offline"
+
+
+TEMPORARY = frozenset({DnsStatus.TIMEOUT, DnsStatus.SERVFAIL})
+NEGATIVE = frozenset({DnsStatus.NULL_MX, DnsStatus.NO_DOMAIN, DnsStatus.NO_MAIL_HOST})
+
+
+@dataclass(frozen=True)
+class DnsAnswer:
+    status: DnsStatus
+    # Lowest-preference exchange, lower case, no trailing dot; the domain itself for implicit MX.
+    mx: str = ""
+
+
+class _Outcome(enum.Enum):
+    RECORDS = enum.auto()
+    NODATA = enum.auto()
+    NXDOMAIN = enum.auto()
+    SERVFAIL = enum.auto()
+    TIMEOUT = enum.auto()
+
+
+# c-ares error numbers, grouped by what they tell us about the domain.
+_NXDOMAIN_CODES = frozenset({aiodns.error.ARES_ENOTFOUND})
+_NODATA_CODES = frozenset({aiodns.error.ARES_ENODATA})
+_TIMEOUT_CODES = frozenset({aiodns.error.ARES_ETIMEOUT})
+_MX_TYPE = 15
+
+
+class Resolver:
+    """aiodns with our retry policy and a count of the queries actually sent."""
+
+    def __init__(self, config: DnsConfig, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+        self._config = config
+        self._sleep = sleep
+        self._dns = aiodns.DNSResolver(
+            nameservers=list(config.nameservers) or None, timeout=config.timeout, tries=1
+        )
+        self.queries_sent = 0
+
+    @property
+    def description(self) -> str:
+        servers = self._config.nameservers
+        return ", ".join(servers) if servers else "the system resolver (/etc/resolv.conf)"
+
+    async def close(self) -> None:
+        await self._dns.close()
+
+    async def query(self, name: str, qtype: str) -> tuple[_Outcome, list[Any]]:
+        """Ask once, retrying SERVFAIL/timeouts with exponential backoff."""
+        outcome: _Outcome = _Outcome.TIMEOUT
+        for attempt in range(self._config.attempts):
+            if attempt:
+                await self._sleep(self._config.backoff * 2 ** (attempt - 1))
+            outcome, records = await self._query_once(name, qtype)
+            if outcome not in (_Outcome.SERVFAIL, _Outcome.TIMEOUT):
+                return outcome, records
+        return outcome, []
+
+    async def _query_once(self, name: str, qtype: str) -> tuple[_Outcome, list[Any]]:
+        self.queries_sent += 1
+        try:
+            result = await self._dns.query_dns(name, qtype)
+        except aiodns.error.DNSError as exc:
+            code = exc.args[0] if exc.args else None
+            if code in _NXDOMAIN_CODES:
+                return _Outcome.NXDOMAIN, []
+            if code in _NODATA_CODES:
+                return _Outcome.NODATA, []
+            if code in _TIMEOUT_CODES:
+                return _Outcome.TIMEOUT, []
+            # SERVFAIL, REFUSED, connection refused, malformed answers: the path is broken.
+            return _Outcome.SERVFAIL, []
+        records = list(result.answer)
+        return (_Outcome.RECORDS, records) if records else (_Outcome.NODATA, [])
+
+
+_FAILURE = {_Outcome.SERVFAIL: DnsStatus.SERVFAIL, _Outcome.TIMEOUT: DnsStatus.TIMEOUT}
+
+
+async def lookup_domain(resolver: Resolver, domain: str) -> DnsAnswer:
+    """The mail DNS answer for one ASCII domain."""
+    outcome, records = await resolver.query(domain, "MX")
+    if outcome is _Outcome.RECORDS:
+        mx_records = [r.data for r in records if r.type == _MX_TYPE]
+        if mx_records:
+            return _pick_mx(mx_records)
+        outcome = _Outcome.NODATA  # only a CNAME chain without MX data
+    if outcome is _Outcome.NXDOMAIN:
+        return DnsAnswer(DnsStatus.NO_DOMAIN)
+    if outcome in _FAILURE:
+        return DnsAnswer(_FAILURE[outcome])
+    return await _implicit_mx(resolver, domain)
+
+
+def _pick_mx(records: Sequence[Any]) -> DnsAnswer:
+    hosts = [(r.priority, r.exchange.rstrip(".").lower()) for r in records]
+    real = [h for h in hosts if h[1]]
+    if not real:
+        # RFC 7505 §3: a single MX with an empty (root) exchange means "no mail here".
+        return DnsAnswer(DnsStatus.NULL_MX)
+    # A null MX beside real ones is a misconfiguration; the real hosts still receive mail.
+    # Ties on preference are broken by name so the MX column is stable across runs.
+    return DnsAnswer(DnsStatus.MX, min(real)[1])
+
+
+async def _implicit_mx(resolver: Resolver, domain: str) -> DnsAnswer:
+    # RFC 5321 §5.1: with no MX records, the domain's own address is the mail host.
+    for qtype in ("A", "AAAA"):
+        outcome, _ = await resolver.query(domain, qtype)
+        if outcome is _Outcome.RECORDS:
+            return DnsAnswer(DnsStatus.IMPLICIT_MX, domain)
+        if outcome is _Outcome.NXDOMAIN:
+            return DnsAnswer(DnsStatus.NO_DOMAIN)
+        if outcome in _FAILURE:
+            return DnsAnswer(_FAILURE[outcome])
+    return DnsAnswer(DnsStatus.NO_MAIL_HOST)
+
+
+async def lookup_domains(
+    resolver: Resolver,
+    domains: Iterable[str],
+    concurrency: int,
+    on_done: Callable[[int], object] | None = None,
+) -> dict[str, DnsAnswer]:
+    """Look up every domain, at most *concurrency* at a time."""
+    pending = iter(domains)
+    answers: dict[str, DnsAnswer] = {}
+
+    async def worker() -> None:
+        for domain in pending:
+            answers[domain] = await lookup_domain(resolver, domain)
+            if on_done is not None:
+                on_done(1)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    return answers
+
+
+async def check_health(resolver: Resolver, canaries: Sequence[str]) -> None:
+    """Refuse to trust a resolver that cannot resolve well-known mail domains.
+
+    A broken resolver answers everything with timeouts or NXDOMAIN; trusting it would turn a
+    whole list Invalid. A majority of the canaries must resolve to a real MX.
+    """
+    if not canaries:
+        return
+    answers = await asyncio.gather(*(lookup_domain(resolver, c) for c in canaries))
+    good = sum(a.status is DnsStatus.MX for a in answers)
+    if good * 2 > len(canaries):
+        return
+    seen = ", ".join(f"{c}: {a.status.value}" for c, a in zip(canaries, answers, strict=True))
+    raise ResolverUnhealthyError(
+        f"The DNS resolver {resolver.description} could not resolve well-known mail domains "
+        f"({seen}), so its answers cannot be trusted and no list was written. "
+        "Point listclean at a working resolver with --resolver HOST[:PORT], "
+        "or run with --offline to skip DNS checks."
+    )

@@ -1,0 +1,270 @@
+"""The verification engine: the steps both fronts (batch and service) run, written once.
+
+Every step is a function over a polars frame plus injected resources (:class:`Engine`), so the
+batch stages, the ``verify`` command and the HTTP service share one implementation of each
+rule, and a distributed runner can call the same functions per partition.
+
+    annotate_addresses  raw addresses -> EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE, DUPLICATE
+    check_domains       distinct domains -> DNS answer (cache, then DNS), disposable, typo
+    attach_domains      join the domain table back onto the rows
+    decide              VERDICT, SCORE, REASON, DOMAIN_VERDICT and the other spec fields
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import polars as pl
+
+from pipeline.core.address import Syntax, normalize_column, normalize_domain
+from pipeline.core.config import Config
+from pipeline.core.dns import (
+    DnsAnswer,
+    DnsStatus,
+    Resolver,
+    check_health,
+    lookup_domains,
+)
+from pipeline.core.lists import DomainLists
+from pipeline.core.schema import SPEC_COLUMNS
+from pipeline.core.store import DomainCache
+from pipeline.core.suggest import suggest_domain
+from pipeline.core.verdict import Reason, Verdict, judge
+
+# Syntax classes whose domain is a DNS name worth resolving.
+_RESOLVABLE = (Syntax.OK.value, Syntax.SMTPUTF8.value, Syntax.QUOTED_LOCAL.value)
+
+
+class Progress(Protocol):
+    """A progress bar (tqdm has this shape)."""
+
+    def update(self, n: float | None = 1) -> bool | None: ...
+    def close(self) -> None: ...
+
+
+ProgressFactory = Callable[[int, str], Progress]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The resources the engine's steps run with; built by the command line or the service."""
+
+    config: Config
+    lists: DomainLists
+    cache: DomainCache | None = None
+    offline: bool = False
+    progress: ProgressFactory | None = None  # (total, label) -> tick callback
+
+
+@dataclass(frozen=True)
+class DomainStats:
+    distinct: int
+    cache_hits: int
+    looked_up: int
+    queries_sent: int
+    seconds: float
+
+
+def annotate_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
+    """Normalize and classify each address; mark repeats of an earlier row's address."""
+    parsed = normalize_column(emails)
+    return parsed.with_columns(
+        ROLE=(pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL")),
+        DUPLICATE=(pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct(),
+    )
+
+
+def annotate_domain(raw: str) -> pl.DataFrame:
+    """The one-row frame of domain mode (``verify --domain``, ``?domain=``): no local part."""
+    domain, _detail = normalize_domain(raw)
+    syntax = Syntax.OK if domain else Syntax.INVALID
+    return pl.DataFrame(
+        {
+            "EMAIL": [""],
+            "LOCAL": [""],
+            "DOMAIN": [domain],
+            "KEY": [""],
+            "SYNTAX": [syntax.value],
+            "SYNTAX_DETAIL": [_detail],
+            "ROLE": [False],
+            "DUPLICATE": [False],
+        }
+    )
+
+
+def resolvable_domains(annotated: pl.DataFrame) -> list[str]:
+    """Distinct domains of the rows whose syntax allows a DNS check, in first-seen order."""
+    return (
+        annotated.lazy()
+        .filter(pl.col("SYNTAX").is_in(_RESOLVABLE))
+        .select(pl.col("DOMAIN").unique(maintain_order=True))
+        .collect()
+        .to_series()
+        .to_list()
+    )
+
+
+async def check_domains(engine: Engine, domains: Sequence[str]) -> tuple[pl.DataFrame, DomainStats]:
+    """One answer per distinct domain: cache first, then DNS for the rest."""
+    started = time.perf_counter()
+    if engine.offline:
+        answers = {d: DnsAnswer(DnsStatus.OFFLINE) for d in domains}
+        hits, queries = 0, 0
+    else:
+        answers = engine.cache.get_many(domains) if engine.cache else {}
+        hits = len(answers)
+        missing = [d for d in domains if d not in answers]
+        fresh, queries = await _resolve(engine, missing)
+        if engine.cache and fresh:
+            engine.cache.put_many(fresh)
+        answers.update(fresh)
+    frame = _domain_table(engine.lists, domains, answers)
+    stats = DomainStats(
+        distinct=len(domains),
+        cache_hits=hits,
+        looked_up=len(domains) - hits if not engine.offline else 0,
+        queries_sent=queries,
+        seconds=time.perf_counter() - started,
+    )
+    return frame, stats
+
+
+async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, DnsAnswer], int]:
+    if not domains:
+        return {}, 0  # nothing to ask: do not even check the resolver
+    dns = engine.config.dns
+    resolver = Resolver(dns)
+    try:
+        await check_health(resolver, dns.canaries)
+        bar = engine.progress(len(domains), "DNS") if engine.progress else None
+        try:
+            answers = await lookup_domains(
+                resolver, domains, dns.concurrency, bar.update if bar else None
+            )
+        finally:
+            if bar:
+                bar.close()
+        return answers, resolver.queries_sent
+    finally:
+        await resolver.close()
+
+
+def _domain_table(
+    lists: DomainLists, domains: Sequence[str], answers: Mapping[str, DnsAnswer]
+) -> pl.DataFrame:
+    statuses = [answers[d].status for d in domains]
+    return pl.DataFrame(
+        {
+            "DOMAIN": list(domains),
+            "DNS_STATUS": [s.value for s in statuses],
+            "MX": [answers[d].mx for d in domains],
+            "DISPOSABLE": [lists.is_disposable(d) for d in domains],
+            "FREE_PROVIDER": [lists.is_free_provider(d) for d in domains],
+            "SUGGESTED_DOMAIN": [
+                suggest_domain(d, has_working_mx=s is DnsStatus.MX, lists=lists)
+                for d, s in zip(domains, statuses, strict=True)
+            ],
+        },
+        schema={
+            "DOMAIN": pl.String,
+            "DNS_STATUS": pl.String,
+            "MX": pl.String,
+            "DISPOSABLE": pl.Boolean,
+            "FREE_PROVIDER": pl.Boolean,
+            "SUGGESTED_DOMAIN": pl.String,
+        },
+    )
+
+
+def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.DataFrame:
+    """Join each row's domain answer; rows whose domain was not checked get nulls."""
+    joined = annotated.join(
+        domain_table, on="DOMAIN", how="left", maintain_order="left", nulls_equal=False
+    )
+    # Only rows whose syntax let their domain be checked carry its answer.
+    checked = pl.col("SYNTAX").is_in(_RESOLVABLE)
+    return joined.with_columns(
+        pl.when(checked).then(pl.col(c)).otherwise(None).alias(c)
+        for c in domain_table.columns
+        if c != "DOMAIN"
+    )
+
+
+def _dns_flag(status: DnsStatus) -> pl.Expr:
+    return pl.col("DNS_STATUS") == status.value
+
+
+def domain_flags() -> dict[Reason, pl.Expr]:
+    """Reason flags that belong to the domain alone."""
+    return {
+        Reason.NULL_MX: _dns_flag(DnsStatus.NULL_MX),
+        Reason.NO_DOMAIN: _dns_flag(DnsStatus.NO_DOMAIN),
+        Reason.NO_MAIL_HOST: _dns_flag(DnsStatus.NO_MAIL_HOST),
+        Reason.DNS_TIMEOUT: _dns_flag(DnsStatus.TIMEOUT),
+        Reason.DNS_SERVFAIL: _dns_flag(DnsStatus.SERVFAIL),
+        Reason.OFFLINE: _dns_flag(DnsStatus.OFFLINE),
+        Reason.IMPLICIT_MX: _dns_flag(DnsStatus.IMPLICIT_MX),
+        Reason.DISPOSABLE: pl.col("DISPOSABLE"),
+        Reason.TYPO_SUSPECTED: pl.col("SUGGESTED_DOMAIN") != "",
+        Reason.FREE_PROVIDER: pl.col("FREE_PROVIDER"),
+    }
+
+
+def address_flags() -> dict[Reason, pl.Expr]:
+    """Reason flags for a whole address: its syntax, its local part and its domain's."""
+    syntax = pl.col("SYNTAX")
+    return {
+        Reason.EMPTY: syntax == Syntax.EMPTY.value,
+        Reason.SYNTAX_INVALID: syntax == Syntax.INVALID.value,
+        Reason.DOMAIN_LITERAL: syntax == Syntax.DOMAIN_LITERAL.value,
+        Reason.COMMENT: syntax == Syntax.COMMENT.value,
+        Reason.QUOTED_LOCAL: syntax == Syntax.QUOTED_LOCAL.value,
+        Reason.SMTPUTF8: syntax == Syntax.SMTPUTF8.value,
+        Reason.ROLE: pl.col("ROLE"),
+        **domain_flags(),
+    }
+
+
+def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
+    """Add the spec's fields and REASON to rows that went through :func:`attach_domains`.
+
+    SUGGESTION is the corrected full address, or the corrected domain in domain mode.
+    """
+    domain_judged = judge(domain_flags())
+    address_judged = judge(address_flags())
+    has_domain_answer = pl.col("DNS_STATUS").is_not_null()
+    suggestion = pl.col("SUGGESTED_DOMAIN").fill_null("")
+    corrected = suggestion if domain_mode else pl.col("LOCAL") + "@" + suggestion
+    return rows.with_columns(
+        VERDICT=address_judged["VERDICT"],
+        SCORE=address_judged["SCORE"],
+        REASON=address_judged["REASON"],
+        DOMAIN_VERDICT=pl.when(has_domain_answer)
+        .then(domain_judged["VERDICT"])
+        .otherwise(pl.lit(Verdict.INVALID.value)),
+        MX=pl.col("MX").fill_null(""),
+        HAS_SUSPECTED_BOUNCES=pl.lit(False),  # no bounce ledger yet
+        LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS=pl.col("ROLE"),
+        HAS_KNOWN_BOUNCES=pl.lit(False),  # no bounce ledger yet
+        DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
+        SUGGESTION=pl.when(suggestion != "").then(corrected).otherwise(pl.lit("")),
+    )
+
+
+async def verify_one(engine: Engine, value: str, *, domain_mode: bool = False) -> dict[str, object]:
+    """The spec's result object (plus REASON) for one address, or one domain in domain mode."""
+    if domain_mode:
+        annotated = annotate_domain(value)
+    else:
+        annotated = annotate_addresses(pl.Series([value], dtype=pl.String), engine.lists)
+    table, _stats = await check_domains(engine, resolvable_domains(annotated))
+    row = decide(attach_domains(annotated, table), domain_mode=domain_mode).row(0, named=True)
+    return {**spec_record(row), "REASON": row["REASON"]}
+
+
+def spec_record(row: Mapping[str, object]) -> dict[str, object]:
+    """The spec's JSON object (§2.1) for one decided row."""
+    return {name: row[name] for name in SPEC_COLUMNS}

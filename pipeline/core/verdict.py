@@ -1,0 +1,129 @@
+"""VERDICT, SCORE and REASON: one table, applied to domains and to addresses alike.
+
+SCORE is our estimate of the probability that mail to the address is accepted. Each reason code
+found on a row caps that estimate (``Rule.cap``) and sets the least verdict it allows; a few
+codes only scale the score down (``PENALTIES``). A row's VERDICT is the worst verdict among its
+reasons (Valid when it has none), and its SCORE is ``min(caps) * penalties`` clamped into the
+verdict's band, so VERDICT and SCORE never contradict each other:
+
+    Invalid: 0.00 ≤ SCORE < 0.30    Risky: 0.30 ≤ SCORE < 0.70    Valid: 0.70 ≤ SCORE ≤ 1.00
+
+At the domain level no mailbox has been checked, so an address with a working MX and no other
+reason scores ``UNVERIFIED_VALID`` rather than 1.0.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import polars as pl
+
+
+class Verdict(enum.StrEnum):
+    VALID = "Valid"
+    RISKY = "Risky"
+    INVALID = "Invalid"
+
+
+class Reason(enum.StrEnum):
+    EMPTY = "empty"
+    SYNTAX_INVALID = "syntax_invalid"
+    DOMAIN_LITERAL = "domain_literal"
+    COMMENT = "comment"
+    QUOTED_LOCAL = "quoted_local"
+    SMTPUTF8 = "smtputf8"
+    NO_DOMAIN = "no_domain"
+    NULL_MX = "null_mx"
+    NO_MAIL_HOST = "no_mail_host"
+    DNS_TIMEOUT = "dns_timeout"
+    DNS_SERVFAIL = "dns_servfail"
+    OFFLINE = "offline"
+    IMPLICIT_MX = "implicit_mx"
+    DISPOSABLE = "disposable"
+    TYPO_SUSPECTED = "typo_suspected"
+    ROLE = "role"
+    FREE_PROVIDER = "free_provider"
+
+
+@dataclass(frozen=True)
+class Rule:
+    verdict: Verdict
+    cap: float  # the highest SCORE a row with this reason can have
+    meaning: str
+
+
+RULES: Mapping[Reason, Rule] = {
+    Reason.EMPTY: Rule(Verdict.INVALID, 0.0, "no address in the email column"),
+    Reason.SYNTAX_INVALID: Rule(Verdict.INVALID, 0.0, "not an email address (see SYNTAX_DETAIL)"),
+    Reason.DOMAIN_LITERAL: Rule(
+        Verdict.INVALID, 0.05, "user@[192.0.2.1]: legal in RFC 5321, refused by mail providers"
+    ),
+    Reason.COMMENT: Rule(Verdict.INVALID, 0.05, "RFC 5322 comment in the address: a header form"),
+    Reason.NULL_MX: Rule(Verdict.INVALID, 0.01, "the domain publishes a null MX (RFC 7505)"),
+    Reason.NO_DOMAIN: Rule(Verdict.INVALID, 0.02, "the domain does not exist (NXDOMAIN)"),
+    Reason.NO_MAIL_HOST: Rule(Verdict.INVALID, 0.03, "the domain has no MX, A or AAAA record"),
+    Reason.DISPOSABLE: Rule(Verdict.RISKY, 0.35, "a disposable / temporary mailbox provider"),
+    Reason.TYPO_SUSPECTED: Rule(
+        Verdict.RISKY, 0.40, "the domain looks like a typo of a popular one (see SUGGESTION)"
+    ),
+    Reason.QUOTED_LOCAL: Rule(
+        Verdict.RISKY, 0.45, 'quoted local part ("john doe"@x): legal, rarely deliverable'
+    ),
+    Reason.DNS_TIMEOUT: Rule(Verdict.RISKY, 0.50, "DNS timed out after retries; not decided"),
+    Reason.DNS_SERVFAIL: Rule(Verdict.RISKY, 0.50, "DNS failed (SERVFAIL/REFUSED); not decided"),
+    Reason.OFFLINE: Rule(Verdict.RISKY, 0.50, "DNS checks were skipped (--offline)"),
+    Reason.IMPLICIT_MX: Rule(
+        Verdict.RISKY, 0.55, "no MX; mail would go to the domain's A/AAAA host (RFC 5321 §5.1)"
+    ),
+}
+
+PENALTIES: Mapping[Reason, float] = {
+    Reason.ROLE: 0.9,  # role mailboxes deliver, but to a team or a ticket queue
+    Reason.SMTPUTF8: 0.9,  # needs SMTPUTF8 (RFC 6531) on every hop; not all servers have it
+}
+
+FLAGS_ONLY: tuple[Reason, ...] = (Reason.FREE_PROVIDER,)
+
+UNVERIFIED_VALID = 0.90
+BANDS: Mapping[Verdict, tuple[float, float]] = {
+    Verdict.INVALID: (0.0, 0.29),
+    Verdict.RISKY: (0.30, 0.69),
+    Verdict.VALID: (0.70, 1.0),
+}
+_RANK = {Verdict.VALID: 0, Verdict.RISKY: 1, Verdict.INVALID: 2}
+_BY_RANK = [Verdict.VALID, Verdict.RISKY, Verdict.INVALID]
+
+# The order codes appear in REASON: what decided first, flags last.
+REASON_ORDER: tuple[Reason, ...] = (*RULES, *PENALTIES, *FLAGS_ONLY)
+
+
+def judge(flags: Mapping[Reason, pl.Expr]) -> dict[str, pl.Expr]:
+    """Expressions for VERDICT, SCORE and REASON from one Boolean expression per reason.
+
+    Reasons missing from *flags* are taken as absent.
+    """
+    present = [(r, flags[r].fill_null(False)) for r in REASON_ORDER if r in flags]
+    rank = pl.max_horizontal(
+        pl.lit(0),
+        *(pl.when(f).then(_RANK[RULES[r].verdict]).otherwise(0) for r, f in present if r in RULES),
+    )
+    cap = pl.min_horizontal(
+        pl.lit(UNVERIFIED_VALID),
+        *(pl.when(f).then(RULES[r].cap).otherwise(1.0) for r, f in present if r in RULES),
+    )
+    factor = pl.lit(1.0)
+    for r, f in present:
+        if r in PENALTIES:
+            factor = factor * pl.when(f).then(PENALTIES[r]).otherwise(1.0)
+    verdict = pl.lit(pl.Series([v.value for v in _BY_RANK])).get(rank)
+    low = pl.lit(pl.Series([BANDS[v][0] for v in _BY_RANK])).get(rank)
+    high = pl.lit(pl.Series([BANDS[v][1] for v in _BY_RANK])).get(rank)
+    score = (cap * factor).clip(low, high).round(2)
+    reason = (
+        pl.concat_list([pl.when(f).then(pl.lit(r.value)).otherwise(None) for r, f in present])
+        .list.drop_nulls()
+        .list.join(";")
+    )
+    return {"VERDICT": verdict, "SCORE": score, "REASON": reason}

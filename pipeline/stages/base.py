@@ -1,0 +1,29 @@
+"""What every stage hands back: the rows it produced and a typed summary of its work."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The rows in flight: the input's own columns, and our work columns beside them.
+
+    They are kept apart so that an input column can never clash with a work column; the
+    write stage puts them side by side. Both frames always have the same height and order.
+    """
+
+    originals: pl.DataFrame
+    work: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class StageSummary:
+    name: str
+    rows_in: int
+    rows_out: int
+    seconds: float
+    details: Mapping[str, int | float | str] = field(default_factory=dict)

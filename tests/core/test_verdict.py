@@ -1,0 +1,67 @@
+"""The verdict table: VERDICT and SCORE never contradict, whatever reasons combine."""
+
+from __future__ import annotations
+
+import itertools
+
+import polars as pl
+import pytest
+
+from pipeline.core.verdict import BANDS, PENALTIES, RULES, Reason, Verdict, judge
+
+ALL = list(Reason)
+
+
+def decide(*reasons: Reason) -> dict[str, object]:
+    frame = pl.DataFrame({r.value: [r in reasons] for r in ALL})
+    exprs = judge({r: pl.col(r.value) for r in ALL})
+    return frame.select(**exprs).row(0, named=True)
+
+
+@pytest.mark.parametrize(
+    ("reasons", "verdict", "score"),
+    [
+        ((), "Valid", 0.9),
+        ((Reason.ROLE,), "Valid", 0.81),
+        ((Reason.ROLE, Reason.SMTPUTF8), "Valid", 0.73),
+        ((Reason.FREE_PROVIDER,), "Valid", 0.9),
+        ((Reason.DISPOSABLE,), "Risky", 0.35),
+        ((Reason.DNS_TIMEOUT,), "Risky", 0.5),
+        ((Reason.OFFLINE, Reason.DISPOSABLE, Reason.ROLE), "Risky", 0.32),
+        ((Reason.IMPLICIT_MX,), "Risky", 0.55),
+        ((Reason.NO_DOMAIN, Reason.TYPO_SUSPECTED), "Invalid", 0.02),
+        ((Reason.SYNTAX_INVALID,), "Invalid", 0.0),
+        ((Reason.NULL_MX,), "Invalid", 0.01),
+    ],
+)
+def test_table(reasons: tuple[Reason, ...], verdict: str, score: float) -> None:
+    result = decide(*reasons)
+    assert (result["VERDICT"], result["SCORE"]) == (verdict, score)
+
+
+def test_temporary_dns_trouble_is_never_invalid() -> None:
+    others = [r for r in ALL if r not in RULES or RULES[r].verdict is not Verdict.INVALID]
+    for reason in (Reason.DNS_TIMEOUT, Reason.DNS_SERVFAIL, Reason.OFFLINE):
+        assert decide(reason, *others)["VERDICT"] == "Risky"
+
+
+def test_score_is_always_inside_the_band_of_the_verdict() -> None:
+    # Every combination of up to three reasons.
+    combos = [c for n in range(4) for c in itertools.combinations(ALL, n)]
+    frame = pl.DataFrame({r.value: [r in c for c in combos] for r in ALL})
+    out = frame.select(**judge({r: pl.col(r.value) for r in ALL}))
+    for verdict, score in out.select("VERDICT", "SCORE").iter_rows():
+        low, high = BANDS[Verdict(verdict)]
+        assert low <= score <= high, (verdict, score)
+
+
+def test_reason_lists_codes_in_table_order() -> None:
+    assert decide(Reason.ROLE, Reason.NO_DOMAIN, Reason.FREE_PROVIDER)["REASON"] == (
+        "no_domain;role;free_provider"
+    )
+    assert decide()["REASON"] == ""
+
+
+def test_every_reason_has_exactly_one_role() -> None:
+    assert set(RULES).isdisjoint(PENALTIES)
+    assert {r for r in ALL if r not in RULES and r not in PENALTIES} == {Reason.FREE_PROVIDER}
