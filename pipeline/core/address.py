@@ -42,17 +42,28 @@ __all__ = [
 
 
 class Syntax(StrEnum):
-    OK = "ok"
-    SMTPUTF8 = "smtputf8"
-    QUOTED_LOCAL = "quoted_local"
-    DOMAIN_LITERAL = "domain_literal"
-    COMMENT = "comment"
-    INVALID = "syntax_invalid"
-    EMPTY = "empty"
+    """Syntax verdict. When several apply: COMMENT > DOMAIN_LITERAL > QUOTED_LOCAL > SMTPUTF8."""
+
+    OK = "ok"  # plain dot-atom local part, valid domain
+    SMTPUTF8 = "smtputf8"  # valid, but the local part is non-ASCII (RFC 6531)
+    QUOTED_LOCAL = "quoted_local"  # RFC 5321 quoted-string local part
+    DOMAIN_LITERAL = "domain_literal"  # user@[192.0.2.1]
+    COMMENT = "comment"  # RFC 5322 comment, e.g. john(x)@gmail.com
+    INVALID = "syntax_invalid"  # not an address
+    EMPTY = "empty"  # null or blank after trimming
 
 
 @dataclass(frozen=True)
 class ParsedAddress:
+    """One parsed address.
+
+    ``email`` is trimmed and NFC with the local part's case kept and the domain in
+    lower-case ASCII; for INVALID it is the trimmed NFC input. ``key`` is the dedupe key
+    (case-folded local part @ domain; the lower-cased input for INVALID). For INVALID,
+    ``local``/``domain`` hold the two sides of the last @ when there is one, the domain
+    only if it is valid on its own. ``detail`` is empty only for OK.
+    """
+
     email: str
     local: str
     domain: str
@@ -63,7 +74,11 @@ class ParsedAddress:
 
 @dataclass(frozen=True)
 class _DomainForms:
-    """A validated domain: its ASCII form and the longest of its forms in UTF-8 octets."""
+    """Outcome of validating one domain.
+
+    ``ascii`` is "" and ``detail`` the reason when invalid; ``max_octets`` is the longest of
+    its input, Unicode and ASCII spellings in UTF-8 octets, for the address length check.
+    """
 
     ascii: str
     max_octets: int
@@ -85,8 +100,9 @@ _DOMAIN_MAX_OCTETS: Final = 253
 _ADDRESS_MAX_OCTETS: Final = 254
 
 # One list of reserved names: email_validator's copy of the IANA special-use registry
-# (arpa, invalid, local, localhost, onion, test) plus names it deliberately lets through
-# because it leaves them to its DNS check, which this stage never runs.
+# (arpa incl. home.arpa, invalid, localhost, test: RFC 6761/8375; local: RFC 6762;
+# onion: RFC 7686) plus the names it deliberately lets through because it leaves them to
+# its DNS check, which this stage never runs.
 _SPECIAL_USE_DOMAINS: Final = frozenset(
     (
         *email_validator.SPECIAL_USE_DOMAIN_NAMES,
@@ -105,15 +121,12 @@ _EMPTY: Final = ParsedAddress("", "", "", "", Syntax.EMPTY, _EMPTY_DETAIL)
 # RFC 5322 §3.2.3 atext, ASCII only; dot-atom = atext runs joined by single dots.
 _ATEXT: Final = r"A-Za-z0-9!#$%&'*+/=?^_`{|}~\-"
 _DOT_ATOM: Final = rf"[{_ATEXT}]+(?:\.[{_ATEXT}]+)*"
-# An ASCII dot-atom local part and whatever follows the only @.
-_SPLIT_RE: Final = rf"^(?P<local>{_DOT_ATOM})@(?P<dom>[^@]*)$"
+_DOT_ATOM_RE: Final = rf"^{_DOT_ATOM}$"
 # RFC 1123 §2.1 LDH labels of at most 63 octets (RFC 1035 §2.3.4) under an alphabetic TLD.
 # Anything else (IDN, numeric or odd TLDs) is left to the domain path.
-_LDH_DOMAIN_RE: Final = (
-    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$"
-)
+_LDH_DOMAIN_RE: Final = r"^(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$"
 _SPECIAL_USE_RE: Final = (
-    r"(?:^|\.)(?:" + "|".join(re.escape(d) for d in sorted(_SPECIAL_USE_DOMAINS)) + r")$"
+    r"(?i)(?:^|\.)(?:" + "|".join(re.escape(d) for d in sorted(_SPECIAL_USE_DOMAINS)) + r")$"
 )
 
 _OUTPUT_COLUMNS: Final = ("EMAIL", "LOCAL", "DOMAIN", "KEY", "SYNTAX", "SYNTAX_DETAIL")
@@ -142,6 +155,8 @@ def normalize_domain(raw: str | None) -> tuple[str, str]:
     text = raw.strip(_WHITESPACE)
     if not text:
         return "", "empty domain"
+    if text.startswith("["):
+        return "", "domain literal (RFC 5321 §4.1.3), not a domain name"
     forms = _domain_forms(text)
     return forms.ascii, forms.detail
 
@@ -172,9 +187,7 @@ def _parse_bare(text: str) -> ParsedAddress:
         return _invalid(text, _reason(error))
     if info.display_name is not None:
         # RFC 5322 §3.4 name-addr belongs in message headers; a list column holds addr-specs.
-        return _invalid(
-            text, "display name or angle brackets: the column must hold a bare address"
-        )
+        return _invalid(text, "display name or angle brackets: the column must hold a bare address")
 
     quoted = candidate.startswith('"')
     local = _local_part(candidate, info.local_part, quoted=quoted)
@@ -313,7 +326,7 @@ def _special_use_detail(domain: str) -> str:
     for start in range(len(labels)):
         suffix = ".".join(labels[start:])
         if suffix in _SPECIAL_USE_DOMAINS:
-            return f"special-use or reserved domain ({suffix}; RFC 6761)"
+            return f"special-use or reserved domain ({suffix})"
     return ""
 
 
@@ -337,7 +350,9 @@ def _domain_forms(raw: str) -> _DomainForms:
         return _DomainForms("", 0, reserved)
     # email_validator checks the address length against the input, the Unicode and the
     # ASCII spelling of the domain; the longest one is what counts.
-    longest = max(len(text.encode("utf-8")), len(forms["domain"].encode("utf-8")), len(ascii_domain))
+    longest = max(
+        len(text.encode("utf-8")), len(forms["domain"].encode("utf-8")), len(ascii_domain)
+    )
     return _DomainForms(ascii_domain, longest, "")
 
 
@@ -348,43 +363,69 @@ def normalize_column(emails: pl.Series) -> pl.DataFrame:
     """Normalize a column of addresses; same length and order as ``emails``."""
     # Null and blank are the same EMPTY outcome, so nulls become "" up front.
     text = emails.cast(pl.String).str.strip_chars(_WHITESPACE).fill_null("")
-    frame = (
-        pl.DataFrame({"_text": text})
-        .with_row_index("_row")
-        .with_columns(pl.col("_text").str.extract_groups(_SPLIT_RE).alias("_parts"))
-        .unnest("_parts")
-        .with_columns(pl.col("dom").str.strip_suffix(".").alias("_host"))
-        .with_columns(_fast_mask().alias("_fast"))
-    )
-    fast = frame.filter(pl.col("_fast"))
-    rest = frame.filter(~pl.col("_fast"))
+    frame = _fast_frame(text)
+    rest_rows = frame.get_column("_fast").not_().arg_true()
+    if rest_rows.len() == 0:
+        return frame.select(_OUTPUT_COLUMNS)
+    rest = frame[rest_rows].with_columns(_row=rest_rows)
     via_domain, rest = _domain_path(rest)
-    pieces = [_fast_path(fast), via_domain, _address_path(rest)]
-    return pl.concat(pieces).sort("_row").select(_OUTPUT_COLUMNS)
+    decided = pl.concat([via_domain, _address_path(rest)])
+    rows = decided.get_column("_row")
+    return pl.DataFrame(
+        [frame.get_column(c).scatter(rows, decided.get_column(c)) for c in _OUTPUT_COLUMNS]
+    )
 
 
-def _fast_mask() -> pl.Expr:
-    local_octets = pl.col("local").str.len_bytes()
-    host_octets = pl.col("_host").str.len_bytes()
-    return (
-        pl.col("local").is_not_null()
-        & pl.col("_host").str.contains(_LDH_DOMAIN_RE)
-        # "--" in labels 3-4 is reserved (RFC 5891 §4.2.3.1) and "xn--" needs IDNA checks.
-        & ~pl.col("_host").str.contains("--", literal=True)
-        & ~pl.col("_host").str.to_lowercase().str.contains(_SPECIAL_USE_RE)
+def _fast_frame(text: pl.Series) -> pl.DataFrame:
+    """All rows with the fast-path outputs; ``_fast`` marks the rows those are final for."""
+    # find() gives a byte offset and head()/slice() count characters. They agree when the
+    # local part is ASCII, the only case used below; a non-ASCII local part keeps its
+    # non-ASCII character inside ``local`` and so fails the ASCII dot-atom test.
+    at = pl.col("_text").str.find("@", literal=True)
+    local = pl.col("local")
+    local_octets = local.str.len_bytes()
+    host = pl.col("_host")
+    host_octets = host.str.len_bytes()
+    ascii_local = (
+        local.str.contains(_DOT_ATOM_RE)
+        & ~pl.col("dom").str.contains("@", literal=True)
         & (local_octets <= _LOCAL_MAX_OCTETS)
+    )
+    fast = (
+        pl.col("_ascii_local")
+        & host.str.contains(_LDH_DOMAIN_RE)
+        # "--" in labels 3-4 is reserved (RFC 5891 §4.2.3.1) and "xn--" needs IDNA checks.
+        & ~host.str.contains("--", literal=True)
+        & ~host.str.contains(_SPECIAL_USE_RE)
         & (host_octets <= _DOMAIN_MAX_OCTETS)
         & (local_octets + 1 + host_octets <= _ADDRESS_MAX_OCTETS)
-    ).fill_null(False)
-
-
-def _fast_path(fast: pl.DataFrame) -> pl.DataFrame:
-    # ASCII LDH: lower-casing is all the IDNA mapping would do (RFC 4343 case-insensitive).
-    return fast.select(
-        "_row",
-        pl.col("local").alias("LOCAL"),
-        pl.col("_host").str.to_lowercase().alias("DOMAIN"),
-    ).pipe(_finish_ascii_local)
+    )
+    return (
+        pl.LazyFrame({"_text": text})
+        .with_columns(
+            local=pl.col("_text").str.head(at),
+            dom=pl.col("_text").str.slice(at + 1),
+        )
+        .with_columns(
+            _ascii_local=ascii_local.fill_null(False),
+            # RFC 1034 §3.1: the trailing root dot is not part of the name.
+            _host=pl.col("dom").str.strip_suffix("."),
+        )
+        .with_columns(
+            _fast=fast.fill_null(False),
+            # ASCII LDH: lower-casing is all IDNA/UTS-46 would do (RFC 4343).
+            DOMAIN=host.str.to_lowercase(),
+            LOCAL=local,
+        )
+        .with_columns(EMAIL=pl.concat_str(local, pl.lit("@"), pl.col("DOMAIN")))
+        .with_columns(
+            # For ASCII, str.casefold() is lower-casing, so this matches parse_address.
+            KEY=pl.col("EMAIL").str.to_lowercase(),
+            SYNTAX=pl.lit(Syntax.OK.value),
+            SYNTAX_DETAIL=pl.lit(""),
+        )
+        .collect()
+    )
 
 
 def _domain_path(rest: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -393,43 +434,34 @@ def _domain_path(rest: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     Only rows that come out valid are decided here; the others go to the address path so
     their reasons match :func:`parse_address` exactly.
     """
-    candidates = rest.filter(
-        pl.col("local").is_not_null()
-        & (pl.col("local").str.len_bytes() <= _LOCAL_MAX_OCTETS)
-    )
+    candidates = rest.filter(pl.col("_ascii_local"))
     domains = candidates.get_column("dom").unique().to_list()
     forms = [_domain_forms(d) for d in domains]
     lookup = pl.DataFrame(
         {
             "dom": domains,
-            "_ascii": [f.ascii for f in forms],
+            "DOMAIN": [f.ascii for f in forms],
             "_max": [f.max_octets for f in forms],
             "_ok": [not f.detail for f in forms],
         },
-        schema={"dom": pl.String, "_ascii": pl.String, "_max": pl.Int64, "_ok": pl.Boolean},
+        schema={"dom": pl.String, "DOMAIN": pl.String, "_max": pl.Int64, "_ok": pl.Boolean},
     )
-    joined = candidates.join(lookup, on="dom", how="left")
-    decided = joined.filter(
-        pl.col("_ok")
-        & (pl.col("local").str.len_bytes().cast(pl.Int64) + 1 + pl.col("_max") <= _ADDRESS_MAX_OCTETS)
+    local_octets = pl.col("local").str.len_bytes().cast(pl.Int64)
+    decided = (
+        candidates.drop("DOMAIN")
+        .join(lookup, on="dom", how="left")
+        .filter(pl.col("_ok") & (local_octets + 1 + pl.col("_max") <= _ADDRESS_MAX_OCTETS))
+        .select(
+            "_row",
+            pl.concat_str("local", pl.lit("@"), "DOMAIN").alias("EMAIL"),
+            pl.col("local").alias("LOCAL"),
+            "DOMAIN",
+            pl.concat_str(pl.col("local").str.to_lowercase(), pl.lit("@"), "DOMAIN").alias("KEY"),
+            pl.lit(Syntax.OK.value).alias("SYNTAX"),
+            pl.lit("").alias("SYNTAX_DETAIL"),
+        )
     )
-    done = decided.select(
-        "_row", pl.col("local").alias("LOCAL"), pl.col("_ascii").alias("DOMAIN")
-    ).pipe(_finish_ascii_local)
-    return done, rest.join(decided.select("_row"), on="_row", how="anti")
-
-
-def _finish_ascii_local(frame: pl.DataFrame) -> pl.DataFrame:
-    # For ASCII, str.casefold() equals lower-casing, so the key matches parse_address.
-    return frame.select(
-        "_row",
-        pl.concat_str("LOCAL", pl.lit("@"), "DOMAIN").alias("EMAIL"),
-        "LOCAL",
-        "DOMAIN",
-        pl.concat_str(pl.col("LOCAL").str.to_lowercase(), pl.lit("@"), "DOMAIN").alias("KEY"),
-        pl.lit(Syntax.OK.value).alias("SYNTAX"),
-        pl.lit("").alias("SYNTAX_DETAIL"),
-    )
+    return decided, rest.join(decided.select("_row"), on="_row", how="anti")
 
 
 def _address_path(rest: pl.DataFrame) -> pl.DataFrame:

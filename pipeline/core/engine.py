@@ -34,8 +34,9 @@ from pipeline.core.store import DomainCache
 from pipeline.core.suggest import suggest_domain
 from pipeline.core.verdict import Reason, Verdict, judge
 
-# Syntax classes whose domain is a DNS name worth resolving.
-_RESOLVABLE = (Syntax.OK.value, Syntax.SMTPUTF8.value, Syntax.QUOTED_LOCAL.value)
+# Rows whose domain is a DNS name worth resolving. An address can be invalid for its local
+# part alone (john..doe@gmail.com): its domain still gets its own DOMAIN_VERDICT.
+_RESOLVABLE = (pl.col("DOMAIN") != "") & (pl.col("SYNTAX") != Syntax.DOMAIN_LITERAL.value)
 
 
 class Progress(Protocol):
@@ -99,7 +100,7 @@ def resolvable_domains(annotated: pl.DataFrame) -> list[str]:
     """Distinct domains of the rows whose syntax allows a DNS check, in first-seen order."""
     return (
         annotated.lazy()
-        .filter(pl.col("SYNTAX").is_in(_RESOLVABLE))
+        .filter(_RESOLVABLE)
         .select(pl.col("DOMAIN").unique(maintain_order=True))
         .collect()
         .to_series()
@@ -184,10 +185,9 @@ def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.Da
     joined = annotated.join(
         domain_table, on="DOMAIN", how="left", maintain_order="left", nulls_equal=False
     )
-    # Only rows whose syntax let their domain be checked carry its answer.
-    checked = pl.col("SYNTAX").is_in(_RESOLVABLE)
+    # Only rows whose domain was checked carry its answer.
     return joined.with_columns(
-        pl.when(checked).then(pl.col(c)).otherwise(None).alias(c)
+        pl.when(_RESOLVABLE).then(pl.col(c)).otherwise(None).alias(c)
         for c in domain_table.columns
         if c != "DOMAIN"
     )
@@ -236,7 +236,12 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
     domain_judged = judge(domain_flags())
     address_judged = judge(address_flags())
     has_domain_answer = pl.col("DNS_STATUS").is_not_null()
-    suggestion = pl.col("SUGGESTED_DOMAIN").fill_null("")
+    # A corrected domain does not mend a broken local part: no suggestion for those.
+    suggestion = (
+        pl.when(pl.col("SYNTAX") != Syntax.INVALID.value)
+        .then(pl.col("SUGGESTED_DOMAIN"))
+        .fill_null("")
+    )
     corrected = suggestion if domain_mode else pl.col("LOCAL") + "@" + suggestion
     return rows.with_columns(
         VERDICT=address_judged["VERDICT"],

@@ -147,8 +147,8 @@ class _Responder:
             reply.header.rcode = RCODE.NXDOMAIN
             return reply
         if zone.rcode is not None:
-            # A forced NXDOMAIN is authoritative data; SERVFAIL and REFUSED are not (RFC 1035
-            # §4.1.1: AA describes the answer section's owner).
+            # A forced NXDOMAIN is an authoritative statement about the name; SERVFAIL and
+            # REFUSED say the server could not or would not speak for it (AA: RFC 1035 §4.1.1).
             reply = request.reply(ra=0, aa=int(zone.rcode == "NXDOMAIN"))
             reply.header.rcode = getattr(RCODE, zone.rcode)
             return reply

@@ -14,10 +14,14 @@ from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from tests.conftest import fast_dns
 
 ZONES = {
-    "gmail.com": {"mx": [[5, "gmail-smtp-in.l.google.com"], [10, "alt1.gmail-smtp-in.l.google.com"]]},
+    "gmail.com": {
+        "mx": [[5, "gmail-smtp-in.l.google.com"], [10, "alt1.gmail-smtp-in.l.google.com"]]
+    },
     "outlook.com": {"mx": [[10, "outlook-com.olc.protection.outlook.com"]]},
     "yahoo.com": {"mx": [[1, "mta5.am0.yahoodns.net"]]},
-    "ordered.com": {"mx": [[20, "b.mx.ordered.com"], [10, "MX1.Ordered.COM."], [30, "c.ordered.com"]]},
+    "ordered.com": {
+        "mx": [[20, "b.mx.ordered.com"], [10, "MX1.Ordered.COM."], [30, "c.ordered.com"]]
+    },
     "tie.com": {"mx": [[10, "zeta.tie.com"], [10, "alpha.tie.com"]]},
     "nullmx.com": {"mx": [[0, "."]]},
     "mixed-null.com": {"mx": [[0, "."], [10, "real.mixed-null.com"]]},
@@ -63,7 +67,9 @@ def lookup(server: SandboxDNS, domain: str, **overrides: object) -> tuple[DnsAns
         ("not-in-the-world.com", DnsStatus.NO_DOMAIN, "", 1),
     ],
 )
-def test_answer_kinds(server: SandboxDNS, domain: str, status: DnsStatus, mx: str, queries: int) -> None:
+def test_answer_kinds(
+    server: SandboxDNS, domain: str, status: DnsStatus, mx: str, queries: int
+) -> None:
     answer, sent = lookup(server, domain)
     assert answer == DnsAnswer(status, mx)
     assert sent == queries  # never more than 3 per domain when the DNS works

@@ -1,0 +1,129 @@
+"""Benchmark `listclean clean` on a generated 1,000,000-row list over ~50,000 domains.
+
+    python bench/bench_clean.py [--rows N] [--domains N] [--out bench/out]
+
+Measures, in one run on this machine: the whole clean cold (empty domain cache, every domain
+resolved against the loopback DNS server) and warm (cache filled by the cold run), and
+python-email-validator's syntax-only loop over the same addresses as the baseline. Each is a
+fresh process, timed from the command line's start (imports included) to its exit. Prints a
+Markdown table for the README and writes ``results.json`` beside the list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def run(out: Path, name: str, args: list[str]) -> dict[str, Any]:
+    result = out / f"{name}.json"
+    started = time.perf_counter()
+    subprocess.run([sys.executable, str(HERE / "measure.py"), str(result), *args], check=True)
+    measured: dict[str, Any] = json.loads(result.read_text())
+    measured["process_seconds"] = time.perf_counter() - started
+    if measured["exit"] != 0:
+        raise SystemExit(f"{name} exited with {measured['exit']}")
+    return measured
+
+
+def clean(out: Path, name: str, config: Path) -> dict[str, Any]:
+    args = [
+        "clean",
+        str(out / "list.csv"),
+        "-o",
+        str(out / "list.clean.parquet"),
+        "--config",
+        str(config),
+        "--cache-dir",
+        str(out / "cache"),
+        "--quiet",
+    ]
+    measured = run(out, name, args)
+    summary = json.loads((out / "list.clean.summary.json").read_text())
+    measured.update(
+        rows=summary["rows_in"],
+        distinct_domains=summary["distinct_domains"],
+        dns_queries=summary["dns_queries"],
+        stages={s["name"]: s["seconds"] for s in summary["stages"]},
+    )
+    return measured
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--domains", type=int, default=50_000)
+    parser.add_argument("--out", type=Path, default=HERE / "out")
+    args = parser.parse_args()
+    out: Path = args.out
+    subprocess.run(
+        [
+            sys.executable,
+            str(HERE / "generate.py"),
+            "--rows",
+            str(args.rows),
+            "--domains",
+            str(args.domains),
+            "--out",
+            str(out),
+        ],
+        check=True,
+    )
+    shutil.rmtree(out / "cache", ignore_errors=True)
+    server = subprocess.Popen(
+        [sys.executable, str(HERE / "dns_serve.py"), str(out / "world.json")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        address = server.stdout.readline().strip()
+        config = out / "bench.toml"
+        config.write_text(f'[dns]\nnameservers = ["{address}"]\ntimeout = 2.0\nconcurrency = 200\n')
+        cold = clean(out, "cold", config)
+        warm = clean(out, "warm", config)
+    finally:
+        server.communicate(input="")
+    baseline = run(out, "email_validator", ["--email-validator", str(out / "list.csv")])
+    results = {"cold": cold, "warm": warm, "email_validator": baseline}
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    print(table(results))
+
+
+def table(r: dict[str, dict[str, Any]]) -> str:
+    rows = r["cold"]["rows"]
+    base = r["email_validator"]["process_seconds"]
+    lines = [
+        "| run | seconds | rows/s | DNS queries | queries per distinct domain "
+        "| peak RSS MiB | speed vs email-validator |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in ("cold", "warm", "email_validator"):
+        m = r[name]
+        secs = m["process_seconds"]
+        queries = m.get("dns_queries")
+        per_domain = f"{queries / m['distinct_domains']:.2f}" if queries is not None else "-"
+        lines.append(
+            f"| {name} | {secs:.2f} | {rows / secs:,.0f} | "
+            f"{queries if queries is not None else '-'} | {per_domain} | "
+            f"{m['peak_rss_mib']:.0f} | {base / secs:.1f}x |"
+        )
+    lines.append("")
+    lines.append(f"rows: {rows:,}; distinct domains: {r['cold']['distinct_domains']:,}")
+    for name in ("cold", "warm"):
+        stages = ", ".join(f"{k} {v:.2f}s" for k, v in r[name]["stages"].items())
+        lines.append(f"{name} stages: {stages}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()

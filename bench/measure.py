@@ -1,0 +1,51 @@
+"""Run one command in this process and report its wall time and peak memory as JSON.
+
+    python bench/measure.py RESULT.json clean ...        # a `listclean` command line
+    python bench/measure.py RESULT.json --email-validator LIST.csv
+
+The second form is the baseline: python-email-validator's syntax-only check over every address
+of the list's ``email`` column, one call per row, as a plain Python loop would do it.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+
+def email_validator_loop(path: str) -> int:
+    import polars as pl
+    from email_validator import EmailNotValidError, validate_email
+
+    emails = pl.read_csv(path, columns=["email"], infer_schema=False)["email"].fill_null("")
+    valid = 0
+    for email in emails:
+        try:
+            validate_email(email, check_deliverability=False)
+            valid += 1
+        except EmailNotValidError:
+            pass
+    return 0 if valid else 1
+
+
+def main() -> None:
+    result, args = Path(sys.argv[1]), sys.argv[2:]
+    started = time.perf_counter()
+    if args[0] == "--email-validator":
+        code = email_validator_loop(args[1])
+    else:
+        from pipeline.cli import main as listclean
+
+        code = listclean(args)
+    seconds = time.perf_counter() - started
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result.write_text(
+        json.dumps({"exit": code, "seconds": seconds, "peak_rss_mib": peak_kib / 1024})
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""Reference lists used to classify addresses: disposable, free, role and popular domains.
+
+Everything is loaded once by :func:`load_lists` into an immutable :class:`DomainLists`
+that callers pass around; nothing here keeps module-level state. The shipped lists
+live in ``pipeline/data`` (see ``pipeline/data/SOURCES.md`` for their origin and how
+to refresh them); disposable domains come from the ``disposable-email-domains``
+package and public suffixes from the list bundled with ``publicsuffixlist``, so
+loading never touches the network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from types import MappingProxyType
+
+import idna
+import polars as pl
+from disposable_email_domains import blocklist
+from publicsuffixlist import PublicSuffixList
+
+_DATA_PACKAGE = "pipeline.data"
+
+# Characters used interchangeably to join the words of a role name: "no-reply",
+# "no_reply", "no.reply" and "noreply" are the same kind of mailbox.
+_ROLE_SEPARATORS = ("-", "_", ".")
+_ROLE_SEPARATOR_PATTERN = r"[-_.]"
+# Sub-addressing (RFC 5233): "info+newsletter" is delivered to "info". Everything
+# up to the first "+" is the mailbox, in Python and polars alike.
+_ROLE_MAILBOX_PATTERN = r"^([^+]*)"
+
+
+def normalize_domain(domain: str) -> str:
+    """Return the lookup form of a domain: trimmed, lower case, no trailing dot, ASCII.
+
+    Internationalised names are converted to their IDNA (punycode) form because the
+    shipped lists and the disposable blocklist are ASCII. A name that IDNA rejects
+    is returned lower-cased as is; it will simply not match any list.
+    """
+    key = domain.strip().lower().rstrip(".")
+    if key.isascii():
+        return key
+    try:
+        return idna.encode(key, uts46=True).decode("ascii")
+    except UnicodeError:  # idna.IDNAError is a UnicodeError
+        return key
+
+
+def normalize_local(local: str) -> str:
+    """Return the role-lookup form of a local part (see :meth:`DomainLists.is_role`)."""
+    mailbox = local.lower().split("+", 1)[0]
+    for separator in _ROLE_SEPARATORS:
+        mailbox = mailbox.replace(separator, "")
+    return mailbox
+
+
+@dataclass(frozen=True)
+class DomainLists:
+    """Immutable reference lists; build with :func:`load_lists`.
+
+    Domains in the sets are in :func:`normalize_domain` form and role local parts in
+    :func:`normalize_local` form, so test membership through the methods rather
+    than with ``in`` on raw input.
+    """
+
+    disposable: frozenset[str]
+    free_providers: frozenset[str]
+    role_local_parts: frozenset[str]
+    popular_domains: tuple[str, ...]  # ranked, most popular first
+    known_typos: Mapping[str, str]  # typo domain -> correct domain
+    # Parsing the bundled suffix list takes tens of milliseconds, so it is built
+    # once by load_lists(); the default only serves hand-built instances in tests.
+    psl: PublicSuffixList = field(default_factory=PublicSuffixList, repr=False, compare=False)
+
+    def registrable_domain(self, domain: str) -> str:
+        """Return the registrable domain ("eTLD+1") of ``domain``, or "" if it has none.
+
+        "mail.example.co.uk" -> "example.co.uk"; a bare public suffix such as "co.uk"
+        has no registrable domain. Both sections of the Public Suffix List are used,
+        so "x.y.blogspot.com" -> "y.blogspot.com": each blog is its own registrant.
+        """
+        return self.psl.privatesuffix(normalize_domain(domain)) or ""
+
+    def is_disposable(self, domain: str) -> bool:
+        """Return True if ``domain`` or a parent up to its registrable domain is disposable.
+
+        Disposable services hand out arbitrary subdomains ("x7.mailinator.com"), so
+        parents are checked too, but never above the registrable domain: a public
+        suffix ("co.uk", "blogspot.com") is shared by unrelated registrants.
+        """
+        key = normalize_domain(domain)
+        registrable = self.registrable_domain(key)
+        if not registrable or not key.endswith(registrable):
+            return False
+        candidate = key
+        while True:
+            if candidate in self.disposable:
+                return True
+            if candidate == registrable:
+                return False
+            candidate = candidate.split(".", 1)[1]
+
+    def is_free_provider(self, domain: str) -> bool:
+        """Return True if ``domain`` is a free/consumer mailbox provider."""
+        return normalize_domain(domain) in self.free_providers
+
+    def is_role(self, local: str) -> bool:
+        """Return True if the local part names a role rather than a person.
+
+        Case-insensitive, ignores a "+tag" and the separators "-", "_" and ".",
+        so "Info+x", "no-reply", "no_reply" and "NoReply" are all roles.
+        """
+        return normalize_local(local) in self.role_local_parts
+
+    def role_expr(self, local: pl.Expr) -> pl.Expr:
+        """Vectorised :meth:`is_role` over a String expression; null local parts give False."""
+        mailbox = (
+            local.str.to_lowercase()
+            .str.extract(_ROLE_MAILBOX_PATTERN, 1)
+            .str.replace_all(_ROLE_SEPARATOR_PATTERN, "")
+        )
+        roles = pl.Series(sorted(self.role_local_parts), dtype=pl.String)
+        # implode(): compare each row against the whole set, not element-wise.
+        return mailbox.is_in(roles.implode()).fill_null(False)
+
+
+def load_lists(extra_disposable: Iterable[str] = (), extra_free: Iterable[str] = ()) -> DomainLists:
+    """Load the shipped lists plus the disposable blocklist, with optional additions.
+
+    ``extra_disposable`` and ``extra_free`` let a deployment add its own domains
+    (for example from configuration); they are normalised like the shipped ones.
+    Every popular domain is also a free provider. Raises ValueError on a malformed
+    data line.
+    """
+    popular = tuple(dict.fromkeys(_read_domains("popular_domains.txt")))
+    free = frozenset(
+        (
+            *popular,
+            *_read_domains("free_providers.txt"),
+            *_normalized_domains(extra_free),
+        )
+    )
+    disposable = frozenset((*blocklist, *_normalized_domains(extra_disposable)))
+    roles = frozenset(normalize_local(entry) for _, entry in _read_entries("role_local_parts.txt"))
+    return DomainLists(
+        disposable=disposable,
+        free_providers=free,
+        role_local_parts=roles,
+        popular_domains=popular,
+        known_typos=MappingProxyType(_read_typos("known_typos.txt")),
+        psl=PublicSuffixList(),
+    )
+
+
+def _read_entries(name: str) -> list[tuple[int, str]]:
+    """Return (line number, entry) for each non-blank line of a data file, comments removed."""
+    text = resources.files(_DATA_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+    entries: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        entry = line.split("#", 1)[0].strip()
+        if entry:
+            entries.append((number, entry))
+    return entries
+
+
+def _read_domains(name: str) -> list[str]:
+    domains: list[str] = []
+    for number, entry in _read_entries(name):
+        if len(entry.split()) != 1:
+            raise ValueError(f"{name}:{number}: expected one domain per line, got {entry!r}")
+        domains.append(normalize_domain(entry))
+    return domains
+
+
+def _read_typos(name: str) -> dict[str, str]:
+    typos: dict[str, str] = {}
+    for number, entry in _read_entries(name):
+        fields = entry.split()
+        if len(fields) != 2:
+            raise ValueError(f"{name}:{number}: expected '<typo> <correct>', got {entry!r}")
+        typo, correct = (normalize_domain(value) for value in fields)
+        if typo == correct:
+            raise ValueError(f"{name}:{number}: {typo!r} maps to itself")
+        typos[typo] = correct
+    return typos
+
+
+def _normalized_domains(domains: Iterable[str]) -> Iterable[str]:
+    return (key for key in map(normalize_domain, domains) if key)

@@ -1,0 +1,128 @@
+"""Tests for pipeline.core.suggest.suggest_domain (rules in the module docstring)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pipeline.core.lists import DomainLists, load_lists, normalize_domain
+from pipeline.core.suggest import MX_OVERRIDE_PROVIDERS, suggest_domain
+
+
+@pytest.fixture(scope="module")
+def lists() -> DomainLists:
+    return load_lists()
+
+
+@pytest.mark.parametrize(
+    ("domain", "has_working_mx", "expected"),
+    [
+        # Rule 1: popular and free providers are never corrected.
+        ("gmail.com", False, ""),
+        ("ymail.com", False, ""),  # one edit from gmail.com
+        ("mail.com", False, ""),  # one edit from gmail.com
+        ("email.com", False, ""),  # free provider, not in the popular list
+        ("gmx.de", False, ""),
+        ("GMAIL.COM.", False, ""),
+        # Rule 2: curated typos, even with a working MX (typo-squatters run mail servers).
+        ("gmial.com", False, "gmail.com"),
+        ("gmial.com", True, "gmail.com"),
+        ("Gmial.Com", False, "gmail.com"),
+        ("hotmail.co", True, "hotmail.com"),  # fuzzy matching alone ties with hotmail.ca
+        ("yahoo.co", False, "yahoo.com"),
+        # Rule 3: nearest popular domain, transposition = one edit.
+        ("gmail.con", False, "gmail.com"),
+        ("hotmal.com", False, "hotmail.com"),
+        ("yahooo.com", False, "yahoo.com"),
+        ("gmali.cmo", False, "gmail.com"),  # two edits, long enough
+        ("outlookk.co", False, "outlook.com"),
+        ("rediffmial.com", False, "rediffmail.com"),
+        ("web.fe", False, "web.de"),  # short: one edit
+        ("gmäil.com", False, "gmail.com"),  # internationalised input, ASCII answer
+        # Short inputs accept one edit only.
+        ("gmail.cn", False, ""),  # two edits from gmail.com, eight characters
+        ("ab.com", False, "au.com"),  # one edit is enough, though
+        # Ties abstain ...
+        ("gmx.ne", False, ""),  # gmx.net (insertion) vs gmx.de (substitution)
+        ("hotmail.dr", False, ""),  # hotmail.de vs hotmail.fr, both neighbouring keys
+        ("protonmail.co", False, ""),  # protonmail.com vs protonmail.ch
+        # ... unless exactly one candidate is a typing slip (neighbouring key, swap).
+        ("gmail.xom", False, "gmail.com"),
+        ("acme.ogr", False, "acme.org"),  # org (swap) vs gr (deletion)
+        ("acme.con", False, "acme.com"),  # com (n/m are neighbours) vs cn (deletion)
+        # Rule 4: a working MX blocks fuzzy corrections ...
+        ("hotmart.com", False, "hotmail.com"),  # distance 2, no MX: probably a typo
+        ("hotmart.com", True, ""),  # distance 2, has MX: a real company
+        ("comcast.com", True, ""),  # one edit from comcast.net, not a top provider
+        ("bol.com", True, ""),  # one edit from aol.com: too short to override
+        ("cloud.com", True, ""),  # one edit from icloud.com but not its first letter
+        ("cloud.com", False, "icloud.com"),
+        # ... except one edit from a top provider, keeping its first letter.
+        ("gmaiq.com", True, "gmail.com"),
+        ("yahpo.com", True, "yahoo.com"),
+        ("hotmaio.co.uk", True, "hotmail.co.uk"),
+        # Rule 5: a TLD that does not exist gets the closest common suffix.
+        ("shop.cmo", False, "shop.com"),
+        ("acme.nte", False, "acme.net"),
+        ("acme.comm", False, "acme.com"),
+        ("Acme.Co.Ukk", False, "acme.co.uk"),
+        ("acme.dee", False, "acme.de"),
+        ("acme.con", True, ""),  # rule 4 also applies to TLD fixes
+        ("acme.co.ik", False, ""),  # co.uk, co.il, co.in, .ie, .it ... tie
+        ("acme.zzzz", False, ""),  # nothing within one edit
+        ("acme.com", False, ""),  # real TLD: nothing to fix
+        ("acme.cm", False, ""),  # .cm exists (Cameroon): not a TLD error
+        # Degenerate input.
+        ("", False, ""),
+        ("localhost", False, ""),
+        ("con", False, ""),
+    ],
+)
+def test_suggestion_table(
+    lists: DomainLists, domain: str, has_working_mx: bool, expected: str
+) -> None:
+    assert suggest_domain(domain, has_working_mx=has_working_mx, lists=lists) == expected
+
+
+def test_mx_override_providers_are_popular(lists: DomainLists) -> None:
+    assert set(MX_OVERRIDE_PROVIDERS) <= set(lists.popular_domains)
+
+
+def test_every_known_typo_is_corrected_to_its_mapping(lists: DomainLists) -> None:
+    for typo, correct in lists.known_typos.items():
+        for has_mx in (False, True):
+            assert suggest_domain(typo, has_working_mx=has_mx, lists=lists) == correct
+
+
+def _single_edits(domain: str) -> list[str]:
+    """A deterministic sample of one-edit variants (deletions, transpositions, doublings)."""
+    edits = {domain[:i] + domain[i + 1 :] for i in range(len(domain))}
+    edits |= {
+        domain[:i] + domain[i + 1] + domain[i] + domain[i + 2 :] for i in range(len(domain) - 1)
+    }
+    edits |= {domain[:i] + domain[i] + domain[i:] for i in range(len(domain))}
+    return sorted(edits)
+
+
+def test_result_is_never_the_input_and_always_ascii(lists: DomainLists) -> None:
+    inputs = [
+        *lists.popular_domains,
+        *sorted(lists.free_providers)[:200],
+        *lists.known_typos,
+        *(edit for domain in lists.popular_domains[:30] for edit in _single_edits(domain)),
+        "acme.con",
+        "bücher.dee",
+        "xn--bcher-kva.dee",
+        "sub.domain.example.cmo",
+    ]
+    for domain in inputs:
+        for has_mx in (False, True):
+            result = suggest_domain(domain, has_working_mx=has_mx, lists=lists)
+            assert result != normalize_domain(domain), domain
+            assert result.isascii(), (domain, result)
+            is_tld_fix = domain.endswith(("con", "cmo", "dee"))
+            if result and not is_tld_fix:
+                assert result in lists.popular_domains, (domain, result)
+
+
+def test_idn_tld_fix_returns_ascii(lists: DomainLists) -> None:
+    assert suggest_domain("bücher.dee", has_working_mx=False, lists=lists) == "xn--bcher-kva.de"

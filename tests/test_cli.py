@@ -1,0 +1,315 @@
+"""End to end: the `listclean` command over the sample list against the loopback DNS world."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.cli import main
+from pipeline.core.schema import OUTPUT_COLUMNS, SPEC_COLUMNS
+from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
+from tests.conftest import REPO, SAMPLE_CSV, SAMPLE_PARQUET
+
+FAST = str(REPO / "configs" / "sandbox.toml")
+ORIGINAL = ["id", "first_name", "last_name", "Email Address", "company", "signup_date"]
+
+
+def clean(tmp_path: Path, dns: SandboxDNS, *extra: str, source: Path = SAMPLE_CSV) -> int:
+    return main(
+        [
+            "clean",
+            str(source),
+            "-o",
+            str(tmp_path / "out.parquet"),
+            "--resolver",
+            dns.address,
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            "--config",
+            FAST,
+            "--quiet",
+            *extra,
+        ]
+    )
+
+
+@pytest.fixture(scope="module")
+def cleaned(tmp_path_factory: pytest.TempPathFactory, sample_dns: SandboxDNS) -> pl.DataFrame:
+    tmp = tmp_path_factory.mktemp("clean")
+    assert clean(tmp, sample_dns) == 0
+    return pl.read_parquet(tmp / "out.parquet")
+
+
+def by_email(frame: pl.DataFrame, raw: str) -> dict[str, object]:
+    rows = frame.filter(pl.col("Email Address") == raw)
+    assert rows.height >= 1, raw
+    return rows.row(0, named=True)
+
+
+def test_columns_are_originals_then_spec_then_bookkeeping(cleaned: pl.DataFrame) -> None:
+    assert cleaned.columns == ORIGINAL + list(OUTPUT_COLUMNS)
+    for name, dtype in OUTPUT_COLUMNS.items():
+        assert cleaned.schema[name] == dtype, name
+
+
+def test_every_row_comes_out_in_input_order(cleaned: pl.DataFrame) -> None:
+    source = pl.read_csv(SAMPLE_CSV, infer_schema=False)
+    assert cleaned.height == source.height
+    assert cleaned.select(ORIGINAL).equals(source)  # original columns unchanged
+
+
+def test_verdict_and_score_agree_everywhere(cleaned: pl.DataFrame) -> None:
+    bands = {"Invalid": (0.0, 0.29), "Risky": (0.3, 0.69), "Valid": (0.7, 1.0)}
+    for verdict, score in cleaned.select("VERDICT", "SCORE").iter_rows():
+        low, high = bands[verdict]
+        assert low <= score <= high
+    assert set(cleaned["DOMAIN_VERDICT"]) <= set(bands)
+
+
+@pytest.mark.parametrize(
+    ("raw", "verdict", "reason", "mx"),
+    [
+        (
+            "thomas.robinson+lists@outlook.com",
+            "Valid",
+            "",
+            "outlook-com.olc.protection.outlook.com",
+        ),
+        ("freebie@guerrillamail.com", "Risky", "disposable", None),
+        ("owner@parkedsite.net", "Invalid", "null_mx", ""),
+        ("tom@empty-records.com", "Invalid", "no_mail_host", ""),
+        ("paul.green@gmai.com", "Invalid", "no_domain", ""),
+        ("alice@broken-dns-co.com", "Risky", "dns_servfail", ""),
+        ("bob.martin@lame-delegation.net", "Risky", "dns_servfail", ""),
+        ("carol@slow-dns-co.com", "Risky", "dns_timeout", ""),
+        ("orders@smallbiz-bakery.com", "Risky", "implicit_mx", "smallbiz-bakery.com"),
+        ("jane@v6only-hosting.net", "Risky", "implicit_mx", "v6only-hosting.net"),
+        ("info@acme-widgets.com", "Valid", "role", None),
+        ('"john doe"@gmail.com', "Risky", "quoted_local", None),
+        ("josé@web.de", "Valid", "smtputf8", None),
+    ],
+)
+def test_sample_rows(
+    cleaned: pl.DataFrame, raw: str, verdict: str, reason: str, mx: str | None
+) -> None:
+    row = by_email(cleaned, raw)
+    assert row["VERDICT"] == verdict
+    codes = str(row["REASON"]).split(";") if row["REASON"] else []
+    assert (reason in codes) if reason else codes in ([], ["free_provider"])
+    if mx is not None:
+        assert row["MX"] == mx
+
+
+def test_typos_get_a_full_address_suggestion(cleaned: pl.DataFrame) -> None:
+    squatted = by_email(cleaned, "mike.jones@gmial.com")  # has its own MX, a known typo
+    assert squatted["SUGGESTION"] == "mike.jones@gmail.com"
+    assert squatted["VERDICT"] == "Risky" and "typo_suspected" in str(squatted["REASON"])
+    missing = by_email(cleaned, "paul.green@gmai.com")
+    assert missing["SUGGESTION"] == "paul.green@gmail.com"
+    assert by_email(cleaned, "thomas.robinson+lists@outlook.com")["SUGGESTION"] == ""
+
+
+def test_idn_domain_is_stored_in_ascii(cleaned: pl.DataFrame) -> None:
+    row = by_email(cleaned, "kontakt@bücher-shop.de")
+    assert row["DOMAIN"] == "xn--bcher-shop-9db.de"
+    assert row["EMAIL"] == "kontakt@xn--bcher-shop-9db.de"
+    assert row["VERDICT"] == "Valid"
+
+
+def test_broken_and_blank_addresses_are_invalid_not_lost(cleaned: pl.DataFrame) -> None:
+    empty = cleaned.filter(
+        pl.col("Email Address").is_null() | (pl.col("Email Address").str.strip_chars() == "")
+    )
+    assert empty.height >= 1
+    assert set(empty["VERDICT"]) == {"Invalid"}
+    assert set(empty["REASON"]) == {"empty"}
+    assert by_email(cleaned, "no-at-sign.com")["REASON"] == "syntax_invalid"
+
+
+def test_duplicates_are_marked_and_share_the_first_verdict(cleaned: pl.DataFrame) -> None:
+    keyed = cleaned.with_columns(key=pl.col("EMAIL").str.to_lowercase())
+    dups = keyed.filter(pl.col("DUPLICATE"))
+    assert dups.height >= 10
+    firsts = keyed.filter(~pl.col("DUPLICATE") & pl.col("REASON").str.contains("empty").not_())
+    merged = dups.join(firsts, on="key", how="left", suffix="_first")
+    assert merged["VERDICT_first"].null_count() == 0  # every duplicate has an earlier original
+    assert merged["VERDICT"].equals(merged["VERDICT_first"], check_names=False)
+    assert merged["SCORE"].equals(merged["SCORE_first"], check_names=False)
+
+
+def test_summary_and_rejects_files(tmp_path: Path, sample_dns: SandboxDNS) -> None:
+    assert clean(tmp_path, sample_dns) == 0
+    summary = json.loads((tmp_path / "out.summary.json").read_text())
+    assert summary["rows_in"] == summary["rows_out"] + summary["rows_rejected"] == 298
+    assert sum(summary["verdicts"].values()) == 298
+    assert summary["dns_queries"] > 0 and summary["cache_hits"] == 0
+    assert [s["name"] for s in summary["stages"]] == [
+        "read",
+        "normalize",
+        "domains",
+        "verify",
+        "write",
+    ]
+    assert (tmp_path / "out.rejects.csv").read_text().splitlines() == ["line,reason,raw"]
+
+
+def test_second_run_sends_no_dns_queries(tmp_path: Path, sample_dns: SandboxDNS) -> None:
+    assert clean(tmp_path, sample_dns) == 0
+    first = pl.read_parquet(tmp_path / "out.parquet")
+    sample_dns.reset_counts()
+    assert clean(tmp_path, sample_dns) == 0
+    assert sample_dns.query_count == 0
+    summary = json.loads((tmp_path / "out.summary.json").read_text())
+    assert summary["dns_queries"] == 0
+    assert summary["cache_hits"] == summary["distinct_domains"]
+    assert pl.read_parquet(tmp_path / "out.parquet").equals(first)
+
+
+def test_parquet_input_gives_the_same_answers(
+    tmp_path: Path, sample_dns: SandboxDNS, cleaned: pl.DataFrame
+) -> None:
+    assert clean(tmp_path, sample_dns, source=SAMPLE_PARQUET) == 0
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    assert out.select(SPEC_COLUMNS).equals(cleaned.select(SPEC_COLUMNS))
+
+
+def test_offline_sends_nothing_and_says_so(tmp_path: Path, sample_dns: SandboxDNS) -> None:
+    sample_dns.reset_counts()
+    assert clean(tmp_path, sample_dns, "--offline") == 0
+    assert sample_dns.query_count == 0
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    checked = out.filter(pl.col("DOMAIN_VERDICT") != "Invalid")
+    assert checked.height > 200
+    assert checked["REASON"].str.contains("offline").all()
+    assert set(checked["VERDICT"]) == {"Risky"}
+
+
+def test_unhealthy_resolver_exits_3_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with SandboxDNS(world_from_dict({"zones": {}})) as empty_world:
+        code = clean(tmp_path, empty_world)
+    assert code == 3
+    err = capsys.readouterr().err
+    assert empty_world.address in err and "--resolver" in err and "--offline" in err
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_missing_email_column_exits_2_listing_columns(
+    tmp_path: Path, sample_dns: SandboxDNS, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "people.csv"
+    source.write_text("name,phone\nAnn,123\n")
+    assert clean(tmp_path, sample_dns, source=source) == 2
+    err = capsys.readouterr().err
+    assert "'name', 'phone'" in err and "--email-column" in err
+
+
+def test_unreadable_input_exits_2(
+    tmp_path: Path, sample_dns: SandboxDNS, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert clean(tmp_path, sample_dns, source=tmp_path / "nope.csv") == 2
+    assert "nope.csv" in capsys.readouterr().err
+
+
+def test_bad_resolver_flag_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(
+        [
+            "clean",
+            str(SAMPLE_CSV),
+            "-o",
+            str(tmp_path / "o.parquet"),
+            "--resolver",
+            "dns.example:53",
+        ]
+    )
+    assert code == 2
+    assert "192.0.2.53:5353" in capsys.readouterr().err
+
+
+def test_ragged_rows_go_to_rejects_with_line_numbers(
+    tmp_path: Path, sample_dns: SandboxDNS
+) -> None:
+    source = tmp_path / "ragged.csv"
+    source.write_text(
+        'name;email\nAnn;ann@gmail.com\nBob;bob@gmail.com;extra\nCy\n"D;d";d@yahoo.com\n'
+    )
+    assert clean(tmp_path, sample_dns, source=source) == 0
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    assert out["name"].to_list() == ["Ann", "Cy", "D;d"]
+    rejects = pl.read_csv(tmp_path / "out.rejects.csv")
+    assert rejects.rows() == [
+        (3, "row has 3 fields but the header has 2", "Bob;bob@gmail.com;extra")
+    ]
+    summary = json.loads((tmp_path / "out.summary.json").read_text())
+    assert (summary["rows_in"], summary["rows_out"], summary["rows_rejected"]) == (4, 3, 1)
+
+
+def test_cp1252_input_is_read_with_a_warning(
+    tmp_path: Path, sample_dns: SandboxDNS, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "legacy.csv"
+    source.write_bytes("Name\tE-Mail\nRené Müller\trene@gmail.com\n".encode("cp1252"))
+    assert clean(tmp_path, sample_dns, source=source) == 0
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    assert out.row(0)[:2] == ("René Müller", "rene@gmail.com")
+    assert "cp1252" in capsys.readouterr().err
+
+
+def test_input_columns_named_like_outputs_are_kept(tmp_path: Path, sample_dns: SandboxDNS) -> None:
+    source = tmp_path / "recleaned.csv"
+    source.write_text("\ufeffEMAIL,VERDICT\nann@gmail.com,Valid\n")
+    assert clean(tmp_path, sample_dns, "--email-column", "email", source=source) == 0
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    assert out.columns[:2] == ["input_EMAIL", "input_VERDICT"]
+    assert out.row(0, named=True)["input_VERDICT"] == "Valid"
+
+
+def test_verify_prints_the_spec_object(
+    sample_dns: SandboxDNS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    common = ["--resolver", sample_dns.address, "--cache-dir", str(tmp_path), "--config", FAST]
+    assert main(["verify", " John.Doe@GMAIL.com ", *common]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert list(record) == [*SPEC_COLUMNS, "REASON"]
+    assert record["EMAIL"] == "John.Doe@gmail.com"
+    assert (record["VERDICT"], record["LOCAL"], record["DOMAIN"]) == (
+        "Valid",
+        "John.Doe",
+        "gmail.com",
+    )
+    assert record["MX"] == "gmail-smtp-in.l.google.com"
+
+    assert main(["verify", "gmial.com", "--domain", *common]) == 0
+    record = json.loads(capsys.readouterr().out)
+    assert (record["EMAIL"], record["LOCAL"], record["DOMAIN"]) == ("", "", "gmial.com")
+    assert record["SUGGESTION"] == "gmail.com"
+    assert record["VERDICT"] == record["DOMAIN_VERDICT"] == "Risky"
+
+
+def test_sandbox_flag_and_console_entry_point(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pipeline",
+            "verify",
+            "x@parkedsite.net",
+            "--sandbox",
+            "--cache-dir",
+            str(tmp_path),
+            "--config",
+            FAST,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["VERDICT"] == "Invalid"
