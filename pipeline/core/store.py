@@ -9,6 +9,7 @@ answers, minutes for temporary failures (see ``CacheConfig``).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -67,14 +68,13 @@ class DomainCache:
 
     def get_many(self, domains: Iterable[str]) -> dict[str, DnsAnswer]:
         """Unexpired answers for those of *domains* that are cached."""
+        # One JSON array parameter instead of one statement per domain: the join then runs
+        # entirely inside SQLite, which matters at tens of thousands of domains per run.
         try:
-            self._db.execute("CREATE TEMP TABLE IF NOT EXISTS wanted (domain TEXT PRIMARY KEY)")
-            self._db.execute("DELETE FROM wanted")
-            self._db.executemany("INSERT OR IGNORE INTO wanted VALUES (?)", ((d,) for d in domains))
             rows = self._db.execute(
-                "SELECT d.domain, d.status, d.mx FROM domains d JOIN wanted w USING (domain) "
-                "WHERE d.expires_at > ?",
-                (self._clock(),),
+                "SELECT d.domain, d.status, d.mx FROM json_each(?) AS w "
+                "JOIN domains AS d ON d.domain = w.value WHERE d.expires_at > ?",
+                (json.dumps(list(domains)), self._clock()),
             ).fetchall()
         except sqlite3.Error as exc:
             raise self._broken(exc) from exc

@@ -121,9 +121,7 @@ def judge(flags: Mapping[Reason, pl.Expr]) -> dict[str, pl.Expr]:
     low = pl.lit(pl.Series([BANDS[v][0] for v in _BY_RANK])).get(rank)
     high = pl.lit(pl.Series([BANDS[v][1] for v in _BY_RANK])).get(rank)
     score = (cap * factor).clip(low, high).round(2)
-    reason = (
-        pl.concat_list([pl.when(f).then(pl.lit(r.value)).otherwise(None) for r, f in present])
-        .list.drop_nulls()
-        .list.join(";")
+    reason = pl.concat_str(
+        [pl.when(f).then(pl.lit(r.value)) for r, f in present], separator=";", ignore_nulls=True
     )
     return {"VERDICT": verdict, "SCORE": score, "REASON": reason}
