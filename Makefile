@@ -18,8 +18,8 @@ $(STAMP): pyproject.toml requirements.lock
 
 demo: $(STAMP)
 	$(BIN)/listclean clean sample_data/list.csv -o $(DEMO)/list.clean.parquet \
-		--sandbox --cache-dir $(DEMO)/cache
-	$(BIN)/listclean verify 'John.Doe@gmial.com' --sandbox --cache-dir $(DEMO)/cache
+		--sandbox --cache-dir $(DEMO)/cache --config configs/sandbox.toml
+	$(BIN)/listclean verify 'John.Doe@gmial.com' --sandbox --cache-dir $(DEMO)/cache --config configs/sandbox.toml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -56,7 +56,9 @@ class Rule:
 
 RULES: Mapping[Reason, Rule] = {
     Reason.EMPTY: Rule(Verdict.INVALID, 0.0, "no address in the email column"),
-    Reason.SYNTAX_INVALID: Rule(Verdict.INVALID, 0.0, "not an email address (see SYNTAX_DETAIL)"),
+    Reason.SYNTAX_INVALID: Rule(
+        Verdict.INVALID, 0.0, "not an email address (RFC 5321/5322, see the syntax rules)"
+    ),
     Reason.DOMAIN_LITERAL: Rule(
         Verdict.INVALID, 0.05, "user@[192.0.2.1]: legal in RFC 5321, refused by mail providers"
     ),
