@@ -1,0 +1,113 @@
+"""Reading lists: delimiters, encodings, email column detection, Parquet, rejects."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.core.errors import InputError
+from pipeline.stages.read import find_email_column, read_list, sniff_delimiter
+
+
+@pytest.mark.parametrize(
+    ("sample", "delimiter"),
+    [
+        ("id,email\n1,a@b.com\n", ","),
+        ("id;email\n1;a@b.com\n", ";"),
+        ("id\temail\n1\ta@b.com\n", "\t"),
+        ("id|email\n1|a@b.com\n", "|"),
+        ('name;email\n"Smith, Ann";a@b.com\n"Lee, Bo";c@d.com\n', ";"),
+        ("email\na@b.com\n", ","),
+        ("", ","),
+    ],
+)
+def test_sniff_delimiter(sample: str, delimiter: str) -> None:
+    assert sniff_delimiter(sample) == delimiter
+
+
+@pytest.mark.parametrize(
+    ("columns", "found"),
+    [
+        (["id", "Email"], "Email"),
+        (["id", "E-Mail"], "E-Mail"),
+        (["id", "email_address"], "email_address"),
+        (["id", "Email Address"], "Email Address"),
+        (["id", "MAIL"], "MAIL"),
+        (["mail", "email"], "email"),  # "email" outranks "mail"
+    ],
+)
+def test_email_column_is_found_by_name(columns: list[str], found: str) -> None:
+    assert find_email_column(columns, None, Path("x.csv")) == found
+
+
+def test_named_email_column_exact_then_case_insensitive() -> None:
+    assert find_email_column(["Contact", "contact"], "contact", Path("x.csv")) == "contact"
+    assert find_email_column(["Contact"], "CONTACT", Path("x.csv")) == "Contact"
+    with pytest.raises(InputError, match="no column named 'nope'.*'Contact'"):
+        find_email_column(["Contact"], "nope", Path("x.csv"))
+
+
+def test_utf8_bom_is_not_part_of_the_first_column(tmp_path: Path) -> None:
+    path = tmp_path / "bom.csv"
+    path.write_bytes("\ufeffemail,name\nä@b.de,Jürgen\n".encode())
+    result = read_list(path)
+    assert result.email_column == "email"
+    assert result.frame.row(0) == ("ä@b.de", "Jürgen")
+    assert result.warnings == ()
+
+
+def test_latin1_bytes_fall_back_with_a_warning(tmp_path: Path) -> None:
+    path = tmp_path / "latin.csv"
+    path.write_bytes(b"email;name\nx@y.fr;Fran\xe7ois\n")
+    result = read_list(path)
+    assert result.frame.row(0) == ("x@y.fr", "François")
+    assert result.encoding == "cp1252"
+    assert "not valid UTF-8" in result.warnings[0] and "offset 22" in result.warnings[0]
+
+
+def test_values_are_kept_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "zip.csv"
+    path.write_text("email,zip,amount\na@b.com,01234,1.50\n")
+    assert read_list(path).frame.row(0) == ("a@b.com", "01234", "1.50")
+
+
+def test_short_rows_are_padded_and_long_rows_rejected(tmp_path: Path) -> None:
+    path = tmp_path / "ragged.csv"
+    path.write_text('email,a,b\nx@y.com,1,2\nz@y.com\n"multi\nline@y.com",1,2,3\nw@y.com,1,2\n')
+    result = read_list(path)
+    assert result.frame.get_column("email").to_list() == ["x@y.com", "z@y.com", "w@y.com"]
+    assert result.frame.row(1) == ("z@y.com", None, None)
+    assert result.rejects.rows() == [
+        (4, "row has 4 fields but the header has 3", "multi\nline@y.com,1,2,3")
+    ]
+
+
+def test_parquet_is_recognised_by_content_and_keeps_types(tmp_path: Path) -> None:
+    path = tmp_path / "list.data"  # no .parquet suffix on purpose
+    pl.DataFrame({"id": [1, 2], "Email": ["a@b.com", None]}).write_parquet(path)
+    result = read_list(path)
+    assert result.source_format == "parquet"
+    assert result.frame.schema["id"] == pl.Int64
+    assert result.email_column == "Email"
+
+
+def test_truncated_parquet_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "broken.parquet"
+    pl.DataFrame({"email": ["a@b.com"] * 100}).write_parquet(path)
+    path.write_bytes(path.read_bytes()[:60])
+    with pytest.raises(InputError, match="Cannot read .* as Parquet"):
+        read_list(path)
+
+
+def test_empty_file_is_an_input_error(tmp_path: Path) -> None:
+    path = tmp_path / "empty.csv"
+    path.write_text("")
+    with pytest.raises(InputError, match="is empty"):
+        read_list(path)
+
+
+def test_directory_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="Cannot read the input file"):
+        read_list(tmp_path)
