@@ -45,7 +45,7 @@ def test_email_column_is_found_by_name(columns: list[str], found: str) -> None:
 def test_named_email_column_exact_then_case_insensitive() -> None:
     assert find_email_column(["Contact", "contact"], "contact", Path("x.csv")) == "contact"
     assert find_email_column(["Contact"], "CONTACT", Path("x.csv")) == "Contact"
-    with pytest.raises(InputError, match="no column named 'nope'.*'Contact'"):
+    with pytest.raises(InputError, match=r"no column named 'nope'.*'Contact'"):
         find_email_column(["Contact"], "nope", Path("x.csv"))
 
 
@@ -97,7 +97,7 @@ def test_truncated_parquet_is_an_input_error(tmp_path: Path) -> None:
     path = tmp_path / "broken.parquet"
     pl.DataFrame({"email": ["a@b.com"] * 100}).write_parquet(path)
     path.write_bytes(path.read_bytes()[:60])
-    with pytest.raises(InputError, match="Cannot read .* as Parquet"):
+    with pytest.raises(InputError, match=r"Cannot read .* as Parquet"):
         read_list(path)
 
 
