@@ -9,6 +9,7 @@ rows in = rows out + rows rejected, always.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import re
 from dataclasses import dataclass, field
@@ -54,14 +55,8 @@ def read_list(path: Path, email_column: str | None = None) -> ReadResult:
         f"Input column {old!r} is named like an output column; it is kept as {new!r}."
         for old, new in renamed.items()
     )
-    return ReadResult(
-        frame=frame,
-        email_column=renamed.get(column, column),
-        rejects=result.rejects,
-        source_format=result.source_format,
-        encoding=result.encoding,
-        delimiter=result.delimiter,
-        warnings=warnings,
+    return dataclasses.replace(
+        result, frame=frame, email_column=renamed.get(column, column), warnings=warnings
     )
 
 
