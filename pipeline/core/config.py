@@ -20,22 +20,26 @@ from pipeline.core.errors import ConfigError
 T = TypeVar("T")
 
 
-def _setting(default: Any, help: str) -> Any:
+def setting(default: Any, help: str, minimum: float = 1) -> Any:
+    """A config field: its default, its help line and, for numbers, the least value allowed."""
+    metadata = {"help": help, "minimum": minimum}
     if isinstance(default, list | tuple):
-        return field(default=tuple(default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
+        return field(default=tuple(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass(frozen=True)
 class DnsConfig:
-    nameservers: tuple[str, ...] = _setting(
+    nameservers: tuple[str, ...] = setting(
         (), "Resolvers as HOST or HOST:PORT; empty uses the system's resolver."
     )
-    timeout: float = _setting(2.0, "Seconds to wait for one DNS answer.")
-    attempts: int = _setting(3, "Tries per query on SERVFAIL/timeout before the domain is Risky.")
-    backoff: float = _setting(0.5, "Seconds before the first retry; doubles on each further retry.")
-    concurrency: int = _setting(200, "Domains resolved at the same time.")
-    canaries: tuple[str, ...] = _setting(
+    timeout: float = setting(2.0, "Seconds to wait for one DNS answer.", minimum=0.01)
+    attempts: int = setting(3, "Tries per query on SERVFAIL/timeout before the domain is Risky.")
+    backoff: float = setting(
+        0.5, "Seconds before the first retry; doubles on each further retry.", minimum=0
+    )
+    concurrency: int = setting(200, "Domains resolved at the same time.")
+    canaries: tuple[str, ...] = setting(
         ("gmail.com", "outlook.com", "yahoo.com"),
         "Well-known mail domains the resolver must resolve before its answers are trusted.",
     )
@@ -43,20 +47,20 @@ class DnsConfig:
 
 @dataclass(frozen=True)
 class CacheConfig:
-    dir: str = _setting("", "Directory of the domain cache; empty uses the user's cache directory.")
-    ttl_good: int = _setting(7 * 86400, "Seconds a domain with working mail DNS stays cached.")
-    ttl_negative: int = _setting(
+    dir: str = setting("", "Directory of the domain cache; empty uses the user's cache directory.")
+    ttl_good: int = setting(7 * 86400, "Seconds a domain with working mail DNS stays cached.")
+    ttl_negative: int = setting(
         86400, "Seconds an NXDOMAIN / null MX / no-mail-host answer stays cached."
     )
-    ttl_temporary: int = _setting(600, "Seconds a SERVFAIL or timeout stays cached.")
+    ttl_temporary: int = setting(600, "Seconds a SERVFAIL or timeout stays cached.")
 
 
 @dataclass(frozen=True)
 class ListsConfig:
-    extra_disposable: tuple[str, ...] = _setting(
+    extra_disposable: tuple[str, ...] = setting(
         (), "Domains treated as disposable on top of the shipped list."
     )
-    extra_free: tuple[str, ...] = _setting(
+    extra_free: tuple[str, ...] = setting(
         (), "Domains treated as free providers on top of the shipped list."
     )
 
@@ -72,51 +76,53 @@ def load_config(path: Path | None) -> Config:
     """Read *path* (TOML) over the defaults; ``None`` gives the defaults."""
     if path is None:
         return Config()
+    return build(Config, load_toml(path), str(path))
+
+
+def load_toml(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(
             f"Cannot read config file {path}: {exc.strerror}. Check the path."
         ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Config file {path} is not valid TOML: {exc}. Fix the syntax.") from exc
-    return _build(Config, data, str(path))
 
 
-def _build(cls: type[T], data: Mapping[str, Any], where: str) -> T:
-    hints = get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - names)
+def build(cls: type[T], data: Mapping[str, Any], where: str) -> T:
+    """An instance of the config dataclass *cls* from a TOML table, validated field by field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a table.")
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ConfigError(
             f"{where}: unknown setting {unknown[0]!r}; "
-            f"known settings are {', '.join(sorted(names))}."
+            f"known settings are {', '.join(sorted(fields))}."
         )
+    hints = get_type_hints(cls)
     values: dict[str, Any] = {}
     for name, raw in data.items():
         kind = hints[name]
         if dataclasses.is_dataclass(kind):
-            if not isinstance(raw, dict):
-                raise ConfigError(f"{where}: [{name}] must be a table.")
-            values[name] = _build(kind, raw, f"{where} [{name}]")  # type: ignore[arg-type]
+            values[name] = build(kind, raw, f"{where} [{name}]")  # type: ignore[arg-type]
         else:
-            values[name] = _coerce(raw, kind, f"{where}: {name}")
+            minimum = fields[name].metadata.get("minimum", 1)
+            values[name] = _coerce(raw, kind, minimum, f"{where}: {name}")
     return cls(**values)
 
 
-def _coerce(raw: Any, kind: Any, where: str) -> Any:
+def _coerce(raw: Any, kind: Any, minimum: float, where: str) -> Any:
     if kind == tuple[str, ...]:
         if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
             raise ConfigError(f"{where} must be a list of strings, got {raw!r}.")
         return tuple(raw)
-    if kind is float and isinstance(raw, int | float) and not isinstance(raw, bool):
-        if raw < 0:
-            raise ConfigError(f"{where} must not be negative, got {raw!r}.")
-        return float(raw)
-    if kind is int and isinstance(raw, int) and not isinstance(raw, bool):
-        if raw < 1:
-            raise ConfigError(f"{where} must be at least 1, got {raw!r}.")
-        return raw
+    number = isinstance(raw, int | float) and not isinstance(raw, bool)
+    if (kind is float and number) or (kind is int and isinstance(raw, int) and number):
+        if raw < minimum:
+            raise ConfigError(f"{where} must be at least {minimum}, got {raw!r}.")
+        return kind(raw)
     if kind is str and isinstance(raw, str):
         return raw
     raise ConfigError(f"{where} must be of type {kind.__name__}, got {raw!r}.")

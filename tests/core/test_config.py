@@ -1,0 +1,55 @@
+"""Config files: defaults, overrides, and clear errors for every kind of mistake."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.core.config import Config, DnsConfig, load_config
+from pipeline.core.errors import ConfigError
+from tests.conftest import REPO
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return path
+
+
+def test_shipped_file_equals_the_defaults() -> None:
+    assert load_config(REPO / "configs" / "pipeline.toml") == Config()
+    assert load_config(None) == Config()
+
+
+def test_values_override_defaults(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[dns]\ntimeout = 1\nnameservers = ["127.0.0.1:53"]\n'))
+    assert config.dns == DnsConfig(timeout=1.0, nameservers=("127.0.0.1:53",))
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[dns]\ntimout = 1\n", "unknown setting 'timout'"),
+        ("[dnss]\n", "unknown setting 'dnss'"),
+        ('[dns]\ntimeout = "fast"\n', "timeout must be of type float"),
+        ("[dns]\nattempts = 0\n", "attempts must be at least 1"),
+        ("[dns]\ntimeout = 0\n", "timeout must be at least 0.01"),
+        ("[dns]\nattempts = true\n", "attempts must be of type int"),
+        ('[dns]\ncanaries = "gmail.com"\n', "canaries must be a list of strings"),
+        ("dns = 3\n", "must be a table"),
+        ("[dns\n", "not valid TOML"),
+    ],
+)
+def test_mistakes_are_named(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(write(tmp_path, text))
+
+
+def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="Cannot read config file"):
+        load_config(tmp_path / "absent.toml")
+
+
+def test_zero_backoff_is_allowed(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "[dns]\nbackoff = 0\n")).dns.backoff == 0.0
