@@ -57,6 +57,8 @@ class Engine:
     cache: DomainCache | None = None
     offline: bool = False
     progress: ProgressFactory | None = None  # (total, label) -> a progress bar
+    # A long-lived resolver whose health its owner has checked; None: one per lookup round.
+    resolver: Resolver | None = None
 
 
 @dataclass(frozen=True)
@@ -76,21 +78,31 @@ def annotate_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
     )
 
 
-def annotate_domain(raw: str) -> pl.DataFrame:
-    """The one-row frame of domain mode (``verify --domain``, ``?domain=``): no local part."""
-    domain, detail = normalize_domain(raw)
-    syntax = Syntax.OK if domain else Syntax.INVALID
+def annotate_domains(values: Sequence[str]) -> pl.DataFrame:
+    """Rows of domain mode (``verify --domain``, ``?domain=``): a domain and no local part."""
+    checked = [normalize_domain(v) for v in values]
+    n = len(values)
     return pl.DataFrame(
         {
-            "EMAIL": [""],
-            "LOCAL": [""],
-            "DOMAIN": [domain],
-            "KEY": [""],
-            "SYNTAX": [syntax.value],
-            "SYNTAX_DETAIL": [detail],
-            "ROLE": [False],
-            "DUPLICATE": [False],
-        }
+            "EMAIL": [""] * n,
+            "LOCAL": [""] * n,
+            "DOMAIN": [domain for domain, _ in checked],
+            "KEY": [""] * n,
+            "SYNTAX": [(Syntax.OK if domain else Syntax.INVALID).value for domain, _ in checked],
+            "SYNTAX_DETAIL": [detail for _, detail in checked],
+            "ROLE": [False] * n,
+            "DUPLICATE": [False] * n,
+        },
+        schema={
+            "EMAIL": pl.String,
+            "LOCAL": pl.String,
+            "DOMAIN": pl.String,
+            "KEY": pl.String,
+            "SYNTAX": pl.String,
+            "SYNTAX_DETAIL": pl.String,
+            "ROLE": pl.Boolean,
+            "DUPLICATE": pl.Boolean,
+        },
     )
 
 
@@ -132,21 +144,29 @@ async def check_domains(engine: Engine, domains: Sequence[str]) -> tuple[pl.Data
 async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, DnsAnswer], int]:
     if not domains:
         return {}, 0  # nothing to ask: do not even check the resolver
-    dns = engine.config.dns
-    resolver = Resolver(dns)
+    if engine.resolver is not None:  # long-lived and checked by its owner (the service)
+        return await _lookup(engine, engine.resolver, domains)
+    resolver = Resolver(engine.config.dns)
     try:
-        await check_health(resolver, dns.canaries)
-        bar = engine.progress(len(domains), "DNS") if engine.progress else None
-        try:
-            answers = await lookup_domains(
-                resolver, domains, dns.concurrency, bar.update if bar else None
-            )
-        finally:
-            if bar:
-                bar.close()
-        return answers, resolver.queries_sent
+        await check_health(resolver, engine.config.dns.canaries)
+        return await _lookup(engine, resolver, domains)
     finally:
         await resolver.close()
+
+
+async def _lookup(
+    engine: Engine, resolver: Resolver, domains: Sequence[str]
+) -> tuple[dict[str, DnsAnswer], int]:
+    sent_before = resolver.queries_sent
+    bar = engine.progress(len(domains), "DNS") if engine.progress else None
+    try:
+        answers = await lookup_domains(
+            resolver, domains, engine.config.dns.concurrency, bar.update if bar else None
+        )
+    finally:
+        if bar:
+            bar.close()
+    return answers, resolver.queries_sent - sent_before
 
 
 def _domain_table(
@@ -255,17 +275,19 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
     )
 
 
-async def verify_one(engine: Engine, value: str, *, domain_mode: bool = False) -> dict[str, object]:
-    """The spec's result object (plus REASON) for one address, or one domain in domain mode."""
+async def verify_many(
+    engine: Engine, values: Sequence[str], *, domain_mode: bool = False
+) -> list[dict[str, object]]:
+    """The spec's result objects (plus REASON), one per address (or domain in domain mode)."""
     if domain_mode:
-        annotated = annotate_domain(value)
+        annotated = annotate_domains(values)
     else:
-        annotated = annotate_addresses(pl.Series([value], dtype=pl.String), engine.lists)
+        annotated = annotate_addresses(pl.Series(values, dtype=pl.String), engine.lists)
     table, _stats = await check_domains(engine, resolvable_domains(annotated))
-    row = decide(attach_domains(annotated, table), domain_mode=domain_mode).row(0, named=True)
-    return {**spec_record(row), "REASON": row["REASON"]}
+    decided = decide(attach_domains(annotated, table), domain_mode=domain_mode)
+    return decided.select(*SPEC_COLUMNS, "REASON").to_dicts()
 
 
-def spec_record(row: Mapping[str, object]) -> dict[str, object]:
-    """The spec's JSON object (§2.1) for one decided row."""
-    return {name: row[name] for name in SPEC_COLUMNS}
+async def verify_one(engine: Engine, value: str, *, domain_mode: bool = False) -> dict[str, object]:
+    """:func:`verify_many` for a single value."""
+    return (await verify_many(engine, [value], domain_mode=domain_mode))[0]

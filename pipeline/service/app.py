@@ -1,0 +1,196 @@
+"""The HTTP service: ``create_app()`` builds the aiohttp application.
+
+Resources (the service database, the domain cache, the resolver, the engine) are opened in
+``cleanup_ctx`` and closed there on shutdown, after in-flight requests have finished. Handlers
+are thin (see ``routes.py``); errors become problem details in :func:`problem_middleware`,
+which also puts the rate-limit headers on every response of the quota-counted endpoints.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+from aiohttp.typedefs import Handler
+
+from pipeline.core.dns import Resolver, check_health
+from pipeline.core.engine import Engine, verify_many
+from pipeline.core.lists import load_lists
+from pipeline.core.store import DomainCache
+from pipeline.service.batcher import MicroBatcher
+from pipeline.service.errors import (
+    InternalError,
+    InvalidApiKey,
+    MethodNotAllowed,
+    NotFound,
+    Problem,
+)
+from pipeline.service.params import client_ip, identify
+from pipeline.service.quotas import Decision, Identity, Quotas
+from pipeline.service.settings import ServiceConfig
+from pipeline.service.store import ServiceStore
+
+log = logging.getLogger("listclean.service")
+
+# Paths whose requests are counted, and the endpoint name their counters and policies use.
+COUNTED = {"/api/email": "email", "/api/find": "find"}
+
+
+@dataclass(frozen=True)
+class Paths:
+    db: Path  # keys and quota counters
+    cache: Path  # the domain cache shared with the batch pipeline
+
+
+@dataclass
+class Services:
+    """What the handlers use; built on start-up, closed on shutdown."""
+
+    config: ServiceConfig
+    store: ServiceStore
+    quotas: Quotas
+    addresses: MicroBatcher[str, dict[str, object]]
+    domains: MicroBatcher[str, dict[str, object]]
+    trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+
+    def client_ip(self, request: web.Request) -> str:
+        return client_ip(request, self.trusted)
+
+
+SERVICES = web.AppKey("services", Services)
+IDENTITY = "listclean.identity"  # request keys: who is counted, and what was decided
+DECISION = "listclean.decision"
+
+
+def create_app(
+    config: ServiceConfig,
+    paths: Paths,
+    *,
+    offline: bool = False,
+    clock: Callable[[], float] = time.time,
+) -> web.Application:
+    """The application; *offline* answers without DNS (every checked domain Risky)."""
+    from pipeline.service.routes import add_routes
+
+    app = web.Application(middlewares=[problem_middleware])
+    app.cleanup_ctx.append(_resources(config, paths, offline, clock))
+    add_routes(app)
+    return app
+
+
+def _resources(
+    config: ServiceConfig, paths: Paths, offline: bool, clock: Callable[[], float]
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        resolver = Resolver(config.engine.dns)
+        try:
+            if not offline:
+                # Refuse to start on a resolver that would make every domain look missing.
+                await check_health(resolver, config.engine.dns.canaries)
+            with (
+                ServiceStore(paths.db, clock) as store,
+                DomainCache(paths.cache, config.engine.cache, clock) as cache,
+            ):
+                lists = load_lists(
+                    config.engine.lists.extra_disposable, config.engine.lists.extra_free
+                )
+                engine = Engine(config.engine, lists, cache, offline, resolver=resolver)
+                size = config.service.batch_size
+
+                async def addresses(values: Sequence[str]) -> list[dict[str, object]]:
+                    return await verify_many(engine, values)
+
+                async def domains(values: Sequence[str]) -> list[dict[str, object]]:
+                    return await verify_many(engine, values, domain_mode=True)
+
+                services = Services(
+                    config,
+                    store,
+                    Quotas(config, store, clock),
+                    MicroBatcher(addresses, size),
+                    MicroBatcher(domains, size),
+                    [ipaddress.ip_network(p, strict=False) for p in config.service.trusted_proxies],
+                )
+                app[SERVICES] = services
+                yield
+                await services.addresses.drain()
+                await services.domains.drain()
+        finally:
+            await resolver.close()
+
+    return ctx
+
+
+@web.middleware
+async def problem_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        response = await handler(request)
+    except Problem as problem:
+        response = problem.response()
+    except web.HTTPException as exc:
+        response = _from_aiohttp(request, exc).response()
+    except Exception:
+        log.exception("unexpected error on %s %s", request.method, request.path)
+        response = InternalError(
+            "The service failed to answer this request. Try again; if it persists, report it."
+        ).response()
+    endpoint = COUNTED.get(request.path)
+    if endpoint is not None:
+        response.headers.update(_rate_limit_state(request, endpoint).headers())
+    return response
+
+
+def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        allowed = sorted(exc.allowed_methods)
+        return MethodNotAllowed(
+            f"{request.method} is not allowed here; use {', '.join(allowed)}.", allowed
+        )
+    if isinstance(exc, web.HTTPNotFound):
+        return NotFound(f"There is nothing at {request.path}. The API is under /api/.")
+    problem = Problem(exc.reason)
+    problem.status = exc.status
+    return problem
+
+
+def _rate_limit_state(request: web.Request, endpoint: str) -> Decision:
+    decided: Decision | None = request.get(DECISION)
+    if decided is not None:
+        return decided
+    services = request.app[SERVICES]
+    identity: Identity | None = request.get(IDENTITY)
+    if identity is None:
+        try:
+            identity = identify(request, request.query, services.store, services.client_ip(request))
+        except InvalidApiKey:
+            identity = Identity(services.client_ip(request))
+    return services.quotas.peek(identity, endpoint)
+
+
+class RedactingAccessLogger(AbstractAccessLogger):
+    """An access log line per request that never contains an API key."""
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        query = "&".join(
+            f"{name}={'***' if name == 'apikey' else value}"
+            for name, value in request.query.items()
+        )
+        target = request.path + (f"?{query}" if query else "")
+        self.logger.info(
+            '%s "%s %s" %s %.1fms',
+            request.remote,
+            request.method,
+            target,
+            response.status,
+            time * 1000,
+        )
+
+    @property
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.INFO)

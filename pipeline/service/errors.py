@@ -1,0 +1,101 @@
+"""HTTP errors as RFC 9457 problem details, with the status on the exception class.
+
+Every error the API answers is a :class:`Problem`; the error middleware turns it into one body
+shape, ``application/problem+json``::
+
+    {"type": "/problems/missing_parameter", "title": "Missing parameter",
+     "status": 400, "detail": "Send exactly one of email or domain.", "code": "missing_parameter"}
+
+``code`` is stable for programs; ``detail`` is a sentence for people. Anything unexpected becomes
+``internal_error`` with no stack trace in the body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from aiohttp import web
+
+# A relative URI reference (RFC 9457 §3.1.1): the problem kinds are documented in the README.
+PROBLEM_TYPE_BASE = "/problems/"
+PROBLEM_JSON = "application/problem+json"
+
+
+class Problem(Exception):
+    status = 500
+    code = "internal_error"
+    title = "Internal error"
+
+    def __init__(self, detail: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.headers = dict(headers or {})
+
+    def body(self) -> dict[str, object]:
+        return {
+            "type": PROBLEM_TYPE_BASE + self.code,
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            "code": self.code,
+        }
+
+    def response(self) -> web.Response:
+        return web.Response(
+            status=self.status,
+            text=json.dumps(self.body()),
+            content_type=PROBLEM_JSON,
+            headers=self.headers,
+        )
+
+
+class MissingParameter(Problem):
+    status, code, title = 400, "missing_parameter", "Missing parameter"
+
+
+class ConflictingParameters(Problem):
+    status, code, title = 400, "conflicting_parameters", "Conflicting parameters"
+
+
+class InvalidParameter(Problem):
+    status, code, title = 400, "invalid_parameter", "Invalid parameter"
+
+
+class InvalidApiKey(Problem):
+    status, code, title = 401, "invalid_api_key", "Invalid API key"
+
+    def __init__(self, detail: str) -> None:
+        # RFC 6750 §3: the challenge tells the client which scheme and why it failed.
+        super().__init__(detail, {"WWW-Authenticate": 'Bearer error="invalid_token"'})
+
+
+class QuotaExceeded(Problem):
+    status, code, title = 429, "quota_exceeded", "Quota exceeded"
+
+
+class NotFound(Problem):
+    status, code, title = 404, "not_found", "Not found"
+
+
+class MethodNotAllowed(Problem):
+    status, code, title = 405, "method_not_allowed", "Method not allowed"
+
+    def __init__(self, detail: str, allowed: list[str]) -> None:
+        super().__init__(detail, {"Allow": ", ".join(allowed)})
+
+
+class InternalError(Problem):
+    pass
+
+
+ALL_PROBLEMS: tuple[type[Problem], ...] = (
+    MissingParameter,
+    ConflictingParameters,
+    InvalidParameter,
+    InvalidApiKey,
+    QuotaExceeded,
+    NotFound,
+    MethodNotAllowed,
+    InternalError,
+)

@@ -1,0 +1,224 @@
+"""The OpenAPI 3.1 description of the service, served at ``/openapi.json``.
+
+Schemas here are JSON Schema 2020-12 (what OpenAPI 3.1 uses); the tests validate real responses
+against them, so the document cannot drift from the behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipeline import __version__
+from pipeline.core.schema import SPEC_COLUMNS
+from pipeline.core.verdict import Reason, Verdict
+from pipeline.service.errors import ALL_PROBLEMS
+from pipeline.service.settings import ServiceConfig
+
+_JSON_TYPES = {"String": "string", "Float64": "number", "Boolean": "boolean"}
+_VERDICTS = [v.value for v in Verdict]
+
+_FIELD_DOCS = {
+    "EMAIL": "The normalized address; empty in domain mode.",
+    "VERDICT": "Deliverability verdict.",
+    "SCORE": "Estimated probability that mail is accepted: Invalid < 0.3 <= Risky < 0.7 <= Valid.",
+    "LOCAL": "Local part; empty in domain mode.",
+    "DOMAIN": "Domain, ASCII (IDNA) form.",
+    "DOMAIN_VERDICT": "Verdict for the domain alone.",
+    "MX": "Lowest-preference MX host; the domain itself for an implicit MX; empty when none.",
+    "HAS_SUSPECTED_BOUNCES": "Always false for now: there is no bounce ledger yet.",
+    "LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS": "The local part names a role (info, admin, ...).",
+    "HAS_KNOWN_BOUNCES": "Always false for now: there is no bounce ledger yet.",
+    "DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS": "The domain is a disposable mailbox provider.",
+    "SUGGESTION": "Corrected address (domain in domain mode) for a likely typo; empty when none.",
+}
+
+_RATE_HEADERS = {
+    "RateLimit-Policy": 'Quota policies, e.g. "email-month";q=100;w=2592000.',
+    "RateLimit": 'Remaining units and seconds to reset, e.g. "email-month";r=97;t=1234.',
+    "X-RateLimit-Limit": "Requests allowed in the current window.",
+    "X-RateLimit-Remaining": "Requests left in the current window.",
+    "X-RateLimit-Reset": "Unix time (seconds) at which the window renews.",
+}
+
+
+def email_result_schema() -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    for name, dtype in SPEC_COLUMNS.items():
+        prop: dict[str, Any] = {
+            "type": _JSON_TYPES[dtype.__name__],
+            "description": _FIELD_DOCS[name],
+        }
+        if name in ("VERDICT", "DOMAIN_VERDICT"):
+            prop["enum"] = _VERDICTS
+        if name == "SCORE":
+            prop.update(minimum=0, maximum=1)
+        properties[name] = prop
+    properties["REASON"] = {
+        "type": "string",
+        "description": "Reason codes joined by ';' (extension): "
+        + ", ".join(r.value for r in Reason)
+        + ".",
+    }
+    return {
+        "type": "object",
+        "required": [*SPEC_COLUMNS, "REASON"],
+        "properties": properties,
+        "additionalProperties": False,
+    }
+
+
+def problem_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["type", "title", "status", "detail", "code"],
+        "properties": {
+            "type": {"type": "string"},
+            "title": {"type": "string"},
+            "status": {"type": "integer"},
+            "detail": {"type": "string"},
+            "code": {"type": "string", "enum": sorted({p.code for p in ALL_PROBLEMS})},
+        },
+    }
+
+
+def _problem(description: str, *extra_headers: str) -> dict[str, Any]:
+    headers = {h: {"$ref": f"#/components/headers/{h}"} for h in (*_RATE_HEADERS, *extra_headers)}
+    return {
+        "description": description,
+        "headers": headers,
+        "content": {
+            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+        },
+    }
+
+
+def _query(name: str, description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": description,
+    }
+
+
+def _email_operation(method: str) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "operationId": f"verifyEmail{method.title()}",
+        "summary": "Verify an email address, or a bare domain",
+        "description": "Exactly one of email or domain. A malformed address is a 200 with "
+        "VERDICT Invalid. Counted against the caller's quota.",
+        "parameters": [
+            _query("email", "The address to verify."),
+            _query("domain", "A bare domain to verify (domain mode)."),
+            _query("apikey", "API key, legacy; the Authorization header wins when both are sent."),
+        ],
+        "security": [{}, {"bearer": []}, {"apikey": []}],
+        "responses": {
+            "200": {
+                "description": "The verification result.",
+                "headers": {h: {"$ref": f"#/components/headers/{h}"} for h in _RATE_HEADERS},
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/EmailResult"}}
+                },
+            },
+            "400": _problem("Missing, conflicting or invalid parameters (not counted)."),
+            "401": _problem("Unknown or revoked API key (not counted).", "WWW-Authenticate"),
+            "405": _problem("Method not allowed.", "Allow"),
+            "429": _problem("Quota or burst limit exhausted.", "Retry-After"),
+            "500": _problem("Unexpected failure."),
+        },
+    }
+    if method == "post":
+        body = {
+            "type": "object",
+            "properties": {
+                "email": {"type": "string"},
+                "domain": {"type": "string"},
+                "apikey": {"type": "string"},
+            },
+        }
+        operation["requestBody"] = {
+            "required": False,
+            "content": {
+                "application/json": {"schema": body},
+                "application/x-www-form-urlencoded": {"schema": body},
+            },
+        }
+    return operation
+
+
+def openapi_document(config: ServiceConfig) -> dict[str, Any]:
+    plans = ", ".join(
+        f"{name}: {plan.email_per_month:,}/month" for name, plan in config.plans.items()
+    )
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "listclean verification service",
+            "version": __version__,
+            "description": "Email verification. Without a key: "
+            f"{config.anonymous.email_per_day} request(s) per client IP per UTC day. "
+            f"Plans: {plans}.",
+        },
+        "paths": {
+            "/api/email": {"get": _email_operation("get"), "post": _email_operation("post")},
+            "/healthz": {
+                "get": {
+                    "operationId": "health",
+                    "summary": "Liveness for load balancers; not counted",
+                    "responses": {
+                        "200": {
+                            "description": "Serving.",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "required": ["status"],
+                                        "properties": {"status": {"const": "ok"}},
+                                    }
+                                }
+                            },
+                        }
+                    },
+                }
+            },
+            "/openapi.json": {
+                "get": {
+                    "operationId": "openapi",
+                    "summary": "This document",
+                    "responses": {
+                        "200": {
+                            "description": "OpenAPI 3.1 document.",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        }
+                    },
+                }
+            },
+        },
+        "components": {
+            "schemas": {"EmailResult": email_result_schema(), "Problem": problem_schema()},
+            "headers": {
+                **{
+                    h: {"description": d, "schema": {"type": "string"}}
+                    for h, d in _RATE_HEADERS.items()
+                },
+                "Retry-After": {
+                    "description": "Seconds until a request can succeed.",
+                    "schema": {"type": "string"},
+                },
+                "WWW-Authenticate": {
+                    "description": 'Bearer error="invalid_token".',
+                    "schema": {"type": "string"},
+                },
+                "Allow": {
+                    "description": "Methods allowed on this path.",
+                    "schema": {"type": "string"},
+                },
+            },
+            "securitySchemes": {
+                "bearer": {"type": "http", "scheme": "bearer"},
+                "apikey": {"type": "apiKey", "in": "query", "name": "apikey"},
+            },
+        },
+    }

@@ -1,0 +1,162 @@
+"""Quotas and the rate-limit headers that report them.
+
+Who is counted: a key (``key:<key_id>``) against its plan's monthly quota, or, without a key,
+the client IP (``ip:<address>``) against the anonymous daily quota; one counter per endpoint.
+Windows are UTC calendar days and months. A plan may also cap requests per second (burst),
+counted in memory: a burst window is too short to need surviving a restart.
+
+Headers, on every API response (draft-ietf-httpapi-ratelimit-headers, structured fields)::
+
+    RateLimit-Policy: "email-month";q=100;w=2592000
+    RateLimit: "email-month";r=97;t=1234567
+    X-RateLimit-Limit: 100            (the widely read legacy trio)
+    X-RateLimit-Remaining: 97
+    X-RateLimit-Reset: 1767225600     (Unix time the window resets)
+    Retry-After: 1234567              (on 429 only: seconds until a request can succeed)
+"""
+
+from __future__ import annotations
+
+import calendar
+import enum
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipeline.service.settings import ServiceConfig
+from pipeline.service.store import ApiKey, ServiceStore
+
+
+class Window(enum.StrEnum):
+    SECOND = "second"
+    DAY = "day"
+    MONTH = "month"
+
+
+def window_bounds(window: Window, now: float) -> tuple[int, int]:
+    """[start, end) of the UTC window holding *now*, as Unix seconds."""
+    t = int(now)
+    if window is Window.SECOND:
+        return t, t + 1
+    if window is Window.DAY:
+        start = t - t % 86400
+        return start, start + 86400
+    year, month = time.gmtime(t)[:2]
+    start = calendar.timegm((year, month, 1, 0, 0, 0))
+    year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+    return start, calendar.timegm((year, month, 1, 0, 0, 0))
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who a request is counted against."""
+
+    ip: str
+    key: ApiKey | None = None
+
+    @property
+    def subject(self) -> str:
+        return f"key:{self.key.key_id}" if self.key else f"ip:{self.ip}"
+
+
+@dataclass(frozen=True)
+class Policy:
+    name: str  # e.g. "email-month"
+    limit: int
+    window: Window
+
+
+@dataclass(frozen=True)
+class QuotaState:
+    """One policy's position after (or without) counting a request."""
+
+    policy: Policy
+    used: int
+    start: int
+    end: int
+    now: float
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.policy.limit - self.used)
+
+    @property
+    def seconds_to_reset(self) -> int:
+        return max(0, math.ceil(self.end - self.now))
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    quota: QuotaState  # the daily/monthly quota, reported in the headers
+    burst: QuotaState | None = None  # the per-second cap, when the plan has one
+
+    def headers(self) -> dict[str, str]:
+        states = [s for s in (self.quota, self.burst) if s is not None]
+        headers = {
+            "RateLimit-Policy": ", ".join(
+                f'"{s.policy.name}";q={s.policy.limit};w={s.end - s.start}' for s in states
+            ),
+            "RateLimit": ", ".join(
+                f'"{s.policy.name}";r={s.remaining};t={s.seconds_to_reset}' for s in states
+            ),
+            "X-RateLimit-Limit": str(self.quota.policy.limit),
+            "X-RateLimit-Remaining": str(self.quota.remaining),
+            "X-RateLimit-Reset": str(self.quota.end),
+        }
+        if not self.allowed:
+            blocking = self.burst if self.burst and not self.burst.remaining else self.quota
+            headers["Retry-After"] = str(max(1, blocking.seconds_to_reset))
+        return headers
+
+
+class Quotas:
+    """Decides whether a request may be served, and counts it when it is."""
+
+    def __init__(
+        self, config: ServiceConfig, store: ServiceStore, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._clock = clock
+        self._bursts: dict[str, tuple[int, int]] = {}  # subject -> (second, requests in it)
+
+    def policies(self, identity: Identity, endpoint: str) -> tuple[Policy, Policy | None]:
+        if identity.key is None:
+            limit = getattr(self._config.anonymous, f"{endpoint}_per_day")
+            return Policy(f"{endpoint}-day", limit, Window.DAY), None
+        plan = self._config.plans[identity.key.plan]
+        quota = Policy(f"{endpoint}-month", getattr(plan, f"{endpoint}_per_month"), Window.MONTH)
+        burst = plan.burst_per_second
+        return quota, Policy(f"{endpoint}-second", burst, Window.SECOND) if burst else None
+
+    def peek(self, identity: Identity, endpoint: str) -> Decision:
+        """Where *identity* stands, without counting anything (for error responses)."""
+        now = self._clock()
+        policy, burst_policy = self.policies(identity, endpoint)
+        start, end = window_bounds(policy.window, now)
+        used = self._store.used(identity.subject, policy.name, start)
+        quota = QuotaState(policy, used, start, end, now)
+        burst = self._burst_state(identity.subject, burst_policy, now) if burst_policy else None
+        return Decision(True, quota, burst)
+
+    def take(self, identity: Identity, endpoint: str) -> Decision:
+        """Count one request if both the burst cap and the quota allow it."""
+        now = self._clock()
+        policy, burst_policy = self.policies(identity, endpoint)
+        burst = self._burst_state(identity.subject, burst_policy, now) if burst_policy else None
+        start, end = window_bounds(policy.window, now)
+        if burst is not None and burst.remaining == 0:
+            used = self._store.used(identity.subject, policy.name, start)
+            return Decision(False, QuotaState(policy, used, start, end, now), burst)
+        allowed, used = self._store.consume(identity.subject, policy.name, start, policy.limit)
+        if allowed and burst is not None:
+            self._bursts[identity.subject] = (burst.start, burst.used + 1)
+            burst = QuotaState(burst.policy, burst.used + 1, burst.start, burst.end, now)
+        return Decision(allowed, QuotaState(policy, used, start, end, now), burst)
+
+    def _burst_state(self, subject: str, policy: Policy, now: float) -> QuotaState:
+        start, end = window_bounds(Window.SECOND, now)
+        second, used = self._bursts.get(subject, (start, 0))
+        return QuotaState(policy, used if second == start else 0, start, end, now)

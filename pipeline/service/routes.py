@@ -1,0 +1,65 @@
+"""Route handlers: thin, each reads the request, asks the engine, and answers JSON."""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+
+from pipeline.service.app import DECISION, IDENTITY, SERVICES
+from pipeline.service.errors import ConflictingParameters, MissingParameter, QuotaExceeded
+from pipeline.service.openapi import openapi_document
+from pipeline.service.params import identify, read_params
+from pipeline.service.quotas import Decision
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/api/email", email)
+    app.router.add_post("/api/email", email)
+    app.router.add_get("/healthz", healthz, allow_head=True)
+    app.router.add_get("/openapi.json", openapi)
+
+
+async def email(request: web.Request) -> web.Response:
+    """``/api/email``: verify an address (``email``) or a bare domain (``domain``)."""
+    services = request.app[SERVICES]
+    params = await read_params(request, services.config.service.max_value_length)
+    identity = identify(request, params, services.store, services.client_ip(request))
+    request[IDENTITY] = identity
+    value, domain_mode = _email_or_domain(params)
+    decision = services.quotas.take(identity, "email")
+    request[DECISION] = decision
+    if not decision.allowed:
+        raise QuotaExceeded(_quota_detail(decision, identity.key is not None))
+    batcher = services.domains if domain_mode else services.addresses
+    return web.json_response(await batcher.submit(value))
+
+
+def _quota_detail(decision: Decision, keyed: bool) -> str:
+    burst = decision.burst
+    if burst is not None and burst.remaining == 0:
+        return f"More than {burst.policy.limit} requests per second for this key; slow down."
+    quota = decision.quota
+    reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(quota.end))
+    return (
+        f"The {quota.policy.name} quota of {quota.policy.limit} requests is used up for this "
+        f"{'key' if keyed else 'client address'}; it renews at {reset}. See Retry-After."
+    )
+
+
+def _email_or_domain(params: dict[str, str]) -> tuple[str, bool]:
+    email, domain = params.get("email"), params.get("domain")
+    if email and domain:
+        raise ConflictingParameters("Send either email or domain, not both.")
+    if not email and not domain:
+        raise MissingParameter("Send exactly one of email (an address) or domain (a domain name).")
+    return (email, False) if email else (domain or "", True)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """For load balancers: up and serving. Not counted against any quota."""
+    return web.json_response({"status": "ok"})
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.json_response(openapi_document(request.app[SERVICES].config))

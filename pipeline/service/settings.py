@@ -1,0 +1,111 @@
+"""Service settings: ``configs/service.toml`` = the engine's tables plus the service's own.
+
+    [dns] [cache] [lists]    as in configs/pipeline.toml (the engine)
+    [service]                host, port, database, trusted proxies, request limits
+    [anonymous]              quotas of requests without a key (per client IP per UTC day)
+    [plans.NAME]             quotas per UTC calendar month for keys on plan NAME
+
+The built-in plans (default, starter, growth, scale) are always there; a ``[plans.NAME]`` table
+overrides one of them or adds a new plan.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pipeline.core.config import Config, build, load_toml, setting
+from pipeline.core.errors import ConfigError
+
+ENGINE_SECTIONS = ("dns", "cache", "lists")
+
+
+@dataclass(frozen=True)
+class HttpConfig:
+    host: str = setting("127.0.0.1", "Address to listen on.")
+    port: int = setting(8080, "TCP port to listen on.", minimum=0)
+    db: str = setting("", "SQLite file for keys and quota counters; empty: user data directory.")
+    trusted_proxies: tuple[str, ...] = setting(
+        (), "Proxy addresses or networks whose X-Forwarded-For is believed."
+    )
+    max_value_length: int = setting(512, "Longest accepted parameter value, in characters.")
+    shutdown_timeout: float = setting(10.0, "Seconds in-flight requests get to finish on stop.")
+    batch_size: int = setting(256, "Most addresses verified together in one engine pass.")
+
+
+@dataclass(frozen=True)
+class AnonymousConfig:
+    email_per_day: int = setting(1, "/api/email requests per client IP per UTC day without a key.")
+    find_per_day: int = setting(1, "/api/find requests per client IP per UTC day without a key.")
+
+
+@dataclass(frozen=True)
+class PlanConfig:
+    email_per_month: int = setting(100, "/api/email requests per UTC calendar month.")
+    find_per_month: int = setting(5, "/api/find requests per UTC calendar month.")
+    burst_per_second: int = setting(0, "Requests per second per key; 0: no burst limit.", minimum=0)
+
+
+BUILTIN_PLANS: Mapping[str, PlanConfig] = MappingProxyType(
+    {
+        "default": PlanConfig(100, 5),
+        "starter": PlanConfig(10_000, 500),
+        "growth": PlanConfig(100_000, 5_000),
+        "scale": PlanConfig(1_000_000, 50_000),
+    }
+)
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    engine: Config = field(default_factory=Config)
+    service: HttpConfig = field(default_factory=HttpConfig)
+    anonymous: AnonymousConfig = field(default_factory=AnonymousConfig)
+    plans: Mapping[str, PlanConfig] = field(default_factory=lambda: BUILTIN_PLANS)
+
+
+def load_service_config(path: Path | None) -> ServiceConfig:
+    if path is None:
+        return ServiceConfig()
+    data = load_toml(path)
+    where = str(path)
+    known = {*ENGINE_SECTIONS, "service", "anonymous", "plans"}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown section [{unknown[0]}]; "
+            f"known sections are {', '.join(sorted(known))}."
+        )
+    engine = build(Config, {k: data[k] for k in ENGINE_SECTIONS if k in data}, where)
+    config = ServiceConfig(
+        engine=engine,
+        service=build(HttpConfig, data.get("service", {}), f"{where} [service]"),
+        anonymous=build(AnonymousConfig, data.get("anonymous", {}), f"{where} [anonymous]"),
+        plans=_plans(data.get("plans", {}), where),
+    )
+    _check_proxies(config.service.trusted_proxies, where)
+    return config
+
+
+def _plans(tables: Any, where: str) -> Mapping[str, PlanConfig]:
+    if not isinstance(tables, dict):
+        raise ConfigError(f"{where}: [plans] must hold one [plans.NAME] table per plan.")
+    plans = dict(BUILTIN_PLANS)
+    for name, table in tables.items():
+        plans[name] = build(PlanConfig, table, f"{where} [plans.{name}]")
+    return MappingProxyType(plans)
+
+
+def _check_proxies(proxies: tuple[str, ...], where: str) -> None:
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError as exc:
+            raise ConfigError(
+                f"{where}: trusted_proxies entry {proxy!r} is not an IP address or network "
+                "(write 10.0.0.5 or 10.0.0.0/8)."
+            ) from exc

@@ -1,0 +1,177 @@
+"""The service's SQLite file: API keys and quota counters, with one owner.
+
+Keys are random 256-bit secrets shown once at creation and stored only as their SHA-256: a
+secret of that entropy cannot be found from its hash, so a slow password hash adds nothing. Each
+key has a short public id (``key_id``) for listing and revoking.
+
+Quota counting must be exact under concurrency and survive restarts. The service runs one
+event loop with this object as the only writer, and each request's check-and-increment is a
+single ``INSERT ... ON CONFLICT DO UPDATE ... WHERE used < limit`` statement committed before
+the answer is sent, so two requests can never both take the last unit, and a restart resumes
+from the committed counts. WAL mode lets ``listclean keys`` read and revoke while it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pipeline.core.errors import StoreError, UsageError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id     TEXT PRIMARY KEY,
+    secret_sha TEXT NOT NULL UNIQUE,
+    plan       TEXT NOT NULL,
+    label      TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    revoked_at REAL
+);
+CREATE TABLE IF NOT EXISTS usage (
+    subject      TEXT NOT NULL,     -- "key:<key_id>" or "ip:<address>"
+    policy       TEXT NOT NULL,     -- e.g. "email-month"
+    window_start INTEGER NOT NULL,  -- Unix time the counting window began
+    used         INTEGER NOT NULL,
+    PRIMARY KEY (subject, policy, window_start)
+) WITHOUT ROWID;
+"""
+_SECRET_PREFIX = "lc_"
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    key_id: str
+    plan: str
+    label: str
+    created_at: float
+    revoked_at: float | None
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+def _sha(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+class ServiceStore:
+    """Keys and counters in one SQLite file."""
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self._clock = clock
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(
+                f"Cannot open the service database at {path}: {exc}. "
+                "Choose a writable path with --db."
+            ) from exc
+
+    def __enter__(self) -> ServiceStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def create_key(self, plan: str, label: str = "") -> tuple[ApiKey, str]:
+        """A new key on *plan*; returns its record and the secret, which is never stored."""
+        key_id = "k_" + secrets.token_hex(4)
+        secret = _SECRET_PREFIX + secrets.token_urlsafe(32)
+        key = ApiKey(key_id, plan, label, self._clock(), None)
+        self._write(
+            "INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, NULL)",
+            (key_id, _sha(secret), plan, label, key.created_at),
+        )
+        return key, secret
+
+    def list_keys(self) -> list[ApiKey]:
+        rows = self._read(
+            "SELECT key_id, plan, label, created_at, revoked_at FROM api_keys "
+            "ORDER BY created_at, key_id",
+            (),
+        )
+        return [ApiKey(*row) for row in rows]
+
+    def revoke_key(self, key_id: str) -> ApiKey:
+        """Revoke *key_id* (idempotent); raises UsageError for an unknown id."""
+        self._write(
+            "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL",
+            (self._clock(), key_id),
+        )
+        rows = self._read(
+            "SELECT key_id, plan, label, created_at, revoked_at FROM api_keys WHERE key_id = ?",
+            (key_id,),
+        )
+        if not rows:
+            raise UsageError(
+                f"There is no API key with id {key_id!r}. `listclean keys list` shows the ids."
+            )
+        return ApiKey(*rows[0])
+
+    def find_key(self, secret: str) -> ApiKey | None:
+        """The key whose secret this is (revoked ones included), or None."""
+        rows = self._read(
+            "SELECT key_id, plan, label, created_at, revoked_at FROM api_keys WHERE secret_sha = ?",
+            (_sha(secret),),
+        )
+        return ApiKey(*rows[0]) if rows else None
+
+    def consume(self, subject: str, policy: str, window_start: int, limit: int) -> tuple[bool, int]:
+        """Take one unit if fewer than *limit* were used in the window: (taken, used now)."""
+        rows = self._write(
+            "INSERT INTO usage VALUES (?, ?, ?, 1) "
+            "ON CONFLICT (subject, policy, window_start) DO UPDATE SET used = used + 1 "
+            "WHERE used < ? RETURNING used",
+            (subject, policy, window_start, limit),
+        )
+        if rows:
+            return True, int(rows[0][0])
+        return False, self.used(subject, policy, window_start)
+
+    def used(self, subject: str, policy: str, window_start: int) -> int:
+        rows = self._read(
+            "SELECT used FROM usage WHERE subject = ? AND policy = ? AND window_start = ?",
+            (subject, policy, window_start),
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def purge_usage(self, before: int) -> None:
+        """Forget counters of windows that started before *before* (they can never matter)."""
+        self._write("DELETE FROM usage WHERE window_start < ?", (before,))
+
+    def _read(self, sql: str, params: tuple[object, ...]) -> list[Any]:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise self._broken(exc) from exc
+
+    def _write(self, sql: str, params: tuple[object, ...]) -> list[Any]:
+        try:
+            return self._db.execute(sql, params).fetchall()  # autocommit: durable on return
+        except sqlite3.Error as exc:
+            raise self._broken(exc) from exc
+
+    def _broken(self, exc: sqlite3.Error) -> StoreError:
+        return StoreError(f"The service database at {self.path} failed: {exc}.")
