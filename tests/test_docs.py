@@ -9,6 +9,13 @@ import pytest
 from pipeline.core.config import settings_table
 from pipeline.core.schema import OUTPUT_COLUMNS
 from pipeline.core.verdict import PENALTIES, RULES, Reason
+from pipeline.service.settings import (
+    AnonymousConfig,
+    HttpConfig,
+    PlanConfig,
+    ServiceConfig,
+    load_service_config,
+)
 from tests.conftest import REPO
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -33,6 +40,22 @@ def test_every_setting_is_documented_with_its_default(
     shipped = tomllib.loads((REPO / "configs" / "pipeline.toml").read_text())
     value = shipped[section][key]
     assert (tuple(value) if isinstance(value, list) else value) == default
+
+
+SERVICE_SETTINGS = [
+    *settings_table(HttpConfig, "service."),
+    *settings_table(AnonymousConfig, "anonymous."),
+    *settings_table(PlanConfig, "plans.NAME."),
+]
+
+
+@pytest.mark.parametrize(("name", "default", "help_text"), SERVICE_SETTINGS)
+def test_every_service_setting_is_documented(name: str, default: object, help_text: str) -> None:
+    assert f"| `{name}` |" in README
+
+
+def test_shipped_service_config_equals_the_defaults() -> None:
+    assert load_service_config(REPO / "configs" / "service.toml") == ServiceConfig()
 
 
 @pytest.mark.parametrize("column", list(OUTPUT_COLUMNS))

@@ -12,6 +12,7 @@ rule, and a distributed runner can call the same functions per partition.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -244,13 +245,18 @@ def address_flags() -> dict[Reason, pl.Expr]:
     }
 
 
+@functools.cache
+def _verdict_expressions() -> tuple[dict[str, pl.Expr], dict[str, pl.Expr]]:
+    # Expressions are immutable; building them costs more than running them on a small batch.
+    return judge(domain_flags()), judge(address_flags())
+
+
 def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
     """Add the spec's fields and REASON to rows that went through :func:`attach_domains`.
 
     SUGGESTION is the corrected full address, or the corrected domain in domain mode.
     """
-    domain_judged = judge(domain_flags())
-    address_judged = judge(address_flags())
+    domain_judged, address_judged = _verdict_expressions()
     has_domain_answer = pl.col("DNS_STATUS").is_not_null()
     # A corrected domain does not mend a broken local part: no suggestion for those.
     suggestion = (
