@@ -64,8 +64,9 @@ class Services:
 
 
 SERVICES = web.AppKey("services", Services)
-IDENTITY = "listclean.identity"  # request keys: who is counted, and what was decided
-DECISION = "listclean.decision"
+# Per-request state: who is counted, and what the quota decided.
+IDENTITY = web.RequestKey("listclean.identity", Identity)
+DECISION = web.RequestKey("listclean.decision", Decision)
 
 
 def create_app(
@@ -142,7 +143,10 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
         ).response()
     endpoint = COUNTED.get(request.path)
     if endpoint is not None:
-        response.headers.update(_rate_limit_state(request, endpoint).headers())
+        try:
+            response.headers.update(_rate_limit_state(request, endpoint).headers())
+        except Exception:  # the answer itself must still go out, and as a problem document
+            log.exception("cannot compute rate-limit headers for %s", request.path)
     return response
 
 
@@ -160,11 +164,11 @@ def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
 
 
 def _rate_limit_state(request: web.Request, endpoint: str) -> Decision:
-    decided: Decision | None = request.get(DECISION)
+    decided = request.get(DECISION)
     if decided is not None:
         return decided
     services = request.app[SERVICES]
-    identity: Identity | None = request.get(IDENTITY)
+    identity = request.get(IDENTITY)
     if identity is None:
         try:
             identity = identify(request, request.query, services.store, services.client_ip(request))

@@ -126,7 +126,12 @@ class Quotas:
         if identity.key is None:
             limit = getattr(self._config.anonymous, f"{endpoint}_per_day")
             return Policy(f"{endpoint}-day", limit, Window.DAY), None
-        plan = self._config.plans[identity.key.plan]
+        plan = self._config.plans.get(identity.key.plan)
+        if plan is None:  # the operator removed a plan that keys are still on
+            raise LookupError(
+                f"API key {identity.key.key_id} is on plan {identity.key.plan!r}, which the "
+                "service config does not define; add the plan back or move the key."
+            )
         quota = Policy(f"{endpoint}-month", getattr(plan, f"{endpoint}_per_month"), Window.MONTH)
         burst = plan.burst_per_second
         return quota, Policy(f"{endpoint}-second", burst, Window.SECOND) if burst else None

@@ -14,7 +14,8 @@ from pipeline.service.quotas import Decision
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_get("/api/email", email)
+    # No HEAD: it would spend quota on an answer nobody reads.
+    app.router.add_get("/api/email", email, allow_head=False)
     app.router.add_post("/api/email", email)
     app.router.add_get("/healthz", healthz, allow_head=True)
     app.router.add_get("/openapi.json", openapi)

@@ -140,6 +140,8 @@ class ServiceStore:
 
     def consume(self, subject: str, policy: str, window_start: int, limit: int) -> tuple[bool, int]:
         """Take one unit if fewer than *limit* were used in the window: (taken, used now)."""
+        if limit <= 0:
+            return False, self.used(subject, policy, window_start)
         rows = self._write(
             "INSERT INTO usage VALUES (?, ?, ?, 1) "
             "ON CONFLICT (subject, policy, window_start) DO UPDATE SET used = used + 1 "

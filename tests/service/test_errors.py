@@ -1,0 +1,140 @@
+"""Every error the API answers is one RFC 9457 problem document, whatever went wrong."""
+
+from __future__ import annotations
+
+import warnings
+
+import aiohttp
+import pytest
+from aiohttp.web_exceptions import NotAppKeyWarning
+from aiohttp.web_request import BaseRequest
+
+from pipeline.service.errors import ALL_PROBLEMS
+from tests.service.conftest import PROBLEM_KEYS, Env, Reply, fetch, run
+
+TITLES = {problem.code: problem.title for problem in ALL_PROBLEMS}
+STATUSES = {
+    "missing_parameter": 400,
+    "conflicting_parameters": 400,
+    "invalid_parameter": 400,
+    "invalid_api_key": 401,
+    "quota_exceeded": 429,
+    "method_not_allowed": 405,
+    "not_found": 404,
+    "internal_error": 500,
+}
+
+
+async def provoke(env: Env, *, internal: bool) -> dict[str, Reply]:
+    """One real request down each error path (internal_error only when asked)."""
+    _, retired = env.key("retired")  # a plan the configuration does not have
+    async with env.serving() as url, aiohttp.ClientSession() as s:
+        api = f"{url}/api/email"
+        replies = {
+            "missing_parameter": await fetch(s, "GET", api),
+            "conflicting_parameters": await fetch(s, "GET", f"{api}?email=a@gmail.com&domain=b"),
+            "invalid_parameter": await fetch(s, "GET", api, params={"email": "a" * 513}),
+            "invalid_api_key": await fetch(
+                s, "GET", f"{api}?email=a@gmail.com", headers={"Authorization": "Bearer lc_x"}
+            ),
+            "method_not_allowed": await fetch(s, "PUT", f"{api}?email=a@gmail.com"),
+            "not_found": await fetch(s, "GET", f"{url}/nope"),
+        }
+        await fetch(s, "GET", f"{api}?email=a@gmail.com")  # the day's one anonymous request
+        replies["quota_exceeded"] = await fetch(s, "GET", f"{api}?email=a@gmail.com")
+        if internal:
+            replies["internal_error"] = await fetch(
+                s, "GET", f"{api}?email=a@gmail.com", headers={"Authorization": f"Bearer {retired}"}
+            )
+        return replies
+
+
+def assert_problem_document(code: str, reply: Reply) -> None:
+    assert reply.status == STATUSES[code], (code, reply.text)
+    assert reply.headers["Content-Type"].split(";")[0] == "application/problem+json", code
+    assert "Traceback" not in reply.text, code
+    body = reply.json
+    assert set(body) == PROBLEM_KEYS, code
+    assert body["status"] == reply.status
+    assert body["code"] == code
+    assert body["type"] == "/problems/" + code
+    assert body["title"] == TITLES[code]
+    assert isinstance(body["detail"], str)
+    assert body["detail"].strip(), code
+
+
+def assert_extra_headers(replies: dict[str, Reply]) -> None:
+    assert replies["invalid_api_key"].headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
+    assert replies["method_not_allowed"].headers["Allow"] == "GET, POST"
+    assert replies["method_not_allowed"].json["detail"] == (
+        "PUT is not allowed here; use GET, POST."
+    )
+    assert replies["not_found"].json["detail"] == (
+        "There is nothing at /nope. The API is under /api/."
+    )
+    assert replies["quota_exceeded"].headers["Retry-After"] == "43200"
+    for code, reply in replies.items():
+        assert ("Retry-After" in reply.headers) == (code == "quota_exceeded"), code
+
+
+def test_every_client_error_path_answers_a_problem_document(env: Env) -> None:
+    """All paths but internal_error; that one is walked in the test below."""
+    replies = run(provoke(env, internal=False))
+    assert set(replies) == set(STATUSES) - {"internal_error"}
+    for code, reply in replies.items():
+        assert_problem_document(code, reply)
+    assert_extra_headers(replies)
+
+
+def test_every_error_path_answers_a_problem_document(env: Env) -> None:
+    replies = run(provoke(env, internal=True))
+    assert set(replies) == set(STATUSES) == {problem.code for problem in ALL_PROBLEMS}
+    for code, reply in replies.items():
+        assert_problem_document(code, reply)
+    assert_extra_headers(replies)
+    assert replies["internal_error"].json["detail"] == (
+        "The service failed to answer this request. Try again; if it persists, report it."
+    )
+
+
+def test_an_unknown_path_has_no_rate_limit_headers(env: Env) -> None:
+    async def scenario() -> list[Reply]:
+        async with env.serving() as url, aiohttp.ClientSession() as s:
+            return [
+                await fetch(s, "GET", f"{url}/nope"),
+                await fetch(s, "GET", f"{url}/api/email/"),
+                await fetch(s, "POST", f"{url}/healthz"),
+            ]
+
+    not_found, trailing_slash, post_health = run(scenario())
+    assert_problem_document("not_found", not_found)
+    assert_problem_document("not_found", trailing_slash)
+    assert_problem_document("method_not_allowed", post_health)
+    assert post_health.headers["Allow"] == "GET, HEAD"
+    for reply in (not_found, trailing_slash, post_health):
+        assert "X-RateLimit-Limit" not in reply.headers
+
+
+def test_serving_raises_no_warning(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    # aiohttp warns once per key and process: forget which keys earlier tests already used.
+    monkeypatch.setattr(BaseRequest, "_seen_str_keys", set())
+
+    async def scenario() -> Reply:
+        async with env.serving() as url, aiohttp.ClientSession() as s:
+            return await fetch(s, "GET", f"{url}/api/email?email=john.doe@gmail.com")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotAppKeyWarning)
+        reply = run(scenario())
+    assert reply.status == 200, reply.text
+
+
+def test_head_is_not_allowed_on_the_counted_endpoint(env: Env) -> None:
+    async def scenario() -> Reply:
+        async with env.serving() as url, aiohttp.ClientSession() as s:
+            return await fetch(s, "HEAD", f"{url}/api/email?email=john@gmail.com")
+
+    reply = run(scenario())
+    assert reply.status == 405
+    assert reply.headers["Allow"] == "GET, POST"
+    assert reply.headers["X-RateLimit-Remaining"] == "1"  # nothing was spent
