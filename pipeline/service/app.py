@@ -164,12 +164,12 @@ def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
 
 
 def _rate_limit_state(request: web.Request, endpoint: str) -> Decision:
-    decided = request.get(DECISION)
-    if decided is not None:
-        return decided
+    if DECISION in request:
+        return request[DECISION]
     services = request.app[SERVICES]
-    identity = request.get(IDENTITY)
-    if identity is None:
+    if IDENTITY in request:
+        identity = request[IDENTITY]
+    else:
         try:
             identity = identify(request, request.query, services.store, services.client_ip(request))
         except InvalidApiKey:
