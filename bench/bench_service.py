@@ -137,6 +137,8 @@ async def _drive(spec: dict[str, Any]) -> dict[str, Any]:
         if not failures:
             await prober
         prober.cancel()
+    if sent >= spec["max_requests"]:
+        failures.append({"error": f"stopped at {sent:,} requests, before the phase's end"})
 
     result: dict[str, Any] = {
         "requests": len(latencies),
@@ -206,7 +208,7 @@ def wait_healthy(name: str, proc: subprocess.Popen[bytes], base: str, log: Path)
     raise SystemExit(f"{name} did not answer {base}/healthz within 60 s:\n{tail(log)}")
 
 
-def tail(log: Path, lines: int = 20) -> str:
+def tail(log: Path, lines: int = 8) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
@@ -269,9 +271,11 @@ def loadgen_result(name: str, proc: subprocess.Popen[str], spec: dict[str, Any])
     try:
         out, _ = proc.communicate(timeout=spec["warmup"] + spec["seconds"] + 120)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
         raise SystemExit(f"the load generator for {name} did not finish in time") from None
+    finally:
+        if proc.poll() is None:  # timed out, or this process is being stopped
+            proc.kill()
+            proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"the load generator for {name} exited with {proc.returncode}")
     result: dict[str, Any] = json.loads(out)
@@ -508,6 +512,23 @@ def table(results: dict[str, dict[str, Any]], settings: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def machine_busy(seconds: float = 1.0) -> float | None:
+    """The share of all CPUs' time that was busy over *seconds*, from /proc/stat."""
+
+    def sample() -> tuple[int, int]:
+        values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return sum(values), values[3] + values[4]  # total, idle + iowait
+
+    try:
+        total_before, idle_before = sample()
+        time.sleep(seconds)
+        total_after, idle_after = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    total = total_after - total_before
+    return 1 - (idle_after - idle_before) / total if total else None
+
+
 def service_command(port: int, db: Path, cache: Path, dns: str) -> list[str]:
     script = Path(sys.executable).with_name("listclean")
     listclean = [str(script)] if script.exists() else [sys.executable, "-m", "pipeline.cli"]
@@ -620,14 +641,14 @@ def main() -> None:
         "plan": PLAN,
         "access_log": "on in both (RedactingAccessLogger at INFO, to a file)",
         "cpus": os.cpu_count(),
-        "load_average_before": os.getloadavg(),
+        "cpu_busy_before": machine_busy(),
         "python": platform.python_version(),
         "aiohttp": aiohttp.__version__,
         "platform": platform.platform(),
     }
-    if settings["load_average_before"][0] > 0.5:
+    if (settings["cpu_busy_before"] or 0) > 0.2:
         print(
-            f"warning: load average {settings['load_average_before'][0]:.2f} before the run; "
+            f"warning: the CPUs were {settings['cpu_busy_before']:.0%} busy before the run; "
             "other work on this machine skews the numbers",
             file=sys.stderr,
         )
@@ -635,7 +656,9 @@ def main() -> None:
         tmp = Path(tmp_name)
         try:
             results, hot = run(args, tmp, py_spy)
-        except BaseException:
+        except (Exception, SystemExit) as exc:
+            if isinstance(exc, SystemExit) and not isinstance(exc.code, str):
+                raise  # stopped (SIGTERM), not failed
             for log in ("service.log", "bare.log"):
                 if (tmp / log).exists():
                     print(f"--- last lines of {log}:\n{tail(tmp / log)}", file=sys.stderr)
