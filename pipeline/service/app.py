@@ -102,7 +102,7 @@ def _resources(
                     config.engine.lists.extra_disposable, config.engine.lists.extra_free
                 )
                 engine = Engine(config.engine, lists, cache, offline, resolver=resolver)
-                size = config.service.batch_size
+                size, wait = config.service.batch_size, config.service.batch_wait
 
                 async def addresses(values: Sequence[str]) -> list[dict[str, object]]:
                     return await verify_many(engine, values)
@@ -114,8 +114,8 @@ def _resources(
                     config,
                     store,
                     Quotas(config, store, clock),
-                    MicroBatcher(addresses, size),
-                    MicroBatcher(domains, size),
+                    MicroBatcher(addresses, size, wait),
+                    MicroBatcher(domains, size, wait),
                     [ipaddress.ip_network(p, strict=False) for p in config.service.trusted_proxies],
                 )
                 app[SERVICES] = services

@@ -1,10 +1,16 @@
 """Micro-batching: concurrent requests share one pass of the vectorized engine.
 
-The engine is built for frames; running it for one address costs a few milliseconds of fixed
-overhead, most of it independent of the frame's height. Requests that arrive in the same turn of
-the event loop are therefore gathered and verified together (up to ``max_size`` per pass), and
-each waiting request gets its own row back. Batches run as separate tasks, so a batch waiting on
-a slow DNS answer never holds up the next one.
+The engine is built for frames; a pass costs a few milliseconds of fixed overhead whatever the
+number of rows. So requests are gathered and verified together, each waiting request getting
+its own row back:
+
+- the first request of a batch waits up to ``max_wait`` seconds for others to join, and a batch
+  leaves early once ``max_size`` requests are waiting.
+
+The wait is short (milliseconds) next to a pass, and it is what lets batches grow under load:
+without it, each pass's end would release just the few requests that arrived meanwhile.
+
+Batches run as separate tasks, so a batch waiting on a slow DNS answer never holds up the next.
 """
 
 from __future__ import annotations
@@ -18,20 +24,27 @@ R = TypeVar("R")
 
 
 class MicroBatcher(Generic[T, R]):
-    def __init__(self, run: Callable[[Sequence[T]], Awaitable[Sequence[R]]], max_size: int) -> None:
+    def __init__(
+        self,
+        run: Callable[[Sequence[T]], Awaitable[Sequence[R]]],
+        max_size: int,
+        max_wait: float = 0.002,
+    ) -> None:
         self._run = run
         self._max_size = max_size
+        self._max_wait = max_wait
         self._pending: list[tuple[T, asyncio.Future[R]]] = []
-        self._flush_scheduled = False
+        self._timer: asyncio.Handle | None = None
         self._running: set[asyncio.Task[None]] = set()
 
     async def submit(self, item: T) -> R:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[R] = loop.create_future()
         self._pending.append((item, future))
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            loop.call_soon(self._flush)
+        if len(self._pending) >= self._max_size:
+            self._flush()
+        elif self._timer is None:
+            self._timer = loop.call_later(self._max_wait, self._flush)
         return await future
 
     async def drain(self) -> None:
@@ -42,7 +55,9 @@ class MicroBatcher(Generic[T, R]):
             await asyncio.gather(*self._running, return_exceptions=True)
 
     def _flush(self) -> None:
-        self._flush_scheduled = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         while self._pending:
             batch = self._pending[: self._max_size]
             del self._pending[: self._max_size]

@@ -35,6 +35,11 @@ class HttpConfig:
     max_value_length: int = setting(512, "Longest accepted parameter value, in characters.")
     shutdown_timeout: float = setting(10.0, "Seconds in-flight requests get to finish on stop.")
     batch_size: int = setting(256, "Most addresses verified together in one engine pass.")
+    batch_wait: float = setting(
+        0.005,
+        "Seconds the first request of a batch waits for others to share its engine pass.",
+        minimum=0,
+    )
 
 
 @dataclass(frozen=True)
