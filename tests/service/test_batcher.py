@@ -1,0 +1,72 @@
+"""Micro-batching: concurrent submissions share runs; failures reach every waiter."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from pipeline.service.batcher import MicroBatcher
+
+
+def test_concurrent_items_share_runs_and_get_their_own_results() -> None:
+    runs: list[list[int]] = []
+
+    async def double(items: Sequence[int]) -> list[int]:
+        runs.append(list(items))
+        await asyncio.sleep(0)
+        return [2 * i for i in items]
+
+    async def scenario() -> list[int]:
+        batcher = MicroBatcher(double, max_size=10, max_wait=0.01)
+        return await asyncio.gather(*(batcher.submit(i) for i in range(25)))
+
+    assert asyncio.run(scenario()) == [2 * i for i in range(25)]
+    assert [len(r) for r in runs] == [10, 10, 5]  # full batches leave at once, the rest waits
+
+
+def test_a_failed_run_fails_every_waiter_of_that_batch() -> None:
+    async def broken(items: Sequence[int]) -> list[int]:
+        raise RuntimeError("engine down")
+
+    async def scenario() -> list[object]:
+        batcher = MicroBatcher(broken, max_size=4, max_wait=0.001)
+        return await asyncio.gather(*(batcher.submit(i) for i in range(3)), return_exceptions=True)
+
+    results = asyncio.run(scenario())
+    assert all(isinstance(r, RuntimeError) for r in results)
+
+
+def test_drain_waits_for_batches_in_flight() -> None:
+    done: list[int] = []
+
+    async def slow(items: Sequence[int]) -> list[int]:
+        await asyncio.sleep(0.02)
+        done.extend(items)
+        return list(items)
+
+    async def scenario() -> None:
+        batcher = MicroBatcher(slow, max_size=100, max_wait=0.001)
+        waiters = [asyncio.ensure_future(batcher.submit(i)) for i in range(5)]
+        await asyncio.sleep(0)
+        await batcher.drain()
+        assert sorted(done) == list(range(5))
+        await asyncio.gather(*waiters)
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("wait", [0.0, 0.005])
+def test_a_lone_request_is_answered_within_the_wait(wait: float) -> None:
+    async def echo(items: Sequence[str]) -> list[str]:
+        return list(items)
+
+    async def scenario() -> float:
+        batcher = MicroBatcher(echo, max_size=10, max_wait=wait)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        assert await batcher.submit("x") == "x"
+        return loop.time() - started
+
+    assert asyncio.run(scenario()) < wait + 0.05
