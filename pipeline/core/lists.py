@@ -25,10 +25,10 @@ _DATA_PACKAGE = "pipeline.data"
 # Characters used interchangeably to join the words of a role name: "no-reply",
 # "no_reply", "no.reply" and "noreply" are the same kind of mailbox.
 _ROLE_SEPARATORS = ("-", "_", ".")
-_ROLE_SEPARATOR_PATTERN = r"[-_.]"
 # Sub-addressing (RFC 5233): "info+newsletter" is delivered to "info". Everything
-# up to the first "+" is the mailbox, in Python and polars alike.
-_ROLE_MAILBOX_PATTERN = r"^([^+]*)"
+# up to the first "+" is the mailbox, in Python and polars alike. In polars one regex
+# pass drops both the +tag and the separators.
+_ROLE_NOISE_PATTERN = r"(?s)\+.*$|[-_.]"
 
 
 def normalize_domain(domain: str) -> str:
@@ -115,11 +115,7 @@ class DomainLists:
 
     def role_expr(self, local: pl.Expr) -> pl.Expr:
         """Vectorised :meth:`is_role` over a String expression; null local parts give False."""
-        mailbox = (
-            local.str.to_lowercase()
-            .str.extract(_ROLE_MAILBOX_PATTERN, 1)
-            .str.replace_all(_ROLE_SEPARATOR_PATTERN, "")
-        )
+        mailbox = local.str.to_lowercase().str.replace_all(_ROLE_NOISE_PATTERN, "")
         roles = pl.Series(sorted(self.role_local_parts), dtype=pl.String)
         # implode(): compare each row against the whole set, not element-wise.
         return mailbox.is_in(roles.implode()).fill_null(False)
