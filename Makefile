@@ -31,6 +31,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_clean.py
+	$(BIN)/python bench/bench_service.py
 
 # Re-pin after changing dependencies in pyproject.toml.
 lock: $(STAMP)
