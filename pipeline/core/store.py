@@ -45,6 +45,8 @@ class DomainCache:
             self._db = sqlite3.connect(path, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # The service and a nightly `clean` may share this file: wait out the other's write.
+            self._db.execute("PRAGMA busy_timeout=5000")
             self._db.execute(_SCHEMA)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(
