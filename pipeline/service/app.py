@@ -27,6 +27,7 @@ from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
     InternalError,
     InvalidApiKey,
+    InvalidParameter,
     MethodNotAllowed,
     NotFound,
     Problem,
@@ -158,7 +159,13 @@ def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
         )
     if isinstance(exc, web.HTTPNotFound):
         return NotFound(f"There is nothing at {request.path}. The API is under /api/.")
-    problem = Problem(exc.reason)
+    # Anything else aiohttp refuses on its own (a body over its size limit, say) is a client
+    # error about the request as sent; keep aiohttp's status, use the stable code.
+    problem: Problem = (
+        InvalidParameter(f"{exc.reason}.")
+        if exc.status < 500
+        else InternalError("The service failed to answer this request.")
+    )
     problem.status = exc.status
     return problem
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import warnings
 
 import aiohttp
@@ -138,3 +139,22 @@ def test_head_is_not_allowed_on_the_counted_endpoint(env: Env) -> None:
     assert reply.status == 405
     assert reply.headers["Allow"] == "GET, POST"
     assert reply.headers["X-RateLimit-Remaining"] == "1"  # nothing was spent
+
+
+def test_a_body_over_aiohttp_s_limit_is_a_problem_document(env: Env) -> None:
+    async def scenario() -> Reply:
+        async with env.serving() as url, aiohttp.ClientSession() as s:
+            body = io.BytesIO(b"email=" + b"a" * (2 * 1024 * 1024))
+            return await fetch(
+                s,
+                "POST",
+                f"{url}/api/email",
+                data=body,
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+            )
+
+    reply = run(scenario())
+    assert reply.status == 413
+    assert reply.headers["Content-Type"].startswith("application/problem+json")
+    assert reply.json["code"] == "invalid_parameter"
+    assert reply.json["status"] == 413
