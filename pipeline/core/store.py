@@ -14,11 +14,11 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from types import TracebackType
 
 from pipeline.core.config import CacheConfig
 from pipeline.core.dns import NEGATIVE, TEMPORARY, DnsAnswer, DnsStatus
 from pipeline.core.errors import StoreError
+from pipeline.core.sqlite import SqliteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS domains (
@@ -31,42 +31,22 @@ CREATE TABLE IF NOT EXISTS domains (
 """
 
 
-class DomainCache:
+class DomainCache(SqliteFile):
     """Cached DNS answers per domain, with expiry."""
 
     def __init__(
         self, path: Path, config: CacheConfig, clock: Callable[[], float] = time.time
     ) -> None:
-        self.path = path
+        # The service and a nightly `clean` may share this file (SqliteFile waits out writes).
+        super().__init__(
+            path,
+            _SCHEMA,
+            what="the domain cache",
+            remedy="Choose a writable directory with --cache-dir, "
+            "or delete the file if it is corrupt.",
+        )
         self._config = config
         self._clock = clock
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            # The service and a nightly `clean` may share this file: wait out the other's write.
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.execute(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"Cannot open the domain cache at {path}: {exc}. "
-                "Choose a writable directory with --cache-dir, or delete the file if it is corrupt."
-            ) from exc
-
-    def __enter__(self) -> DomainCache:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._db.close()
 
     def get_many(self, domains: Iterable[str]) -> dict[str, DnsAnswer]:
         """Unexpired answers for those of *domains* that are cached."""

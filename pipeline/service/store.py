@@ -20,10 +20,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from pipeline.core.errors import StoreError, UsageError
+from pipeline.core.sqlite import SqliteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_keys (
@@ -62,38 +62,14 @@ def _sha(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-class ServiceStore:
+class ServiceStore(SqliteFile):
     """Keys and counters in one SQLite file."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
-        self.path = path
+        super().__init__(
+            path, _SCHEMA, what="the service database", remedy="Choose a writable path with --db."
+        )
         self._clock = clock
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(
-                f"Cannot open the service database at {path}: {exc}. "
-                "Choose a writable path with --db."
-            ) from exc
-
-    def __enter__(self) -> ServiceStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._db.close()
 
     def create_key(self, plan: str, label: str = "") -> tuple[ApiKey, str]:
         """A new key on *plan*; returns its record and the secret, which is never stored."""
