@@ -66,10 +66,38 @@ class ListsConfig:
 
 
 @dataclass(frozen=True)
+class VerifyConfig:
+    mode: str = setting("none", "Address-level checks: none (domain level only) or smtp.")
+    port: int = setting(25, "TCP port of the mail servers probed.")
+    helo: str = setting("", "Name sent in EHLO; empty: this machine's fully qualified name.")
+    mail_from: str = setting("", "Envelope sender of probes; empty: postmaster@<helo name>.")
+    timeout: float = setting(20.0, "Seconds to wait for a mail server's reply.", minimum=0.01)
+    budget: int = setting(0, "Most RCPTs one run may send; 0: no limit.", minimum=0)
+    sessions_per_host: int = setting(2, "SMTP sessions open at once to one mail host.")
+    rcpts_per_session: int = setting(20, "Recipients asked in one session before a new one.")
+    rcpts_per_minute_per_host: int = setting(120, "RCPTs per minute to one mail host.")
+    rcpts_per_minute_per_provider: int = setting(
+        300, "RCPTs per minute to one provider (all hosts under one registrable domain)."
+    )
+    greylist_delays: tuple[float, ...] = setting(
+        (60.0, 300.0, 900.0), "Seconds after which deferred (greylisted) addresses are retried."
+    )
+    backoff: float = setting(30.0, "Seconds a host rests after a 421 or 4.7.x; doubles.", 0)
+    breaker_threshold: int = setting(3, "Policy refusals in a row that stop probing a host.")
+    unverifiable_providers: tuple[str, ...] = setting(
+        ("yahoodns.net",),
+        "Mail-host domains that accept every RCPT: their addresses are not probed.",
+    )
+    ttl_good: int = setting(30 * 86400, "Seconds a mailbox answer (exists / does not) is kept.")
+    ttl_temporary: int = setting(3600, "Seconds a blocked / timed-out / greylisted answer is kept.")
+
+
+@dataclass(frozen=True)
 class Config:
     dns: DnsConfig = field(default_factory=DnsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     lists: ListsConfig = field(default_factory=ListsConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
 
 
 def load_config(path: Path | None) -> Config:
@@ -118,6 +146,13 @@ def _coerce(raw: Any, kind: Any, minimum: float, where: str) -> Any:
         if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
             raise ConfigError(f"{where} must be a list of strings, got {raw!r}.")
         return tuple(raw)
+    if kind == tuple[float, ...]:
+        numbers = isinstance(raw, list) and all(
+            isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in raw
+        )
+        if not numbers:
+            raise ConfigError(f"{where} must be a list of non-negative numbers, got {raw!r}.")
+        return tuple(float(v) for v in raw)
     number = isinstance(raw, int | float) and not isinstance(raw, bool)
     if (kind is float and number) or (kind is int and isinstance(raw, int) and number):
         if raw < minimum:

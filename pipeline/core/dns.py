@@ -155,6 +155,31 @@ async def _implicit_mx(resolver: Resolver, domain: str) -> DnsAnswer:
     return DnsAnswer(DnsStatus.NO_MAIL_HOST)
 
 
+async def mail_hosts(resolver: Resolver, domain: str, status: DnsStatus) -> list[str]:
+    """The domain's mail hosts in preference order (RFC 5321 §5.1); [] when there are none."""
+    if status is DnsStatus.IMPLICIT_MX:
+        return [domain]
+    outcome, records = await resolver.query(domain, "MX")
+    if outcome is not _Outcome.RECORDS:
+        return []
+    ranked = sorted(
+        (r.data.priority, r.data.exchange.rstrip(".").lower())
+        for r in records
+        if r.type == _MX_TYPE and r.data.exchange.strip(".")
+    )
+    return [host for _, host in ranked]
+
+
+async def host_addresses(resolver: Resolver, host: str) -> list[str]:
+    """IPv4 addresses of a mail host, then IPv6 ones."""
+    found: list[str] = []
+    for qtype in ("A", "AAAA"):
+        outcome, records = await resolver.query(host, qtype)
+        if outcome is _Outcome.RECORDS:
+            found.extend(r.data.addr for r in records if hasattr(r.data, "addr"))
+    return found
+
+
 async def lookup_domains(
     resolver: Resolver,
     domains: Iterable[str],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import aiosmtplib
@@ -24,11 +24,15 @@ class Mailbox(enum.StrEnum):
     DISABLED = "mailbox_disabled"
     FULL = "mailbox_full"
     DEFERRED = "deferred"  # 450/451: greylisting or a transient problem; ask again later
+    GREYLISTED = "greylisted"  # still deferred after every retry
     BLOCKED = "smtp_blocked"  # the server refuses us by policy (5.7.x, 421, 554 banner)
     TOO_MANY = "too_many_recipients"  # 452 4.5.3: this session is full, use another
     REJECTED = "smtp_rejected"  # a 5xx we cannot read
     UNREACHABLE = "smtp_unreachable"
     TIMEOUT = "smtp_timeout"
+    CATCH_ALL = "catch_all"  # the domain accepts any local part: a 250 proves nothing
+    UNVERIFIABLE = "provider_unverifiable"  # a provider known to accept every RCPT
+    NOT_VERIFIED = "not_verified_budget"  # the budget ran out before this address
 
 
 _ENHANCED = re.compile(r"^([245])\.(\d{1,3})\.(\d{1,3})\b")
@@ -121,9 +125,16 @@ class SessionResult:
 
 
 async def probe_session(
-    host: str, recipients: Sequence[str], settings: SmtpSettings
+    host: str,
+    recipients: Sequence[str],
+    settings: SmtpSettings,
+    pace: Callable[[], Awaitable[bool]] | None = None,
 ) -> SessionResult:
-    """Ask *host* about *recipients* in one session; never raises for network trouble."""
+    """Ask *host* about *recipients* in one session; never raises for network trouble.
+
+    *pace* is awaited before each RCPT: it may wait (rate limits) or answer False to stop the
+    session (the budget is spent); the recipients not asked are then left out of the result.
+    """
     result = SessionResult()
     client = aiosmtplib.SMTP(
         hostname=host,
@@ -139,6 +150,8 @@ async def probe_session(
             return _ended(result, Reply(banner.code, banner.message))
         await _greet(client, settings.helo)
         for recipient in recipients:
+            if pace is not None and not await pace():
+                break
             reply = await _ask(client, settings.mail_from, recipient)
             outcome = classify(reply)
             if outcome is Mailbox.TOO_MANY or reply.code == 421:

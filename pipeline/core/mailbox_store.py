@@ -1,0 +1,97 @@
+"""Address-level answers kept across runs, so tomorrow's run only probes new or expired ones.
+
+A separate SQLite file beside the domain cache (``mailboxes.sqlite``). Each answer is committed
+the moment it is known: a run killed at any point keeps everything it had learned, and a run
+started again finds those answers here instead of asking the mail servers twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from pipeline.core.config import VerifyConfig
+from pipeline.core.errors import StoreError
+from pipeline.core.probe import MailboxResult
+from pipeline.core.smtp import Mailbox
+from pipeline.core.sqlite import SqliteFile
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS mailboxes (
+    key        TEXT PRIMARY KEY,   -- the address's dedupe key
+    outcome    TEXT NOT NULL,
+    reply      TEXT NOT NULL,
+    checked_at REAL NOT NULL,
+    expires_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS catch_all (
+    domain     TEXT PRIMARY KEY,
+    catch_all  INTEGER NOT NULL,
+    expires_at REAL NOT NULL
+) WITHOUT ROWID;
+"""
+
+# Answers about the mailbox itself last long; answers about our access to the server do not.
+_LASTING = frozenset(
+    {Mailbox.OK, Mailbox.NO_SUCH_USER, Mailbox.DISABLED, Mailbox.CATCH_ALL, Mailbox.UNVERIFIABLE}
+)
+
+
+class MailboxCache(SqliteFile):
+    def __init__(
+        self, path: Path, config: VerifyConfig, clock: Callable[[], float] = time.time
+    ) -> None:
+        super().__init__(
+            path,
+            _SCHEMA,
+            what="the mailbox cache",
+            remedy="Choose a writable directory with --cache-dir, "
+            "or delete the file if it is corrupt.",
+        )
+        self._config = config
+        self._clock = clock
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, MailboxResult]:
+        rows = self._query(
+            "SELECT m.key, m.outcome, m.reply FROM json_each(?) AS w "
+            "JOIN mailboxes AS m ON m.key = w.value WHERE m.expires_at > ?",
+            (json.dumps(list(keys)), self._clock()),
+        )
+        return {key: MailboxResult(Mailbox(outcome), reply) for key, outcome, reply in rows}
+
+    def put(self, key: str, result: MailboxResult) -> None:
+        """Commit one answer now (autocommit), with the TTL its kind deserves."""
+        now = self._clock()
+        ttl = self._config.ttl_good if result.outcome in _LASTING else self._config.ttl_temporary
+        self._query(
+            "INSERT OR REPLACE INTO mailboxes VALUES (?, ?, ?, ?, ?)",
+            (key, result.outcome.value, result.reply, now, now + ttl),
+        )
+
+    def catch_all(self, domains: Iterable[str]) -> dict[str, bool]:
+        rows = self._query(
+            "SELECT c.domain, c.catch_all FROM json_each(?) AS w "
+            "JOIN catch_all AS c ON c.domain = w.value WHERE c.expires_at > ?",
+            (json.dumps(list(domains)), self._clock()),
+        )
+        return {domain: bool(flag) for domain, flag in rows}
+
+    def put_catch_all(self, learned: dict[str, bool]) -> None:
+        expires = self._clock() + self._config.ttl_good
+        for domain, flag in learned.items():
+            self._query(
+                "INSERT OR REPLACE INTO catch_all VALUES (?, ?, ?)", (domain, int(flag), expires)
+            )
+
+    def _query(self, sql: str, params: tuple[object, ...]) -> list[Any]:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"The mailbox cache at {self.path} failed: {exc}. "
+                "Delete the file to start afresh, or choose another --cache-dir."
+            ) from exc
