@@ -29,7 +29,9 @@ from pipeline.core.dns import (
     lookup_domains,
 )
 from pipeline.core.lists import DomainLists
+from pipeline.core.mailboxes import MailboxChecker, check_mailboxes
 from pipeline.core.schema import SPEC_COLUMNS
+from pipeline.core.smtp import Mailbox
 from pipeline.core.store import DomainCache
 from pipeline.core.suggest import suggest_domain
 from pipeline.core.verdict import Reason, Verdict, judge
@@ -60,6 +62,8 @@ class Engine:
     progress: ProgressFactory | None = None  # (total, label) -> a progress bar
     # A long-lived resolver whose health its owner has checked; None: one per lookup round.
     resolver: Resolver | None = None
+    # Address-level checks (SMTP); None: decide at the domain level.
+    mailboxes: MailboxChecker | None = None
 
 
 @dataclass(frozen=True)
@@ -210,6 +214,22 @@ def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.Da
     )
 
 
+async def check_addresses(engine: Engine, rows: pl.DataFrame) -> pl.DataFrame:
+    """Add MAILBOX and MAILBOX_REPLY: the address-level answers, or nulls without them."""
+    if engine.mailboxes is None or engine.offline:
+        return rows.with_columns(
+            MAILBOX=pl.lit(None, pl.String), MAILBOX_REPLY=pl.lit(None, pl.String)
+        )
+    if engine.resolver is not None:
+        return await check_mailboxes(engine.mailboxes, rows, engine.resolver, engine.lists)
+    resolver = Resolver(engine.config.dns)
+    try:
+        await check_health(resolver, engine.config.dns.canaries)
+        return await check_mailboxes(engine.mailboxes, rows, resolver, engine.lists)
+    finally:
+        await resolver.close()
+
+
 def _dns_flag(status: DnsStatus) -> pl.Expr:
     return pl.col("DNS_STATUS") == status.value
 
@@ -242,7 +262,12 @@ def address_flags() -> dict[Reason, pl.Expr]:
         Reason.SMTPUTF8: syntax == Syntax.SMTPUTF8.value,
         Reason.ROLE: pl.col("ROLE"),
         **domain_flags(),
+        **{Reason(m.value): pl.col("MAILBOX") == m.value for m in _MAILBOX_REASONS},
     }
+
+
+# Final address-level answers; each is also a reason code of the same name.
+_MAILBOX_REASONS = tuple(m for m in Mailbox if m not in (Mailbox.DEFERRED, Mailbox.TOO_MANY))
 
 
 @functools.cache
@@ -256,6 +281,8 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
 
     SUGGESTION is the corrected full address, or the corrected domain in domain mode.
     """
+    if "MAILBOX" not in rows.columns:  # domain mode, or rows that skipped check_addresses
+        rows = rows.with_columns(MAILBOX=pl.lit(None, pl.String))
     domain_judged, address_judged = _verdict_expressions()
     has_domain_answer = pl.col("DNS_STATUS").is_not_null()
     # A corrected domain does not mend a broken local part: no suggestion for those.
@@ -290,7 +317,10 @@ async def verify_many(
     else:
         annotated = annotate_addresses(pl.Series(values, dtype=pl.String), engine.lists)
     table, _stats = await check_domains(engine, resolvable_domains(annotated))
-    decided = decide(attach_domains(annotated, table), domain_mode=domain_mode)
+    rows = attach_domains(annotated, table)
+    if not domain_mode:
+        rows = await check_addresses(engine, rows)
+    decided = decide(rows, domain_mode=domain_mode)
     return decided.select(*SPEC_COLUMNS, "REASON").to_dicts()
 
 

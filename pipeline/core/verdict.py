@@ -9,7 +9,8 @@ verdict's band, so VERDICT and SCORE never contradict each other:
     Invalid: 0.00 ≤ SCORE < 0.30    Risky: 0.30 ≤ SCORE < 0.70    Valid: 0.70 ≤ SCORE ≤ 1.00
 
 At the domain level no mailbox has been checked, so an address with a working MX and no other
-reason scores ``UNVERIFIED_VALID`` rather than 1.0.
+reason scores ``UNVERIFIED_VALID``; one whose mailbox the mail server accepted scores
+``VERIFIED_VALID``. Neither is 1.0: acceptance at RCPT is not delivery.
 """
 
 from __future__ import annotations
@@ -45,6 +46,19 @@ class Reason(enum.StrEnum):
     TYPO_SUSPECTED = "typo_suspected"
     ROLE = "role"
     FREE_PROVIDER = "free_provider"
+    # Address level (SMTP): the values match pipeline.core.smtp.Mailbox.
+    NO_SUCH_USER = "no_such_user"
+    MAILBOX_DISABLED = "mailbox_disabled"
+    MAILBOX_FULL = "mailbox_full"
+    CATCH_ALL = "catch_all"
+    GREYLISTED = "greylisted"
+    SMTP_BLOCKED = "smtp_blocked"
+    SMTP_REJECTED = "smtp_rejected"
+    SMTP_UNREACHABLE = "smtp_unreachable"
+    SMTP_TIMEOUT = "smtp_timeout"
+    PROVIDER_UNVERIFIABLE = "provider_unverifiable"
+    MAILBOX_OK = "mailbox_ok"
+    NOT_VERIFIED_BUDGET = "not_verified_budget"
 
 
 @dataclass(frozen=True)
@@ -79,6 +93,22 @@ RULES: Mapping[Reason, Rule] = {
     Reason.IMPLICIT_MX: Rule(
         Verdict.RISKY, 0.55, "no MX; mail would go to the domain's A/AAAA host (RFC 5321 §5.1)"
     ),
+    Reason.NO_SUCH_USER: Rule(
+        Verdict.INVALID, 0.02, "the mail server says the mailbox does not exist (5.1.1)"
+    ),
+    Reason.MAILBOX_DISABLED: Rule(Verdict.INVALID, 0.05, "the mailbox is disabled (5.2.1)"),
+    Reason.MAILBOX_FULL: Rule(Verdict.RISKY, 0.40, "the mailbox is full (4.2.2 / 5.2.2)"),
+    Reason.SMTP_REJECTED: Rule(Verdict.RISKY, 0.40, "refused with a reply that says no more"),
+    Reason.GREYLISTED: Rule(Verdict.RISKY, 0.50, "still deferred after every retry"),
+    Reason.SMTP_BLOCKED: Rule(Verdict.RISKY, 0.50, "the server refused us by policy; not decided"),
+    Reason.SMTP_UNREACHABLE: Rule(Verdict.RISKY, 0.50, "no mail host could be reached"),
+    Reason.SMTP_TIMEOUT: Rule(Verdict.RISKY, 0.50, "the mail server did not answer in time"),
+    Reason.CATCH_ALL: Rule(
+        Verdict.RISKY, 0.60, "the domain accepts any address: 250 proves nothing"
+    ),
+    Reason.PROVIDER_UNVERIFIABLE: Rule(
+        Verdict.RISKY, 0.65, "a provider that accepts every RCPT: not checkable by SMTP"
+    ),
 }
 
 PENALTIES: Mapping[Reason, float] = {
@@ -86,9 +116,16 @@ PENALTIES: Mapping[Reason, float] = {
     Reason.SMTPUTF8: 0.9,  # needs SMTPUTF8 (RFC 6531) on every hop; not all servers have it
 }
 
-FLAGS_ONLY: tuple[Reason, ...] = (Reason.FREE_PROVIDER,)
+# Codes that inform without moving VERDICT or SCORE. not_verified_budget: the row keeps its
+# domain-level verdict. mailbox_ok raises the ceiling instead (VERIFIED_VALID).
+FLAGS_ONLY: tuple[Reason, ...] = (
+    Reason.FREE_PROVIDER,
+    Reason.MAILBOX_OK,
+    Reason.NOT_VERIFIED_BUDGET,
+)
 
 UNVERIFIED_VALID = 0.90
+VERIFIED_VALID = 0.97  # the mail server accepted the RCPT on a domain that is not catch-all
 BANDS: Mapping[Verdict, tuple[float, float]] = {
     Verdict.INVALID: (0.0, 0.29),
     Verdict.RISKY: (0.30, 0.69),
@@ -111,8 +148,9 @@ def judge(flags: Mapping[Reason, pl.Expr]) -> dict[str, pl.Expr]:
         pl.lit(0),
         *(pl.when(f).then(_RANK[RULES[r].verdict]).otherwise(0) for r, f in present if r in RULES),
     )
+    verified = flags.get(Reason.MAILBOX_OK, pl.lit(False)).fill_null(False)
     cap = pl.min_horizontal(
-        pl.lit(UNVERIFIED_VALID),
+        pl.when(verified).then(VERIFIED_VALID).otherwise(UNVERIFIED_VALID),
         *(pl.when(f).then(RULES[r].cap).otherwise(1.0) for r, f in present if r in RULES),
     )
     factor = pl.lit(1.0)

@@ -37,6 +37,50 @@ A zone with no keys exists but has no records: every query gets NOERROR with an 
 (NODATA, RFC 2308 §2.2). A name absent from ``zones`` is NXDOMAIN (RFC 2308 §2.1). Zone names are
 matched case-insensitively (RFC 4343) and must be ASCII; write an internationalised name in its
 A-label form (``xn--...``, RFC 5890), as a resolver would query it.
+
+Mail servers
+------------
+
+The optional top-level ``smtp`` object describes the mail servers that
+:class:`pipeline.sandbox.smtp_server.SandboxSMTP` runs, one per loopback address (any address in
+127.0.0.0/8; every server listens on the same port). Give each MX host an A record in ``zones``
+pointing at its address; an MX host whose address has no entry here refuses connections::
+
+    "smtp": {
+      "127.0.0.2": {
+        "name": "mx1.acme-widgets.com",
+        "domains": {
+          "acme-widgets.com": {"mailboxes": ["alice", "bob", "info"], "full": ["carol"],
+                               "disabled": ["dave"], "catch_all": false}
+        },
+        "greylist_seconds": 0, "max_recipients": 0, "throttle_sessions": 0,
+        "block": false, "delay_ms": 0, "banner_delay_ms": 0
+      }
+    }
+
+Keys of a host; only ``name`` is required:
+
+``name``
+    The host name the server gives in its 220 banner and its EHLO reply.
+``domains``
+    The domains it accepts mail for (ASCII, A-labels for IDNs), each with ``mailboxes`` (exist),
+    ``full`` (over quota), ``disabled`` (exist but are closed) as lists of local parts, compared
+    case-insensitively, and ``catch_all`` (``true``: every local part is accepted). A local part
+    may be in at most one list; ``full`` and ``disabled`` cannot be combined with ``catch_all``.
+``greylist_seconds``
+    ``> 0``: the first RCPT of a (sender, recipient) pair is deferred with 451 4.7.1 until this
+    many seconds have passed since that first attempt (greylisting).
+``max_recipients``
+    ``> 0``: RCPTs after this many in one session get 452 4.5.3.
+``throttle_sessions``
+    ``> 0``: a connection that would make more than this many concurrent sessions gets a
+    421 4.7.0 banner and is closed.
+``block``
+    ``true``: every RCPT gets 550 5.7.1, as when the prober's address is on a blocklist.
+``delay_ms`` / ``banner_delay_ms``
+    Delay before each reply to a command / before the 220 banner.
+
+The replies to RCPT are documented in :mod:`pipeline.sandbox.smtp_server`.
 """
 
 from __future__ import annotations
@@ -56,7 +100,24 @@ RCODES = frozenset({"SERVFAIL", "REFUSED", "NXDOMAIN"})
 """Rcodes a zone may be forced to answer with."""
 
 _ZONE_KEYS = frozenset({"mx", "a", "aaaa", "rcode", "timeout", "latency_ms", "ttl"})
-_WORLD_KEYS = frozenset({"zones", "latency_ms"})
+_WORLD_KEYS = frozenset({"zones", "latency_ms", "smtp"})
+_SMTP_HOST_KEYS = frozenset(
+    {
+        "name",
+        "domains",
+        "greylist_seconds",
+        "max_recipients",
+        "throttle_sessions",
+        "block",
+        "delay_ms",
+        "banner_delay_ms",
+    }
+)
+_SMTP_DOMAIN_KEYS = frozenset({"mailboxes", "full", "disabled", "catch_all"})
+_SMTP_LISTS = ("mailboxes", "full", "disabled")
+# RFC 5321 §4.5.3.1.1: a local part is at most 64 octets.
+_MAX_LOCAL_PART_OCTETS = 64
+_LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
 # RFC 2181 §8: a TTL is an unsigned 31-bit value.
 _MAX_TTL = 2**31 - 1
 # RFC 1035 §3.3.9: an MX preference is a 16-bit unsigned integer.
@@ -107,15 +168,100 @@ class Zone:
 
 
 @dataclass(frozen=True)
+class SmtpDomain:
+    """The local parts one mail host knows for one domain.
+
+    Local parts are stored case-folded: RFC 5321 §2.4 lets a server treat them case-sensitively,
+    but practically every real one does not, and a prober must cope with that.
+    """
+
+    mailboxes: frozenset[str] = frozenset()
+    full: frozenset[str] = frozenset()
+    disabled: frozenset[str] = frozenset()
+    catch_all: bool = False
+
+    def __post_init__(self) -> None:
+        seen: dict[str, str] = {}
+        for key in _SMTP_LISTS:
+            given = getattr(self, key)
+            if isinstance(given, str):
+                # A bare string would silently become a set of one-letter local parts.
+                raise ValueError(f"{key} must be a collection of local parts, not {given!r}")
+            folded = frozenset(_check_local_part(local, key) for local in given)
+            for local in folded:
+                if local in seen:
+                    raise ValueError(f"local part {local!r} is in both {seen[local]} and {key}")
+                seen[local] = key
+            # Frozen: the normalised set replaces the given one once, before anyone can see it.
+            object.__setattr__(self, key, folded)
+        if self.catch_all and (self.full or self.disabled):
+            raise ValueError("full and disabled have no effect on a catch_all domain")
+
+
+@dataclass(frozen=True)
+class SmtpHost:
+    """One sandbox mail server: what it accepts and how it misbehaves (see module docstring)."""
+
+    name: str
+    domains: Mapping[str, SmtpDomain] = field(default_factory=lambda: MappingProxyType({}))
+    greylist_seconds: float = 0.0
+    max_recipients: int = 0
+    throttle_sessions: int = 0
+    block: bool = False
+    delay_ms: float = 0.0
+    banner_delay_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not _is_host_name(self.name):
+            raise ValueError(f"name {self.name!r} is not an ASCII host name")
+        domains: dict[str, SmtpDomain] = {}
+        for raw_name, domain in self.domains.items():
+            name = _zone_name(raw_name, "domain")
+            if name in domains:
+                raise ValueError(f"domain {raw_name!r}: duplicate of another domain named {name!r}")
+            domains[name] = domain
+        object.__setattr__(self, "domains", MappingProxyType(domains))
+        for key in ("greylist_seconds", "delay_ms", "banner_delay_ms"):
+            value = getattr(self, key)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{key} {value!r} must be a finite number >= 0")
+        for key in ("max_recipients", "throttle_sessions"):
+            if getattr(self, key) < 0:
+                raise ValueError(f"{key} {getattr(self, key)!r} must be >= 0")
+
+
+@dataclass(frozen=True)
 class World:
-    """Every name the sandbox DNS server knows; any other name is NXDOMAIN."""
+    """Every name the sandbox DNS server knows (any other name is NXDOMAIN) and the mail servers.
+
+    ``smtp`` maps a loopback IPv4 address (``"127.0.0.2"``) to the mail server listening there.
+    """
 
     zones: Mapping[str, Zone] = field(default_factory=lambda: MappingProxyType({}))
     latency_ms: float = 0.0
+    smtp: Mapping[str, SmtpHost] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:
+        for address in self.smtp:
+            loopback_address(address)
 
     def lookup(self, name: str) -> Zone | None:
         """The zone for ``name`` (case-insensitive, trailing dot ignored), or None."""
         return self.zones.get(normalize_name(name))
+
+
+def loopback_address(raw: object) -> str:
+    """``raw`` as a canonical IPv4 address string; ValueError unless it is in 127.0.0.0/8."""
+    # The sandbox must never listen on, or send a prober to, a real network interface.
+    if not isinstance(raw, str):
+        raise ValueError(f"smtp host address {raw!r} must be a string")
+    try:
+        address = ipaddress.IPv4Address(raw)
+    except ValueError as exc:
+        raise ValueError(f"smtp host address {raw!r} is not an IPv4 address: {exc}") from exc
+    if address not in _LOOPBACK:
+        raise ValueError(f"smtp host address {raw!r} is not a loopback address (127.0.0.0/8)")
+    return str(address)
 
 
 def load_world(path: str | Path) -> World:
@@ -153,19 +299,103 @@ def world_from_dict(data: Mapping[str, Any]) -> World:
     latency = _number(data.get("latency_ms", 0.0), "world latency_ms")
     if not (math.isfinite(latency) and latency >= 0):
         raise ValueError(f"world latency_ms {latency!r} must be a finite number >= 0")
-    return World(zones=MappingProxyType(zones), latency_ms=latency)
+    smtp = _smtp_from_dict(data.get("smtp", {}))
+    return World(zones=MappingProxyType(zones), latency_ms=latency, smtp=smtp)
 
 
-def _zone_name(raw: object) -> str:
+def _smtp_from_dict(raw: object) -> Mapping[str, SmtpHost]:
+    if not isinstance(raw, Mapping):
+        raise ValueError("'smtp' must be an object mapping loopback addresses to mail hosts")
+    hosts: dict[str, SmtpHost] = {}
+    for raw_address, raw_host in raw.items():
+        address = loopback_address(raw_address)
+        if address in hosts:
+            raise ValueError(f"smtp host {raw_address!r}: duplicate of {address!r}")
+        try:
+            hosts[address] = _smtp_host_from_dict(raw_host)
+        except ValueError as exc:
+            raise ValueError(f"smtp host {raw_address!r}: {exc}") from exc
+    return MappingProxyType(hosts)
+
+
+def _smtp_host_from_dict(raw: object) -> SmtpHost:
+    if not isinstance(raw, Mapping):
+        raise ValueError("must be an object")
+    unknown = set(raw) - _SMTP_HOST_KEYS
+    if unknown:
+        raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_SMTP_HOST_KEYS)}")
+    if "name" not in raw:
+        raise ValueError("missing 'name' (the host name of its banner)")
+    raw_domains = raw.get("domains", {})
+    if not isinstance(raw_domains, Mapping):
+        raise ValueError("'domains' must be an object mapping domain names to mailboxes")
+    domains: dict[str, SmtpDomain] = {}
+    for raw_name, raw_domain in raw_domains.items():
+        name = _zone_name(raw_name, "domain")
+        if name in domains:
+            raise ValueError(f"domain {raw_name!r}: duplicate of another domain named {name!r}")
+        try:
+            domains[name] = _smtp_domain_from_dict(raw_domain)
+        except ValueError as exc:
+            raise ValueError(f"domain {raw_name!r}: {exc}") from exc
+    return SmtpHost(
+        name=_string(raw["name"], "name"),
+        domains=MappingProxyType(domains),
+        greylist_seconds=_number(raw.get("greylist_seconds", 0.0), "greylist_seconds"),
+        max_recipients=_integer(raw.get("max_recipients", 0), "max_recipients"),
+        throttle_sessions=_integer(raw.get("throttle_sessions", 0), "throttle_sessions"),
+        block=_boolean(raw.get("block", False), "block"),
+        delay_ms=_number(raw.get("delay_ms", 0.0), "delay_ms"),
+        banner_delay_ms=_number(raw.get("banner_delay_ms", 0.0), "banner_delay_ms"),
+    )
+
+
+def _smtp_domain_from_dict(raw: object) -> SmtpDomain:
+    if not isinstance(raw, Mapping):
+        raise ValueError("must be an object")
+    unknown = set(raw) - _SMTP_DOMAIN_KEYS
+    if unknown:
+        raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_SMTP_DOMAIN_KEYS)}")
+    lists = {
+        key: frozenset(_string(item, key) for item in _list(raw.get(key, []), key))
+        for key in _SMTP_LISTS
+    }
+    return SmtpDomain(
+        mailboxes=lists["mailboxes"],
+        full=lists["full"],
+        disabled=lists["disabled"],
+        catch_all=_boolean(raw.get("catch_all", False), "catch_all"),
+    )
+
+
+def _check_local_part(local: object, key: str) -> str:
+    if not isinstance(local, str) or not local:
+        raise ValueError(f"{key} value {local!r} must be a non-empty string")
+    if "@" in local or any(char.isspace() for char in local):
+        raise ValueError(f"{key} value {local!r} must be a bare local part (no '@', no spaces)")
+    if len(local.encode("utf-8")) > _MAX_LOCAL_PART_OCTETS:
+        raise ValueError(f"{key} value {local!r} is longer than {_MAX_LOCAL_PART_OCTETS} octets")
+    return local.casefold()
+
+
+def _is_host_name(name: object) -> bool:
+    if not isinstance(name, str):
+        return False
+    name = normalize_name(name)
+    labels = name.split(".")
+    return bool(name) and name.isascii() and len(name) <= _MAX_NAME_LENGTH and all(labels)
+
+
+def _zone_name(raw: object, what: str = "zone name") -> str:
     if not isinstance(raw, str) or not raw.strip("."):
-        raise ValueError(f"zone name {raw!r} must be a non-empty string")
+        raise ValueError(f"{what} {raw!r} must be a non-empty string")
     name = normalize_name(raw)
     if not name.isascii():
         # Resolvers query the A-label (RFC 5891 §4), so a U-label key could never match.
         hint = idna.encode(name, uts46=True).decode("ascii")
-        raise ValueError(f"zone name {raw!r} is not ASCII; write its A-label form {hint!r}")
+        raise ValueError(f"{what} {raw!r} is not ASCII; write its A-label form {hint!r}")
     if len(name) > _MAX_NAME_LENGTH or any(not label for label in name.split(".")):
-        raise ValueError(f"zone name {raw!r} is not a valid DNS name")
+        raise ValueError(f"{what} {raw!r} is not a valid DNS name")
     return name
 
 
@@ -175,9 +405,7 @@ def _zone_from_dict(raw: object) -> Zone:
     unknown = set(raw) - _ZONE_KEYS
     if unknown:
         raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_ZONE_KEYS)}")
-    timeout = raw.get("timeout", False)
-    if not isinstance(timeout, bool):
-        raise ValueError(f"timeout must be true or false, not {timeout!r}")
+    timeout = _boolean(raw.get("timeout", False), "timeout")
     rcode = raw.get("rcode")
     if rcode is not None and not isinstance(rcode, str):
         raise ValueError(f"rcode must be a string, not {rcode!r}")
@@ -225,6 +453,12 @@ def _list(value: object, key: str) -> list[object]:
 def _string(value: object, key: str) -> str:
     if not isinstance(value, str):
         raise ValueError(f"{key} value {value!r} must be a string")
+    return value
+
+
+def _boolean(value: object, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{key} must be true or false, not {value!r}")
     return value
 
 

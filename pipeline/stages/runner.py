@@ -42,6 +42,8 @@ class RunSummary:
     distinct_domains: int
     dns_queries: int
     cache_hits: int
+    rcpts_sent: int
+    smtp_sessions: int
     verdicts: dict[str, int]
     reasons: dict[str, int]
     stages: list[StageSummary]
@@ -82,7 +84,9 @@ def run_clean(job: CleanJob, engine: Engine) -> RunSummary:
     work, dom = clock.run(
         "domains", work.height, lambda: asyncio.run(domains(engine, work)), lambda r: r[0].height
     )
-    work, _ = clock.run("verify", work.height, lambda: verify(work), lambda r: r[0].height)
+    work, ver = clock.run(
+        "verify", work.height, lambda: asyncio.run(verify(engine, work)), lambda r: r[0].height
+    )
     if work.height != originals.height:  # a bug, never an input problem
         raise AssertionError(f"{originals.height} rows read but {work.height} rows decided")
     paths = OutputPaths.for_output(job.output)
@@ -105,6 +109,8 @@ def run_clean(job: CleanJob, engine: Engine) -> RunSummary:
         distinct_domains=int(dom["distinct_domains"]),
         dns_queries=int(dom["dns_queries"]),
         cache_hits=int(dom["cache_hits"]),
+        rcpts_sent=int(ver.get("rcpts_sent", 0)),
+        smtp_sessions=int(ver.get("smtp_sessions", 0)),
         verdicts=_counts(work.get_column("VERDICT")),
         reasons=_counts(work.get_column("REASON").str.split(";").explode()),
         stages=clock.stages,

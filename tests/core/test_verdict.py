@@ -7,7 +7,7 @@ import itertools
 import polars as pl
 import pytest
 
-from pipeline.core.verdict import BANDS, PENALTIES, RULES, Reason, Verdict, judge
+from pipeline.core.verdict import BANDS, FLAGS_ONLY, PENALTIES, RULES, Reason, Verdict, judge
 
 ALL = list(Reason)
 
@@ -64,4 +64,13 @@ def test_reason_lists_codes_in_table_order() -> None:
 
 def test_every_reason_has_exactly_one_role() -> None:
     assert set(RULES).isdisjoint(PENALTIES)
-    assert {r for r in ALL if r not in RULES and r not in PENALTIES} == {Reason.FREE_PROVIDER}
+    assert {r for r in ALL if r not in RULES and r not in PENALTIES} == set(FLAGS_ONLY)
+
+
+def test_an_accepted_mailbox_raises_the_score_and_nothing_else() -> None:
+    assert decide(Reason.MAILBOX_OK) == {"VERDICT": "Valid", "SCORE": 0.97, "REASON": "mailbox_ok"}
+    assert decide(Reason.MAILBOX_OK, Reason.ROLE)["SCORE"] == 0.87
+    # A 5.1.1 is Invalid whatever the role or disposable flags say.
+    assert decide(Reason.NO_SUCH_USER, Reason.ROLE, Reason.DISPOSABLE)["VERDICT"] == "Invalid"
+    # The budget flag keeps the domain-level verdict.
+    assert decide(Reason.NOT_VERIFIED_BUDGET)["SCORE"] == 0.9

@@ -1,0 +1,159 @@
+"""The address-level step on frames: which rows to probe, in what order, and joining answers back.
+
+Only distinct addresses that still need an answer are probed: not duplicates, not malformed,
+not on dead domains, not already answered in the mailbox cache. Within the budget, addresses on
+domains that look good (a working MX, not disposable, not a suspected typo) come first, largest
+domains first, so a limited budget goes where it tells the most. The budget is shared out before
+any probe is sent, in that order, so which addresses a run reaches does not depend on timing:
+a run killed and started again reaches the same ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from pipeline.core.address import Syntax
+from pipeline.core.config import VerifyConfig
+from pipeline.core.dns import DnsStatus, Resolver
+from pipeline.core.lists import DomainLists
+from pipeline.core.mailbox_store import MailboxCache
+from pipeline.core.probe import Budget, MailboxResult, Prober, ProbeStats, Target
+from pipeline.core.smtp import Mailbox, SmtpSettings
+
+_PROBEABLE = (
+    ~pl.col("DUPLICATE")
+    & (pl.col("KEY") != "")
+    # RCPT with a non-ASCII local part needs SMTPUTF8 on the far side: not probed.
+    & (pl.col("SYNTAX") == Syntax.OK.value)
+    & pl.col("DNS_STATUS").is_in([DnsStatus.MX.value, DnsStatus.IMPLICIT_MX.value])
+)
+_NOT_VERIFIED = MailboxResult(Mailbox.NOT_VERIFIED, "the run's RCPT budget is spent")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The pre-flight estimate, shown before anything is spent."""
+
+    distinct_addresses: int
+    need_checks: int  # probeable and not answered in the cache
+    cached: int
+    budget: int | None  # RCPTs this run may still send
+    covered: int  # addresses the budget reaches
+
+
+@dataclass
+class MailboxChecker:
+    """What the address-level step needs; one per run (or per service)."""
+
+    config: VerifyConfig
+    settings: SmtpSettings
+    cache: MailboxCache
+    budget: Budget
+    on_plan: Callable[[Plan], None] | None = None
+    on_spent: Callable[[int], None] | None = None  # after each answer: RCPTs spent so far
+    stats: ProbeStats = field(default_factory=ProbeStats)
+
+
+def probe_order(rows: pl.DataFrame) -> pl.DataFrame:
+    """The probeable rows, one per address, best-informing first."""
+    candidates = rows.lazy().with_row_index("_row").filter(_PROBEABLE)
+    good_domain = (
+        (pl.col("DNS_STATUS") == DnsStatus.MX.value)
+        & ~pl.col("DISPOSABLE")
+        & (pl.col("SUGGESTED_DOMAIN") == "")
+    )
+    return (
+        candidates.with_columns(
+            _good=good_domain,
+            _size=pl.len().over("DOMAIN"),
+            _first=pl.col("_row").min().over("DOMAIN"),
+        )
+        .sort(["_good", "_size", "_first", "_row"], descending=[True, True, False, False])
+        .select("KEY", "EMAIL", "DOMAIN", "DNS_STATUS")
+        .collect()
+    )
+
+
+def allocate(
+    targets: Sequence[Target], budget: Budget, known_catch_all: set[str]
+) -> tuple[list[Target], list[Target]]:
+    """Split *targets* (in priority order) into those the budget reaches and the rest.
+
+    Each address costs one RCPT, and the first address of a domain whose catch-all behaviour is
+    not known costs one more (the random local part).
+    """
+    if budget.limit is None:
+        return list(targets), []
+    left = budget.limit - budget.spent
+    reached: list[Target] = []
+    counted = set(known_catch_all)
+    for i, target in enumerate(targets):
+        cost = 1 + (target.domain not in counted)
+        if cost > left:
+            return reached, list(targets[i:])
+        left -= cost
+        counted.add(target.domain)
+        reached.append(target)
+    return reached, []
+
+
+async def check_mailboxes(
+    checker: MailboxChecker, rows: pl.DataFrame, resolver: Resolver, lists: DomainLists
+) -> pl.DataFrame:
+    """MAILBOX (a Mailbox value or null) and MAILBOX_REPLY for every row."""
+    ordered = probe_order(rows)
+    keys = ordered.get_column("KEY").to_list()
+    answers = checker.cache.get_many(keys)
+    targets = [
+        Target(key, email, domain, DnsStatus(status))
+        for key, email, domain, status in ordered.iter_rows()
+        if key not in answers
+    ]
+    known = checker.cache.catch_all({t.domain for t in targets})
+    reached, skipped = allocate(targets, checker.budget, set(known))
+    if checker.on_plan is not None:
+        checker.on_plan(
+            Plan(
+                distinct_addresses=rows.filter(pl.col("KEY") != "").get_column("KEY").n_unique(),
+                need_checks=len(targets),
+                cached=len(answers),
+                budget=None
+                if checker.budget.limit is None
+                else checker.budget.limit - checker.budget.spent,
+                covered=len(reached),
+            )
+        )
+
+    def remember(key: str, result: MailboxResult) -> None:
+        checker.cache.put(key, result)
+        if checker.on_spent is not None:
+            checker.on_spent(checker.budget.spent)
+
+    if reached:
+        prober = Prober(resolver, checker.config, checker.settings, lists, checker.budget, remember)
+        answers.update(await prober.run(reached, known))
+        checker.cache.put_catch_all(prober.catch_all)
+        checker.stats = prober.stats
+    answers.update({t.key: _NOT_VERIFIED for t in skipped})
+    return _attach(rows, answers)
+
+
+def _attach(rows: pl.DataFrame, answers: dict[str, MailboxResult]) -> pl.DataFrame:
+    table = pl.DataFrame(
+        {
+            "KEY": list(answers),
+            "MAILBOX": [a.outcome.value for a in answers.values()],
+            "MAILBOX_REPLY": [a.reply for a in answers.values()],
+        },
+        schema={"KEY": pl.String, "MAILBOX": pl.String, "MAILBOX_REPLY": pl.String},
+    )
+    # Duplicates share their first occurrence's key, so they get the same answer.
+    probeable = (pl.col("KEY") != "") & (pl.col("SYNTAX") == Syntax.OK.value)
+    joined = rows.join(table, on="KEY", how="left", maintain_order="left")
+    return joined.with_columns(
+        pl.when(probeable).then(pl.col(c)).otherwise(None).alias(c)
+        for c in ("MAILBOX", "MAILBOX_REPLY")
+    )
