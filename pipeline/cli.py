@@ -17,6 +17,7 @@ import dataclasses
 import ipaddress
 import json
 import logging
+import socket
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -27,14 +28,19 @@ import platformdirs
 from tqdm import tqdm
 
 from pipeline import __version__
-from pipeline.core.config import Config, load_config
+from pipeline.core.config import Config, VerifyConfig, load_config
 from pipeline.core.engine import Engine, Progress, verify_one
 from pipeline.core.errors import ListcleanError, UsageError
 from pipeline.core.lists import load_lists
+from pipeline.core.mailbox_store import MailboxCache
+from pipeline.core.mailboxes import MailboxChecker, Plan
+from pipeline.core.probe import Budget
+from pipeline.core.smtp import SmtpSettings
 from pipeline.core.store import DomainCache
 from pipeline.service.settings import ServiceConfig, load_service_config
 from pipeline.service.store import ServiceStore
 from pipeline.stages.runner import CleanJob, RunSummary, run_clean
+from pipeline.stages.workdir import WorkDir, fingerprint
 from pipeline.stages.write import default_output
 
 _REPO_WORLD = Path(__file__).resolve().parent.parent / "sample_data" / "world.json"
@@ -64,13 +70,16 @@ def _parser() -> argparse.ArgumentParser:
     clean.add_argument("-o", "--output", type=Path, help="default: ./<input stem>.clean.parquet")
     clean.add_argument("--email-column", metavar="NAME", help="the column holding the addresses")
     clean.add_argument("--quiet", action="store_true", help="no progress bars or summary table")
+    clean.add_argument("--work-dir", type=Path, metavar="DIR", help="default: <output>.work")
     _common_options(clean)
+    _verify_options(clean)
     clean.set_defaults(handler=_clean)
 
     verify = commands.add_parser("verify", help="verify one address; prints the spec's JSON")
     verify.add_argument("address", metavar="ADDRESS")
     verify.add_argument("--domain", action="store_true", help="ADDRESS is a bare domain")
     _common_options(verify)
+    _verify_options(verify)
     verify.set_defaults(handler=_verify, quiet=True)
 
     serve = commands.add_parser("serve", help="run the HTTP verification service")
@@ -118,10 +127,28 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _verify_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--verify", choices=("none", "smtp"), help="address-level checks (default [verify] mode)"
+    )
+    parser.add_argument("--smtp-port", type=int, metavar="PORT", help="mail servers' port (25)")
+    parser.add_argument("--budget", type=int, metavar="N", help="most RCPTs this run may send")
+    parser.add_argument("--helo", metavar="NAME", help="EHLO name (default: this host's FQDN)")
+    parser.add_argument("--mail-from", metavar="ADDR", help="envelope sender of probes")
+
+
 def _clean(args: argparse.Namespace) -> int:
     output = args.output or default_output(args.input)
-    with _engine(args) as engine:
+    with contextlib.ExitStack() as stack:
+        work = None
+        if _verify_config(args, load_config(args.config)).mode == "smtp":
+            directory = args.work_dir or output.with_name(output.name + ".work")
+            run_id = fingerprint(args.input.resolve(), output.resolve(), args.budget, args.config)
+            work = stack.enter_context(WorkDir(directory, run_id))
+        engine = stack.enter_context(_engine(args, work))
         summary = run_clean(CleanJob(args.input, output, args.email_column), engine)
+        if work is not None:
+            work.finish()
     for warning in summary.warnings:
         print(f"listclean: warning: {warning}", file=sys.stderr)
     if not args.quiet:
@@ -137,17 +164,72 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 @contextlib.contextmanager
-def _engine(args: argparse.Namespace) -> Iterator[Engine]:
+def _engine(args: argparse.Namespace, work: WorkDir | None = None) -> Iterator[Engine]:
     with contextlib.ExitStack() as stack:
         config = _world(stack, args, _config(args))
         cache = stack.enter_context(DomainCache(_cache_path(args, config), config.cache))
         lists = load_lists(config.lists.extra_disposable, config.lists.extra_free)
         show = not args.quiet and sys.stderr.isatty()
-        yield Engine(config, lists, cache, args.offline, _progress if show else None)
+        checker = None
+        if config.verify.mode == "smtp" and not args.offline:
+            checker = _mailbox_checker(stack, args, config, work)
+        yield Engine(config, lists, cache, args.offline, _progress if show else None, None, checker)
+
+
+def _mailbox_checker(
+    stack: contextlib.ExitStack, args: argparse.Namespace, config: Config, work: WorkDir | None
+) -> MailboxChecker:
+    verify = config.verify
+    path = _cache_path(args, config).with_name(
+        ("sandbox-" if args.sandbox else "") + "mailboxes.sqlite"
+    )
+    helo = verify.helo or socket.getfqdn()
+    settings = SmtpSettings(
+        verify.port, helo, verify.mail_from or f"postmaster@{helo}", verify.timeout
+    )
+    budget = Budget(verify.budget or None, work.spent if work else 0)
+    quiet = args.quiet
+
+    def show_plan(plan: Plan) -> None:
+        if not quiet:
+            print(plan_text(plan), file=sys.stderr)
+
+    return MailboxChecker(
+        verify,
+        settings,
+        stack.enter_context(MailboxCache(path, verify)),
+        budget,
+        on_plan=show_plan,
+        on_spent=work.record_spent if work else None,
+    )
+
+
+def plan_text(plan: Plan) -> str:
+    budget = "no limit" if plan.budget is None else f"{plan.budget:,} RCPTs"
+    return (
+        f"pre-flight: {plan.distinct_addresses:,} distinct addresses; "
+        f"{plan.cached:,} answered from the cache; {plan.need_checks:,} need an SMTP check; "
+        f"budget {budget} covers {plan.covered:,} of them."
+    )
+
+
+def _verify_config(args: argparse.Namespace, config: Config) -> VerifyConfig:
+    overrides = {
+        "mode": getattr(args, "verify", None),
+        "port": getattr(args, "smtp_port", None),
+        "budget": getattr(args, "budget", None),
+        "helo": getattr(args, "helo", None),
+        "mail_from": getattr(args, "mail_from", None),
+    }
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given.get("budget", 0) < 0:
+        raise UsageError(f"--budget must be 0 (no limit) or more, got {given['budget']}.")
+    return dataclasses.replace(config.verify, **given)
 
 
 def _config(args: argparse.Namespace) -> Config:
-    return _with_resolvers(load_config(args.config), args.resolver)
+    config = _with_resolvers(load_config(args.config), args.resolver)
+    return dataclasses.replace(config, verify=_verify_config(args, config))
 
 
 def _with_resolvers(config: Config, resolvers: Sequence[str]) -> Config:
