@@ -2,6 +2,7 @@
 
     listclean clean INPUT [-o OUTPUT] [--email-column NAME] [common options]
     listclean verify ADDRESS [--domain] [common options]
+    listclean doctor [common options]
     listclean serve [--host H] [--port P] [--db PATH] [common options]
     listclean keys create --plan NAME | list | revoke KEY_ID  [--db PATH] [--config FILE]
 
@@ -29,6 +30,7 @@ from tqdm import tqdm
 
 from pipeline import __version__
 from pipeline.core.config import Config, VerifyConfig, load_config
+from pipeline.core.doctor import run_doctor
 from pipeline.core.engine import Engine, Progress, verify_one
 from pipeline.core.errors import ListcleanError, UsageError
 from pipeline.core.lists import load_lists
@@ -81,6 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     _common_options(verify)
     _verify_options(verify)
     verify.set_defaults(handler=_verify, quiet=True)
+
+    doctor = commands.add_parser("doctor", help="can this host verify? resolver, port 25, EHLO")
+    _common_options(doctor)
+    _verify_options(doctor)
+    doctor.set_defaults(handler=_doctor, quiet=True)
 
     serve = commands.add_parser("serve", help="run the HTTP verification service")
     serve.add_argument("--host", help="address to listen on (default from [service] host)")
@@ -245,6 +252,16 @@ def _world(stack: contextlib.ExitStack, args: argparse.Namespace, config: Config
         return config
     address = stack.enter_context(_sandbox(args.world))
     return dataclasses.replace(config, dns=dataclasses.replace(config.dns, nameservers=(address,)))
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    with contextlib.ExitStack() as stack:
+        config = _world(stack, args, _config(args))
+        helo = config.verify.helo or socket.getfqdn()
+        checks = asyncio.run(run_doctor(config, helo))
+    for check in checks:
+        print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
+    return 0 if all(c.ok for c in checks) else 1
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -221,11 +221,15 @@ async def check_addresses(engine: Engine, rows: pl.DataFrame) -> pl.DataFrame:
             MAILBOX=pl.lit(None, pl.String), MAILBOX_REPLY=pl.lit(None, pl.String)
         )
     if engine.resolver is not None:
-        return await check_mailboxes(engine.mailboxes, rows, engine.resolver, engine.lists)
+        return await check_mailboxes(
+            engine.mailboxes, rows, engine.resolver, engine.lists, engine.config.dns.canaries
+        )
     resolver = Resolver(engine.config.dns)
     try:
         await check_health(resolver, engine.config.dns.canaries)
-        return await check_mailboxes(engine.mailboxes, rows, resolver, engine.lists)
+        return await check_mailboxes(
+            engine.mailboxes, rows, resolver, engine.lists, engine.config.dns.canaries
+        )
     finally:
         await resolver.close()
 

@@ -9,6 +9,7 @@ fix before a run can succeed, and every message says what was wrong and what to 
     │   └── ConfigError            exit_code 2   configs/*.toml unreadable or invalid
     ├── InputError                 exit_code 2   input file unreadable, no email column, ...
     ├── ResolverUnhealthyError     exit_code 3   the resolver cannot resolve well-known mail domains
+    ├── SmtpUnavailableError       exit_code 3   no mail server can be reached for SMTP checks
     └── StoreError                 exit_code 1   the on-disk cache is broken or unwritable
 
 The exit code lives on the class so the command line maps any error with one ``except``.
@@ -41,6 +42,12 @@ class InputError(ListcleanError):
 
 class ResolverUnhealthyError(ListcleanError):
     """The DNS resolver failed its canary check; its answers cannot be trusted."""
+
+    exit_code = 3
+
+
+class SmtpUnavailableError(ListcleanError):
+    """Outbound SMTP does not work from here; probing would only produce timeouts."""
 
     exit_code = 3
 

@@ -18,6 +18,8 @@ import polars as pl
 from pipeline.core.address import Syntax
 from pipeline.core.config import VerifyConfig
 from pipeline.core.dns import DnsStatus, Resolver
+from pipeline.core.doctor import smtp_reachable
+from pipeline.core.errors import SmtpUnavailableError
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailbox_store import MailboxCache
 from pipeline.core.probe import Budget, MailboxResult, Prober, ProbeStats, Target
@@ -55,6 +57,7 @@ class MailboxChecker:
     on_plan: Callable[[Plan], None] | None = None
     on_spent: Callable[[int], None] | None = None  # after each answer: RCPTs spent so far
     stats: ProbeStats = field(default_factory=ProbeStats)
+    smtp_checked: bool = False  # outbound SMTP was seen to work
 
 
 def probe_order(rows: pl.DataFrame) -> pl.DataFrame:
@@ -101,7 +104,11 @@ def allocate(
 
 
 async def check_mailboxes(
-    checker: MailboxChecker, rows: pl.DataFrame, resolver: Resolver, lists: DomainLists
+    checker: MailboxChecker,
+    rows: pl.DataFrame,
+    resolver: Resolver,
+    lists: DomainLists,
+    canaries: Sequence[str],
 ) -> pl.DataFrame:
     """MAILBOX (a Mailbox value or null) and MAILBOX_REPLY for every row."""
     ordered = probe_order(rows)
@@ -132,6 +139,14 @@ async def check_mailboxes(
         if checker.on_spent is not None:
             checker.on_spent(checker.budget.spent)
 
+    if reached and not checker.smtp_checked:
+        # Once per run: a blocked port 25 should be one clear message, not 10,000 timeouts.
+        reachable = await smtp_reachable(
+            resolver, canaries, checker.settings.port, min(checker.settings.timeout, 10.0)
+        )
+        if not reachable.ok:
+            raise SmtpUnavailableError(f"SMTP checks cannot run from here: {reachable.detail}")
+        checker.smtp_checked = True
     if reached:
         prober = Prober(resolver, checker.config, checker.settings, lists, checker.budget, remember)
         answers.update(await prober.run(reached, known))
