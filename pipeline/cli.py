@@ -191,9 +191,10 @@ def _mailbox_checker(
         ("sandbox-" if args.sandbox else "") + "mailboxes.sqlite"
     )
     helo = verify.helo or socket.getfqdn()
-    settings = SmtpSettings(
-        verify.port, helo, verify.mail_from or f"postmaster@{helo}", verify.timeout
-    )
+    # In the sandbox, probes may only go to loopback: the world's made-up addresses
+    # (192.0.2.x and the like) must never be connected to.
+    sender = verify.mail_from or f"postmaster@{helo}"
+    settings = SmtpSettings(verify.port, helo, sender, verify.timeout, loopback_only=args.sandbox)
     budget = Budget(verify.budget or None, work.spent if work else 0)
     quiet = args.quiet
 
@@ -247,18 +248,26 @@ def _with_resolvers(config: Config, resolvers: Sequence[str]) -> Config:
 
 
 def _world(stack: contextlib.ExitStack, args: argparse.Namespace, config: Config) -> Config:
-    """With --sandbox, start the loopback DNS world (closed with *stack*) and point at it."""
+    """With --sandbox, start the loopback world (closed with *stack*) and point at it.
+
+    The world's DNS server answers every query, and its mail servers (if it has any) listen on
+    loopback addresses on one port, which becomes the SMTP port unless --smtp-port is given.
+    """
     if not args.sandbox:
         return config
-    address = stack.enter_context(_sandbox(args.world))
-    return dataclasses.replace(config, dns=dataclasses.replace(config.dns, nameservers=(address,)))
+    address, smtp_port = stack.enter_context(_sandbox(args.world))
+    verify = config.verify
+    if smtp_port is not None and getattr(args, "smtp_port", None) is None:
+        verify = dataclasses.replace(verify, port=smtp_port)
+    dns = dataclasses.replace(config.dns, nameservers=(address,))
+    return dataclasses.replace(config, dns=dns, verify=verify)
 
 
 def _doctor(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         config = _world(stack, args, _config(args))
         helo = config.verify.helo or socket.getfqdn()
-        checks = asyncio.run(run_doctor(config, helo))
+        checks = asyncio.run(run_doctor(config, helo, loopback_only=args.sandbox))
     for check in checks:
         print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
     return 0 if all(c.ok for c in checks) else 1
@@ -356,8 +365,9 @@ def _cache_path(args: argparse.Namespace, config: Config) -> Path:
 
 
 @contextlib.contextmanager
-def _sandbox(world_path: Path) -> Iterator[str]:
+def _sandbox(world_path: Path) -> Iterator[tuple[str, int | None]]:
     from pipeline.sandbox.dns_server import SandboxDNS, load_world
+    from pipeline.sandbox.smtp_server import SandboxSMTP
 
     try:
         world = load_world(world_path)
@@ -365,8 +375,8 @@ def _sandbox(world_path: Path) -> Iterator[str]:
         raise UsageError(
             f"Cannot load the sandbox world {world_path}: {exc}. Pass a world file with --world."
         ) from exc
-    with SandboxDNS(world) as server:
-        yield server.address
+    with SandboxDNS(world) as dns, SandboxSMTP(world.smtp) as smtp:
+        yield dns.address, smtp.port if world.smtp else None
 
 
 def _progress(total: int, label: str) -> Progress:

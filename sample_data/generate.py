@@ -9,7 +9,10 @@ Outputs (deterministic: fixed seed, no clock):
 ``world.json``
     Zones for every domain the list uses, in the format of :mod:`pipeline.sandbox.world`.
     Provider and company domains carry realistic MX hosts so the list also means something on
-    the real network; addresses are from the documentation ranges (RFC 5737, RFC 3849).
+    the real network. Every MX host has an A record on its own loopback address (127.0.0.2 on),
+    and the ``smtp`` section runs a mail server there that knows the list's mailboxes, with one
+    host per behaviour a prober must handle (see ``SMTP_BEHAVIOUR``); the other addresses are
+    from the documentation ranges (RFC 5737, RFC 3849).
 ``list.csv``
     About 300 rows, UTF-8, comma-delimited, header
     ``id,first_name,last_name,Email Address,company,signup_date``. Roughly 70% are plain good
@@ -23,8 +26,10 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import ipaddress
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +162,46 @@ SPECIAL_ZONES: dict[str, dict[str, object]] = {
     # Answers, slowly; exercises concurrency without timing out.
     "faraway-isp.com.au": {"mx": [[10, "mx.faraway-isp.com.au"]], "latency_ms": 150},
 }
+
+# Sandbox mail servers. Each MX host gets the next loopback address from here; all of 127/8 is
+# the host itself (RFC 1122 §3.2.1.3), so nothing leaves the machine.
+FIRST_SMTP_ADDRESS = ipaddress.IPv4Address("127.0.0.2")
+# MX hosts with an address but no server: connecting is refused. faraway-isp.com.au has no other
+# MX; gmx.de's other MX (same preference) answers, so a prober must try the next one.
+SMTP_DOWN = frozenset({"mx.faraway-isp.com.au", "mx00.emig.gmx.net"})
+# Domains whose servers accept every local part: the big accept-all provider (Yahoo, and AOL on
+# the same servers), typo squatters harvesting mail, a company with a catch-all, and the
+# throwaway services.
+CATCH_ALL = frozenset({"yahoo.com", "aol.com", "globex-corp.com", *TYPO_SQUATTERS, *DISPOSABLE})
+# How particular MX hosts misbehave, in the world's ``smtp`` keys.
+SMTP_BEHAVIOUR: dict[str, dict[str, object]] = {
+    # Greylisting, briefly enough for a demo to see the retry succeed.
+    "mx.initech.io": {"greylist_seconds": 2},
+    # At most three RCPTs per session: a prober must spread a domain over sessions.
+    "mx1.contoso-bank.co.uk": {"max_recipients": 3},
+    "mx2.contoso-bank.co.uk": {"max_recipients": 3},
+    # One session at a time; a second gets a 421 banner, as large providers do.
+    "mx-ha02.web.de": {"throttle_sessions": 1},
+    "mx-ha03.web.de": {"throttle_sessions": 1},
+    # Our address is "on a blocklist": every RCPT gets 550 5.7.1.
+    "mx1a1.comcast.net": {"block": True},
+    "mx2c1.comcast.net": {"block": True},
+    # Slow to greet and to answer, but well within a prober's timeout.
+    "smtp-in.orange.fr": {"delay_ms": 150, "banner_delay_ms": 750},
+}
+# Addresses of the list whose mailbox is not simply there; every other well-formed address on a
+# served domain exists.
+MAILBOX_STATES: dict[str, str] = {
+    "dlopez@gmail.com": "unknown",
+    "noreply@contoso-bank.co.uk": "unknown",
+    "olga.patel@hotmail.com": "full",
+    "linda.sato1966@icloud.com": "disabled",
+}
+# RFC 5322 §3.2.3 atext, plus any non-ASCII character (RFC 6532 §3.2): dot-atom local parts only.
+_ATEXT = r"(?:[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]|[^\x00-\x7f])+"
+DOT_ATOM = re.compile(rf"{_ATEXT}(?:\.{_ATEXT})*")
+# RFC 5321 §4.5.3.1.1.
+MAX_LOCAL_PART_OCTETS = 64
 
 FIRST_NAMES = [
     "James",
@@ -292,22 +337,25 @@ LAST_NAMES = [
 
 def main() -> None:
     rng = random.Random(SEED)
-    world = build_world()
-    # Fail here rather than in the tests if a zone is invalid.
-    zone_count = len(world_from_dict(world).zones)
-    (HERE / "world.json").write_text(world_json(world), encoding="utf-8")
     rows = build_rows(rng)
+    world = build_world(rows)
+    # Fail here rather than in the tests if a zone or a mail host is invalid.
+    parsed = world_from_dict(world)
+    (HERE / "world.json").write_text(world_json(world), encoding="utf-8")
     write_csv(HERE / "list.csv", rows)
     frame = pl.DataFrame({name: [row[name] for row in rows] for name in COLUMNS})
     frame.write_parquet(HERE / "list.parquet")
-    print(f"wrote {zone_count} zones, {len(rows)} rows to {HERE}")
+    print(
+        f"wrote {len(parsed.zones)} zones, {len(parsed.smtp)} mail servers, "
+        f"{len(rows)} rows to {HERE}"
+    )
 
 
-def build_world() -> dict[str, Any]:
+def build_world(rows: list[Row]) -> dict[str, Any]:
     for domain in DISPOSABLE:
         if domain not in blocklist:
             raise SystemExit(f"{domain} is not on the disposable_email_domains blocklist")
-    zones: dict[str, object] = {}
+    zones: dict[str, dict[str, Any]] = {}
     for table in (PROVIDERS, DISPOSABLE, TYPO_SQUATTERS):
         for domain, mx in table.items():
             zones[domain] = {"mx": [list(entry) for entry in mx]}
@@ -319,17 +367,122 @@ def build_world() -> dict[str, Any]:
     overlap = set(TYPOS_ABSENT) & set(zones)
     if overlap:
         raise SystemExit(f"typo domains meant to be NXDOMAIN are zones: {sorted(overlap)}")
-    return {"latency_ms": 0, "zones": dict(sorted(zones.items()))}
+    served = served_domains(zones)
+    addresses = mx_addresses(served)
+    clash = set(addresses) & set(zones)
+    if clash:
+        raise SystemExit(f"MX host names are also mail domains: {sorted(clash)}")
+    zones.update({host: {"a": [address]} for host, address in addresses.items()})
+    smtp = build_smtp(served, addresses, mailboxes_by_domain(rows))
+    return {"latency_ms": 0, "zones": dict(sorted(zones.items())), "smtp": smtp}
+
+
+def served_domains(zones: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """MX host name -> the mail domains it receives for, from the zones' MX records."""
+    served: dict[str, list[str]] = {}
+    for domain, zone in zones.items():
+        for _, exchange in zone.get("mx", []):
+            if exchange != ".":  # a null MX (RFC 7505) names no host
+                served.setdefault(exchange, []).append(domain)
+    return served
+
+
+def mx_addresses(served: dict[str, list[str]]) -> dict[str, str]:
+    """MX host name -> its own loopback address, in name order so the file is stable."""
+    return {host: str(FIRST_SMTP_ADDRESS + i) for i, host in enumerate(sorted(served))}
+
+
+def build_smtp(
+    served: dict[str, list[str]],
+    addresses: dict[str, str],
+    mailboxes: dict[str, dict[str, set[str]]],
+) -> dict[str, Any]:
+    unknown = (set(SMTP_BEHAVIOUR) | SMTP_DOWN) - set(served)
+    if unknown:
+        raise SystemExit(f"SMTP_BEHAVIOUR / SMTP_DOWN name unknown MX hosts: {sorted(unknown)}")
+    smtp: dict[str, Any] = {}
+    for host in sorted(served, key=lambda name: ipaddress.IPv4Address(addresses[name])):
+        if host in SMTP_DOWN:
+            continue
+        domains = {
+            domain: domain_config(domain, mailboxes.get(domain, {})) for domain in served[host]
+        }
+        smtp[addresses[host]] = {
+            "name": host,
+            **SMTP_BEHAVIOUR.get(host, {}),
+            "domains": dict(sorted(domains.items())),
+        }
+    return smtp
+
+
+def domain_config(domain: str, states: dict[str, set[str]]) -> dict[str, Any]:
+    if domain in CATCH_ALL:
+        return {"catch_all": True}
+    # RFC 5321 §4.5.1: every mail domain must have a postmaster.
+    config: dict[str, Any] = {"mailboxes": sorted(states.get("mailbox", set()) | {"postmaster"})}
+    for state in ("full", "disabled"):
+        if states.get(state):
+            config[state] = sorted(states[state])
+    return config
+
+
+def mailboxes_by_domain(rows: list[Row]) -> dict[str, dict[str, set[str]]]:
+    """Domain (A-label) -> mailbox state -> local parts, for every well-formed address listed."""
+    found: dict[str, dict[str, set[str]]] = {}
+    for row in rows:
+        email = row["Email Address"].strip()
+        local, _, domain = email.rpartition("@")
+        key = mail_domain(domain)
+        if key is None or not is_dot_atom(local):
+            continue
+        state = MAILBOX_STATES.get(email, "mailbox")
+        if state != "unknown":
+            found.setdefault(key, {}).setdefault(state, set()).add(local.casefold())
+    missing = set(MAILBOX_STATES) - {row["Email Address"] for row in rows}
+    if missing:
+        raise SystemExit(f"MAILBOX_STATES names addresses not in the list: {sorted(missing)}")
+    return found
+
+
+def mail_domain(domain: str) -> str | None:
+    """``domain`` as the world's keys spell it, or None when it is no valid domain name."""
+    try:
+        return a_label(domain)
+    except idna.IDNAError:
+        return None
+
+
+def is_dot_atom(local: str) -> bool:
+    """Whether ``local`` is an unquoted local part a mail server could hold (no comments etc.)."""
+    fits = len(local.encode("utf-8")) <= MAX_LOCAL_PART_OCTETS
+    return fits and DOT_ATOM.fullmatch(local) is not None
 
 
 def world_json(world: dict[str, Any]) -> str:
-    """The world as JSON with one zone per line, so diffs of the file stay readable."""
+    """The world as JSON, one zone and one served domain per line, so diffs stay readable."""
     zones = [
         f"  {json.dumps(name)}: {json.dumps(zone, ensure_ascii=False)}"
         for name, zone in world["zones"].items()
     ]
-    body = ",\n".join(zones)
-    return f'{{"latency_ms": {json.dumps(world["latency_ms"])},\n "zones": {{\n{body}\n }}}}\n'
+    hosts = [smtp_host_json(address, host) for address, host in world["smtp"].items()]
+    zone_lines = ",\n".join(zones)
+    host_lines = ",\n".join(hosts)
+    return (
+        f'{{"latency_ms": {json.dumps(world["latency_ms"])},\n'
+        f' "zones": {{\n{zone_lines}\n }},\n'
+        f' "smtp": {{\n{host_lines}\n }}}}\n'
+    )
+
+
+def smtp_host_json(address: str, host: dict[str, Any]) -> str:
+    settings = {key: value for key, value in host.items() if key != "domains"}
+    head = json.dumps(settings, ensure_ascii=False)[:-1]
+    domains = [
+        f"    {json.dumps(name)}: {json.dumps(config, ensure_ascii=False)}"
+        for name, config in host["domains"].items()
+    ]
+    body = ",\n".join(domains)
+    return f'  {json.dumps(address)}: {head}, "domains": {{\n{body}}}}}'
 
 
 def a_label(domain: str) -> str:

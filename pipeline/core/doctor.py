@@ -9,6 +9,7 @@ only the network's owner can see and set).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,14 +26,21 @@ class Check:
 
 
 async def smtp_reachable(
-    resolver: Resolver, canaries: Sequence[str], port: int, timeout: float
+    resolver: Resolver,
+    canaries: Sequence[str],
+    port: int,
+    timeout: float,
+    loopback_only: bool = False,
 ) -> Check:
     """Whether a canary domain's mail host answers with an SMTP banner on *port*."""
     tried: list[str] = []
     for canary in canaries:
         answer = await lookup_domain(resolver, canary)
         for host in (await mail_hosts(resolver, canary, answer.status))[:1]:
-            for address in (await host_addresses(resolver, host))[:1]:
+            addresses = await host_addresses(resolver, host)
+            if loopback_only:  # the sandbox: nothing but loopback is ever connected to
+                addresses = [a for a in addresses if ipaddress.ip_address(a).is_loopback]
+            for address in addresses[:1]:
                 banner = await _banner(address, port, timeout)
                 if banner.startswith("220"):
                     return Check("outbound SMTP", True, f"{host} ({address}:{port}) answered")
@@ -76,7 +84,7 @@ async def helo_name(resolver: Resolver, helo: str) -> Check:
     )
 
 
-async def run_doctor(config: Config, helo: str) -> list[Check]:
+async def run_doctor(config: Config, helo: str, loopback_only: bool = False) -> list[Check]:
     resolver = Resolver(config.dns)
     try:
         try:
@@ -86,7 +94,9 @@ async def run_doctor(config: Config, helo: str) -> list[Check]:
             return [Check("resolver", False, str(exc))]
         timeout = min(config.verify.timeout, 10.0)
         checks.append(
-            await smtp_reachable(resolver, config.dns.canaries, config.verify.port, timeout)
+            await smtp_reachable(
+                resolver, config.dns.canaries, config.verify.port, timeout, loopback_only
+            )
         )
         checks.append(await helo_name(resolver, helo))
         return checks

@@ -141,8 +141,9 @@ async def check_mailboxes(
 
     if reached and not checker.smtp_checked:
         # Once per run: a blocked port 25 should be one clear message, not 10,000 timeouts.
+        settings = checker.settings
         reachable = await smtp_reachable(
-            resolver, canaries, checker.settings.port, min(checker.settings.timeout, 10.0)
+            resolver, canaries, settings.port, min(settings.timeout, 10.0), settings.loopback_only
         )
         if not reachable.ok:
             raise SmtpUnavailableError(f"SMTP checks cannot run from here: {reachable.detail}")

@@ -22,6 +22,7 @@ nothing it had learned.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import secrets
 import time
 from collections import defaultdict
@@ -327,5 +328,8 @@ class Prober:
 
     async def _host_addresses(self, host: str) -> list[str]:
         if host not in self._addresses:
-            self._addresses[host] = await host_addresses(self._resolver, host)
+            found = await host_addresses(self._resolver, host)
+            if self._settings.loopback_only:
+                found = [a for a in found if ipaddress.ip_address(a).is_loopback]
+            self._addresses[host] = found
         return self._addresses[host]

@@ -109,6 +109,7 @@ class SmtpSettings:
     helo: str = "localhost"
     mail_from: str = ""
     timeout: float = 20.0
+    loopback_only: bool = False  # the sandbox: never connect anywhere but 127.0.0.0/8 and ::1
 
 
 @dataclass
