@@ -285,7 +285,7 @@ def _serve(args: argparse.Namespace) -> int:
         service = dataclasses.replace(service, engine=engine)
         paths = Paths(db=_db_path(args, service), cache=_cache_path(args, engine))
         web.run_app(
-            create_app(service, paths, offline=args.offline),
+            create_app(service, paths, offline=args.offline, loopback_only=args.sandbox),
             host=args.host or service.service.host,
             port=args.port if args.port is not None else service.service.port,
             shutdown_timeout=service.service.shutdown_timeout,

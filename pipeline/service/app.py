@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,10 @@ from aiohttp.typedefs import Handler
 from pipeline.core.dns import Resolver, check_health
 from pipeline.core.engine import Engine, verify_many
 from pipeline.core.lists import load_lists
+from pipeline.core.mailbox_store import MailboxCache
+from pipeline.core.mailboxes import MailboxChecker
+from pipeline.core.probe import Budget
+from pipeline.core.smtp import SmtpSettings
 from pipeline.core.store import DomainCache
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
@@ -76,18 +81,27 @@ def create_app(
     *,
     offline: bool = False,
     clock: Callable[[], float] = time.time,
+    loopback_only: bool = False,
 ) -> web.Application:
-    """The application; *offline* answers without DNS (every checked domain Risky)."""
+    """The application; *offline* answers without DNS (every checked domain Risky).
+
+    With ``[verify] mode = "smtp"`` addresses are also probed by SMTP (slow: seconds per new
+    address); *loopback_only* keeps those probes on 127.0.0.0/8 (the sandbox).
+    """
     from pipeline.service.routes import add_routes
 
     app = web.Application(middlewares=[problem_middleware])
-    app.cleanup_ctx.append(_resources(config, paths, offline, clock))
+    app.cleanup_ctx.append(_resources(config, paths, offline, clock, loopback_only))
     add_routes(app)
     return app
 
 
 def _resources(
-    config: ServiceConfig, paths: Paths, offline: bool, clock: Callable[[], float]
+    config: ServiceConfig,
+    paths: Paths,
+    offline: bool,
+    clock: Callable[[], float],
+    loopback_only: bool,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         resolver = Resolver(config.engine.dns)
@@ -102,7 +116,12 @@ def _resources(
                 lists = load_lists(
                     config.engine.lists.extra_disposable, config.engine.lists.extra_free
                 )
-                engine = Engine(config.engine, lists, cache, offline, resolver=resolver)
+                mailboxes = None
+                if config.engine.verify.mode == "smtp":
+                    mailboxes = _mailbox_checker(config, paths, loopback_only)
+                engine = Engine(
+                    config.engine, lists, cache, offline, resolver=resolver, mailboxes=mailboxes
+                )
                 size, wait = config.service.batch_size, config.service.batch_wait
 
                 async def addresses(values: Sequence[str]) -> list[dict[str, object]]:
@@ -123,10 +142,25 @@ def _resources(
                 yield
                 await services.addresses.drain()
                 await services.domains.drain()
+                if mailboxes is not None:
+                    mailboxes.cache.close()
         finally:
             await resolver.close()
 
     return ctx
+
+
+def _mailbox_checker(config: ServiceConfig, paths: Paths, loopback_only: bool) -> MailboxChecker:
+    verify = config.engine.verify
+    helo = verify.helo or socket.getfqdn()
+    settings = SmtpSettings(
+        verify.port, helo, verify.mail_from or f"postmaster@{helo}", verify.timeout, loopback_only
+    )
+    # Beside the domain cache, as the batch keeps it: both fronts share what they learned.
+    path = paths.cache.with_name(paths.cache.name.replace("domains", "mailboxes"))
+    cache = MailboxCache(path, verify)
+    # The service has no per-run budget: its callers' quotas bound what it spends.
+    return MailboxChecker(verify, settings, cache, Budget(None))
 
 
 @web.middleware

@@ -1,6 +1,7 @@
 """Service settings: ``configs/service.toml`` = the engine's tables plus the service's own.
 
     [dns] [cache] [lists]    as in configs/pipeline.toml (the engine)
+    [verify]                 mode = "smtp" makes /api/email probe mailboxes too (slow)
     [service]                host, port, database, trusted proxies, request limits
     [anonymous]              quotas of requests without a key (per client IP per UTC day)
     [plans.NAME]             quotas per UTC calendar month for keys on plan NAME
@@ -21,7 +22,7 @@ from typing import Any
 from pipeline.core.config import Config, build, load_toml, setting
 from pipeline.core.errors import ConfigError
 
-ENGINE_SECTIONS = ("dns", "cache", "lists")
+ENGINE_SECTIONS = ("dns", "cache", "lists", "verify")
 
 
 @dataclass(frozen=True)
