@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml requirements.lock
 
 demo: $(STAMP)
 	$(BIN)/listclean clean sample_data/list.csv -o $(DEMO)/list.clean.parquet \
-		--sandbox --cache-dir $(DEMO)/cache --config configs/sandbox.toml
+		--sandbox --cache-dir $(DEMO)/cache --config configs/sandbox.toml --verify smtp
 	$(BIN)/listclean verify 'John.Doe@gmial.com' --sandbox --cache-dir $(DEMO)/cache --config configs/sandbox.toml
 
 test: $(STAMP)
