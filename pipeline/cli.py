@@ -394,6 +394,8 @@ def print_summary(summary: RunSummary, out: TextIO) -> None:
         f"{'distinct domains':<22}{summary.distinct_domains:>12,}",
         f"{'DNS queries sent':<22}{summary.dns_queries:>12,}",
         f"{'domain cache hits':<22}{summary.cache_hits:>12,}",
+        f"{'SMTP RCPTs sent':<22}{summary.rcpts_sent:>12,}",
+        f"{'SMTP sessions':<22}{summary.smtp_sessions:>12,}",
         "",
         "VERDICT",
         *(f"  {k:<20}{v:>12,}" for k, v in summary.verdicts.items()),
