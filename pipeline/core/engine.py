@@ -222,13 +222,13 @@ async def check_addresses(engine: Engine, rows: pl.DataFrame) -> pl.DataFrame:
         )
     if engine.resolver is not None:
         return await check_mailboxes(
-            engine.mailboxes, rows, engine.resolver, engine.lists, engine.config.dns.canaries
+            engine.mailboxes, rows, engine.resolver, engine.lists, engine.config.dns
         )
     resolver = Resolver(engine.config.dns)
     try:
         await check_health(resolver, engine.config.dns.canaries)
         return await check_mailboxes(
-            engine.mailboxes, rows, resolver, engine.lists, engine.config.dns.canaries
+            engine.mailboxes, rows, resolver, engine.lists, engine.config.dns
         )
     finally:
         await resolver.close()

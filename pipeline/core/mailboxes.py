@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from pipeline.core.address import Syntax
-from pipeline.core.config import VerifyConfig
+from pipeline.core.config import DnsConfig, VerifyConfig
 from pipeline.core.dns import DnsStatus, Resolver
 from pipeline.core.doctor import smtp_reachable
 from pipeline.core.errors import SmtpUnavailableError
@@ -108,7 +108,7 @@ async def check_mailboxes(
     rows: pl.DataFrame,
     resolver: Resolver,
     lists: DomainLists,
-    canaries: Sequence[str],
+    dns: DnsConfig,
 ) -> pl.DataFrame:
     """MAILBOX (a Mailbox value or null) and MAILBOX_REPLY for every row."""
     ordered = probe_order(rows)
@@ -143,13 +143,25 @@ async def check_mailboxes(
         # Once per run: a blocked port 25 should be one clear message, not 10,000 timeouts.
         settings = checker.settings
         reachable = await smtp_reachable(
-            resolver, canaries, settings.port, min(settings.timeout, 10.0), settings.loopback_only
+            resolver,
+            dns.canaries,
+            settings.port,
+            min(settings.timeout, 10.0),
+            settings.loopback_only,
         )
         if not reachable.ok:
             raise SmtpUnavailableError(f"SMTP checks cannot run from here: {reachable.detail}")
         checker.smtp_checked = True
     if reached:
-        prober = Prober(resolver, checker.config, checker.settings, lists, checker.budget, remember)
+        prober = Prober(
+            resolver,
+            checker.config,
+            checker.settings,
+            lists,
+            checker.budget,
+            remember,
+            dns_concurrency=dns.concurrency,
+        )
         answers.update(await prober.run(reached, known))
         checker.cache.put_catch_all(prober.catch_all)
         checker.stats = prober.stats

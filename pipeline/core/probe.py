@@ -137,6 +137,7 @@ class Prober:
         *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        dns_concurrency: int = 100,
     ) -> None:
         self._resolver = resolver
         self._config = config
@@ -148,7 +149,9 @@ class Prober:
         self._sleep = sleep
         self._hosts: dict[str, HostState] = {}
         self._providers: dict[str, Pacer] = {}
-        self._addresses: dict[str, list[str]] = {}
+        self._addresses: dict[str, asyncio.Future[list[str]]] = {}
+        # Thousands of domains start at once; their DNS questions go out a bounded few at a time.
+        self._dns = asyncio.Semaphore(dns_concurrency)
         self.stats = ProbeStats()
         self.catch_all: dict[str, bool] = {}  # learned this run, for the caller to cache
 
@@ -174,7 +177,8 @@ class Prober:
     async def _domain(
         self, domain: str, targets: list[Target], finish: Callable[[Target, MailboxResult], None]
     ) -> None:
-        hosts = await mail_hosts(self._resolver, domain, targets[0].dns_status)
+        async with self._dns:
+            hosts = await mail_hosts(self._resolver, domain, targets[0].dns_status)
         if not hosts:
             for t in targets:
                 finish(t, MailboxResult(Mailbox.UNREACHABLE, "no reachable mail host"))
@@ -327,9 +331,17 @@ class Prober:
         return self._providers[provider]
 
     async def _host_addresses(self, host: str) -> list[str]:
+        # One lookup per host however many domains share it: later askers await the first.
         if host not in self._addresses:
+            self._addresses[host] = asyncio.ensure_future(self._lookup_host(host))
+        found = await self._addresses[host]
+        if not found:  # a failed lookup is not remembered: the next domain asks again
+            self._addresses.pop(host, None)
+        return found
+
+    async def _lookup_host(self, host: str) -> list[str]:
+        async with self._dns:
             found = await host_addresses(self._resolver, host)
-            if self._settings.loopback_only:
-                found = [a for a in found if ipaddress.ip_address(a).is_loopback]
-            self._addresses[host] = found
-        return self._addresses[host]
+        if self._settings.loopback_only:
+            found = [a for a in found if ipaddress.ip_address(a).is_loopback]
+        return found

@@ -27,6 +27,7 @@ HOSTS = {
     "busy.test-mail.com": ("mx.busy.test-mail.com", "127.0.0.26", {"throttle_sessions": 1}),
 }
 MAILBOXES = ["alice", "bob", "carol", "dave", "erin", "frank", "grace"]
+MANY = [f"shop{i}.test-mail.com" for i in range(600)]  # many domains sharing one MX host
 
 
 def world() -> dict[str, object]:
@@ -52,8 +53,10 @@ def world() -> dict[str, object]:
             mailboxes = {"catch_all": True}
         entry["domains"][domain] = mailboxes  # type: ignore[index]
     good = smtp["127.0.0.21"]["domains"]
-    for extra in ("fallback.test-mail.com", "gmail.com", "outlook.com"):
+    for extra in ("fallback.test-mail.com", "gmail.com", "outlook.com", *MANY):
         good[extra] = {"mailboxes": MAILBOXES}  # type: ignore[index]
+    for domain in MANY:
+        zones[domain] = {"mx": [[10, "mx.good.test-mail.com"]]}
     return {"zones": zones, "smtp": smtp}
 
 
@@ -197,6 +200,15 @@ def test_the_budget_caps_rcpts_and_says_who_was_left_out(loopback: Loopback) -> 
     left_out = [k for k, r in results.items() if r.outcome is Mailbox.NOT_VERIFIED]
     assert len(left_out) == 4  # 1 catch-all probe + 3 addresses were affordable
     assert not set(left_out) & set(committed)  # "not reached" is never remembered
+
+
+def test_many_domains_at_once_do_not_flood_the_resolver(loopback: Loopback) -> None:
+    loopback.dns.reset_counts()
+    results, _, _ = probe(loopback, [f"alice@{d}" for d in MANY])
+    assert {r.outcome for r in results.values()} == {Mailbox.OK}
+    # One MX question per domain, and the shared host's address asked once (A, then AAAA).
+    host_lookups = [q for q in loopback.dns.queries() if q[0] == "mx.good.test-mail.com"]
+    assert len(host_lookups) == 2
 
 
 def test_never_data(loopback: Loopback) -> None:
