@@ -32,6 +32,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_clean.py
 	$(BIN)/python bench/bench_service.py
+	$(BIN)/python bench/bench_smtp.py
 
 # Re-pin after changing dependencies in pyproject.toml.
 lock: $(STAMP)

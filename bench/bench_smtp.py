@@ -2,7 +2,7 @@
 
     python bench/bench_smtp.py [--addresses 100000] [--domains 2000] [--hosts 20]
                                [--sessions-per-host 2] [--rcpts-per-session 20]
-                               [--naive-sample 20000] [--dns-concurrency 0] [--out bench/out]
+                               [--naive-sample 20000] [--out bench/out]
 
 Generates a loopback world (``smtp_world.json`` in --out): *domains* domains over *hosts* MX
 hosts, each host a sandbox mail server on its own loopback address (127.0.0.100, .101, ...), a
@@ -16,8 +16,7 @@ so they do not share the measured process's interpreter lock. Then, in one run:
 
 1. the project's prober (``pipeline.core.probe.Prober``) over every address, with the project's
    session settings (``--sessions-per-host``, ``--rcpts-per-session``) and pacing turned off;
-   it resolves MX hosts itself, so its time includes those DNS queries (``--dns-concurrency N``
-   caps the queries it has in flight, a work-around for its query burst; 0 measures it as is);
+   it resolves MX hosts itself, so its time includes those DNS queries;
 2. a naive prober over a random sample of ``--naive-sample`` addresses: one connection per
    address (EHLO, MAIL FROM, RCPT TO, RSET, QUIT with ``probe_session`` and one recipient) to the
    domain's first MX address, resolved beforehand (outside the timing), with at most
@@ -286,8 +285,6 @@ async def run_project(
     from pipeline.core.smtp import SmtpSettings
 
     resolver = Resolver(DnsConfig(nameservers=(dns_address,), timeout=2.0))
-    if args.dns_concurrency:
-        resolver = capped(resolver, args.dns_concurrency)
     config = VerifyConfig(
         port=port,
         sessions_per_host=args.sessions_per_host,
@@ -328,27 +325,8 @@ async def run_project(
         "catch_all_found": sorted(d for d, yes in prober.catch_all.items() if yes),
         "outcomes": dict(Counter(outcomes.values())),
         "failures": dict(failures),
-        "dns_concurrency": args.dns_concurrency or None,
     }
     return measured, outcomes
-
-
-def capped(resolver: Any, limit: int) -> Any:
-    """*resolver* with at most *limit* queries in flight (``--dns-concurrency``).
-
-    A work-around measured on request, not the prober as shipped: ``Prober.run`` starts every
-    domain at once, and each sends its MX query (and, until the host's address is cached, A and
-    AAAA queries) immediately, so a list of thousands of domains bursts that many queries.
-    """
-    gate = asyncio.Semaphore(limit)
-    query = resolver.query
-
-    async def gated(name: str, qtype: str) -> Any:
-        async with gate:
-            return await query(name, qtype)
-
-    resolver.query = gated
-    return resolver
 
 
 async def resolve_first_mx(dns_address: str, domains: set[str]) -> dict[str, str]:
@@ -528,12 +506,8 @@ def table(r: dict[str, Any]) -> str:
         f"({r['machine']['cpus']} cores). The project's time includes its own "
         f"{p['dns_queries']:,} DNS queries for {r['world']['domains']:,} domains on "
         f"{r['world']['hosts']} MX hosts"
-        + (
-            f" (at most {p['dns_concurrency']} in flight: --dns-concurrency)"
-            if p["dns_concurrency"]
-            else " (as shipped: no limit on queries in flight)"
-        )
-        + "; the naive prober's MX addresses were resolved beforehand.",
+        + " (the prober keeps at most 100 in flight); the naive prober's MX addresses were "
+        "resolved beforehand.",
         "Mail servers saw: "
         + "; ".join(
             f"{name} {seen['rcpts']:,} RCPTs in "
@@ -609,12 +583,6 @@ def main() -> None:
     parser.add_argument("--sessions-per-host", type=int, default=2)
     parser.add_argument("--rcpts-per-session", type=int, default=20)
     parser.add_argument("--naive-sample", type=int, default=20_000)
-    parser.add_argument(
-        "--dns-concurrency",
-        type=int,
-        default=0,
-        help="cap the project prober's DNS queries in flight (0: none, the prober as shipped)",
-    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--max-seconds", type=float, default=1800.0, help="limit for each measured run"
@@ -653,7 +621,6 @@ def main() -> None:
         "rcpts_per_session": args.rcpts_per_session,
         "rcpts_per_minute": UNPACED,
         "naive_sample": min(args.naive_sample, len(gen.addresses)),
-        "dns_concurrency": args.dns_concurrency or None,
         "smtp_timeout": SMTP_TIMEOUT,
     }
     results["machine"] = {
