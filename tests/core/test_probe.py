@@ -25,6 +25,7 @@ HOSTS = {
     "small.test-mail.com": ("mx.small.test-mail.com", "127.0.0.24", {"max_recipients": 3}),
     "blocked.test-mail.com": ("mx.blocked.test-mail.com", "127.0.0.25", {"block": True}),
     "busy.test-mail.com": ("mx.busy.test-mail.com", "127.0.0.26", {"throttle_sessions": 1}),
+    "slow.test-mail.com": ("mx.slow.test-mail.com", "127.0.0.28", {"banner_delay_ms": 1500}),
 }
 MAILBOXES = ["alice", "bob", "carol", "dave", "erin", "frank", "grace"]
 MANY = [f"shop{i}.test-mail.com" for i in range(600)]  # many domains sharing one MX host
@@ -78,6 +79,7 @@ def probe(
     loopback: Loopback,
     addresses: list[str],
     budget: int | None = None,
+    smtp_timeout: float = 2.0,
     **overrides: object,
 ) -> tuple[dict[str, MailboxResult], Prober, list[str]]:
     settings: dict[str, object] = {
@@ -90,7 +92,9 @@ def probe(
     }
     settings.update(overrides)
     config = VerifyConfig(**settings)  # type: ignore[arg-type]
-    smtp = SmtpSettings(loopback.smtp.port, "probe.example.net", "bounce@example.net", 2.0, True)
+    smtp = SmtpSettings(
+        loopback.smtp.port, "probe.example.net", "bounce@example.net", smtp_timeout, True
+    )
     committed: list[str] = []
 
     async def go() -> tuple[dict[str, MailboxResult], Prober]:
@@ -133,6 +137,11 @@ def test_each_scenario(loopback: Loopback, address: str, outcome: Mailbox) -> No
     results, _, committed = probe(loopback, [address])
     assert results[address.lower()].outcome is outcome
     assert committed == [address.lower()]  # every final answer is handed over as it is known
+
+
+def test_a_server_that_does_not_answer_in_time(loopback: Loopback) -> None:
+    results, _, _ = probe(loopback, ["alice@slow.test-mail.com"], smtp_timeout=0.3)
+    assert results["alice@slow.test-mail.com"].outcome is Mailbox.TIMEOUT
 
 
 def test_replies_are_kept_for_the_record(loopback: Loopback) -> None:
