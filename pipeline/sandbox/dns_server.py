@@ -34,11 +34,11 @@ import asyncio
 import threading
 from collections import deque
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Self, cast
+from typing import cast
 
 from dnslib import AAAA, EDNS0, MX, OPCODE, QTYPE, RCODE, RR, A, DNSHeader, DNSRecord
 
+from pipeline.sandbox.loop_thread import LoopThreadServer
 from pipeline.sandbox.world import World, Zone, load_world, normalize_name, world_from_dict
 
 __all__ = ["SandboxDNS", "World", "Zone", "load_world", "world_from_dict"]
@@ -267,8 +267,10 @@ class _Running:
     port: int
 
 
-class SandboxDNS:
+class SandboxDNS(LoopThreadServer[_Running]):
     """Serve ``world`` over UDP and TCP on ``host:port`` (port 0 picks a free one)."""
+
+    _thread_name = "sandbox-dns"
 
     def __init__(
         self,
@@ -278,58 +280,16 @@ class SandboxDNS:
         *,
         query_log_limit: int = _DEFAULT_QUERY_LOG_LIMIT,
     ) -> None:
+        super().__init__()
         self._world = world
         self._host = host
         self._requested_port = port
         self._log = _QueryLog(query_log_limit)
-        self._lock = threading.Lock()
-        self._running: _Running | None = None
-        self._port: int | None = None
-
-    def start(self) -> None:
-        """Start serving; return once the sockets are bound."""
-        with self._lock:
-            if self._running is not None:
-                raise RuntimeError("SandboxDNS is already running")
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="sandbox-dns", daemon=True)
-            thread.start()
-            try:
-                self._running = asyncio.run_coroutine_threadsafe(
-                    self._bind(loop, thread), loop
-                ).result()
-            except BaseException:
-                _stop_loop(loop, thread)
-                raise
-            self._port = self._running.port
-
-    def stop(self) -> None:
-        """Close the sockets and end the thread; calling it again does nothing."""
-        with self._lock:
-            running, self._running = self._running, None
-            if running is None:
-                return
-            asyncio.run_coroutine_threadsafe(_close(running), running.loop).result()
-            _stop_loop(running.loop, running.thread)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:
         """The port bound (UDP and TCP); raises RuntimeError before :meth:`start`."""
-        if self._port is None:
-            raise RuntimeError("SandboxDNS has not been started")
-        return self._port
+        return super().port
 
     @property
     def address(self) -> str:
@@ -375,18 +335,11 @@ class SandboxDNS:
             return _Running(loop, thread, udp, tcp, connections, port)
         raise AssertionError("unreachable")
 
-
-async def _close(running: _Running) -> None:
-    running.tcp.close()
-    for transport in list(running.connections):
-        transport.close()
-    running.udp.close()
-    await running.tcp.wait_closed()
-    # Let the transports' connection_lost callbacks run before the loop stops.
-    await asyncio.sleep(0)
-
-
-def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join()
-    loop.close()
+    async def _close(self, running: _Running) -> None:
+        running.tcp.close()
+        for transport in list(running.connections):
+            transport.close()
+        running.udp.close()
+        await running.tcp.wait_closed()
+        # Let the transports' connection_lost callbacks run before the loop stops.
+        await asyncio.sleep(0)

@@ -46,12 +46,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType, TracebackType
-from typing import AnyStr, Self
+from types import MappingProxyType
+from typing import AnyStr
 
 import idna
 from aiosmtpd.smtp import SMTP, Envelope, Session
 
+from pipeline.sandbox.loop_thread import LoopThreadServer
 from pipeline.sandbox.world import SmtpDomain, SmtpHost, loopback_address, normalize_name
 
 __all__ = ["SandboxSMTP", "SmtpDomain", "SmtpHost"]
@@ -361,11 +362,13 @@ class _Running:
     port: int
 
 
-class SandboxSMTP:
+class SandboxSMTP(LoopThreadServer[_Running]):
     """Serve every host of ``hosts`` (loopback address -> config) on ``port`` (0: a free one).
 
     ``clock`` (seconds, monotonic) times greylisting; tests can pass a fake one.
     """
+
+    _thread_name = "sandbox-smtp"
 
     def __init__(
         self,
@@ -375,53 +378,13 @@ class SandboxSMTP:
     ) -> None:
         if not 0 <= port <= _MAX_PORT:
             raise ValueError(f"port {port} is outside 0..{_MAX_PORT}")
+        super().__init__()
         self._hosts = MappingProxyType(
             {loopback_address(address): host for address, host in hosts.items()}
         )
         self._requested_port = port
         self._clock = clock
         self._stats = _Stats()
-        self._lock = threading.Lock()
-        self._running: _Running | None = None
-        self._port: int | None = None
-
-    def start(self) -> None:
-        """Start serving; return once every address is bound."""
-        with self._lock:
-            if self._running is not None:
-                raise RuntimeError("SandboxSMTP is already running")
-            loop = asyncio.new_event_loop()
-            thread = threading.Thread(target=loop.run_forever, name="sandbox-smtp", daemon=True)
-            thread.start()
-            try:
-                self._running = asyncio.run_coroutine_threadsafe(
-                    self._bind(loop, thread), loop
-                ).result()
-            except BaseException:
-                _stop_loop(loop, thread)
-                raise
-            self._port = self._running.port
-
-    def stop(self) -> None:
-        """Close the servers and every open session and end the thread; again does nothing."""
-        with self._lock:
-            running, self._running = self._running, None
-            if running is None:
-                return
-            asyncio.run_coroutine_threadsafe(_close(running), running.loop).result()
-            _stop_loop(running.loop, running.thread)
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def port(self) -> int:
@@ -429,9 +392,7 @@ class SandboxSMTP:
 
         With no hosts nothing is bound and this is the port asked for.
         """
-        if self._port is None:
-            raise RuntimeError("SandboxSMTP has not been started")
-        return self._port
+        return super().port
 
     def rcpts(self) -> list[tuple[str, str, int]]:
         """``(host address, recipient as sent, reply code)`` of every RCPT answered, in order.
@@ -490,39 +451,32 @@ class SandboxSMTP:
             return _Running(loop, thread, tuple(servers), connections, port)
         raise AssertionError("unreachable")
 
-
-async def _close(running: _Running) -> None:
-    # Stop accepting first and let connections already accepted get their transports: closing
-    # an asyncio server while a transport is being set up for it fails that setup and leaks the
-    # socket (an AssertionError in Server._attach on Python 3.11).
-    for server in running.servers:
-        for sock in server.sockets:
-            running.loop.remove_reader(sock.fileno())
-    await asyncio.sleep(0)
-    for server in running.servers:
-        server.close()
-    current = asyncio.current_task()
-    for _ in range(_CLOSE_ROUNDS):
-        # A connection accepted just before the servers closed gets its transport a moment
-        # later, so close and wait in rounds until no session task is left.
-        for transport in list(running.connections):
-            transport.close()
-        pending = asyncio.all_tasks() - {current}
-        if not pending:
-            break
-        await asyncio.wait(pending, timeout=_CLOSE_ROUND_SECONDS)
-    else:
-        leftover = asyncio.all_tasks() - {current}
-        for task in leftover:
-            task.cancel()
-        await asyncio.gather(*leftover, return_exceptions=True)
-    for server in running.servers:
-        await server.wait_closed()
-    # Let the transports' last connection_lost callbacks run before the loop stops.
-    await asyncio.sleep(0)
-
-
-def _stop_loop(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> None:
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join()
-    loop.close()
+    async def _close(self, running: _Running) -> None:
+        # Stop accepting first and let connections already accepted get their transports: closing
+        # an asyncio server while a transport is being set up for it fails that setup and leaks the
+        # socket (an AssertionError in Server._attach on Python 3.11).
+        for server in running.servers:
+            for sock in server.sockets:
+                running.loop.remove_reader(sock.fileno())
+        await asyncio.sleep(0)
+        for server in running.servers:
+            server.close()
+        current = asyncio.current_task()
+        for _ in range(_CLOSE_ROUNDS):
+            # A connection accepted just before the servers closed gets its transport a moment
+            # later, so close and wait in rounds until no session task is left.
+            for transport in list(running.connections):
+                transport.close()
+            pending = asyncio.all_tasks() - {current}
+            if not pending:
+                break
+            await asyncio.wait(pending, timeout=_CLOSE_ROUND_SECONDS)
+        else:
+            leftover = asyncio.all_tasks() - {current}
+            for task in leftover:
+                task.cancel()
+            await asyncio.gather(*leftover, return_exceptions=True)
+        for server in running.servers:
+            await server.wait_closed()
+        # Let the transports' last connection_lost callbacks run before the loop stops.
+        await asyncio.sleep(0)
