@@ -67,7 +67,7 @@ class ListsConfig:
 
 @dataclass(frozen=True)
 class VerifyConfig:
-    mode: str = setting("none", "Address-level checks: none (domain level only) or smtp.")
+    mode: str = setting("none", "Address-level checks: none (domain level only), smtp or api.")
     port: int = setting(25, "TCP port of the mail servers probed.")
     helo: str = setting("", "Name sent in EHLO; empty: this machine's fully qualified name.")
     mail_from: str = setting("", "Envelope sender of probes; empty: postmaster@<helo name>.")
@@ -93,11 +93,27 @@ class VerifyConfig:
 
 
 @dataclass(frozen=True)
+class ApiConfig:
+    url: str = setting("", "Base URL of the remote verification service (--api-url).")
+    quota: int = setting(
+        0, "Requests the API key may make per UTC month; 0: learn it from the headers.", 0
+    )
+    concurrency: int = setting(8, "Requests in flight at once (--concurrency).")
+    timeout: float = setting(30.0, "Seconds to wait for one answer.", minimum=0.01)
+    retries: int = setting(3, "Extra tries after a 5xx or a connection failure.", minimum=0)
+    backoff: float = setting(1.0, "Seconds of the first retry's wait ceiling; doubles.", 0)
+    horizon: float = setting(
+        3600.0, "Longest wait a run accepts for a 429's Retry-After before it stops.", 0
+    )
+
+
+@dataclass(frozen=True)
 class Config:
     dns: DnsConfig = field(default_factory=DnsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     lists: ListsConfig = field(default_factory=ListsConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
+    api: ApiConfig = field(default_factory=ApiConfig)
 
 
 def load_config(path: Path | None) -> Config:

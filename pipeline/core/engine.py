@@ -29,7 +29,7 @@ from pipeline.core.dns import (
     lookup_domains,
 )
 from pipeline.core.lists import DomainLists
-from pipeline.core.mailboxes import MailboxChecker, check_mailboxes
+from pipeline.core.mailboxes import MailboxChecker, RemoteChecker, check_mailboxes, check_remote
 from pipeline.core.schema import SPEC_COLUMNS
 from pipeline.core.smtp import Mailbox
 from pipeline.core.store import DomainCache
@@ -62,8 +62,8 @@ class Engine:
     progress: ProgressFactory | None = None  # (total, label) -> a progress bar
     # A long-lived resolver whose health its owner has checked; None: one per lookup round.
     resolver: Resolver | None = None
-    # Address-level checks (SMTP); None: decide at the domain level.
-    mailboxes: MailboxChecker | None = None
+    # Address-level checks (SMTP or a remote API); None: decide at the domain level.
+    mailboxes: MailboxChecker | RemoteChecker | None = None
 
 
 @dataclass(frozen=True)
@@ -214,22 +214,42 @@ def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.Da
     )
 
 
+# The address-level columns, null where a row has no address-level answer.
+ADDRESS_COLUMNS: Mapping[str, type[pl.DataType]] = {
+    "MAILBOX": pl.String,  # a Mailbox value: the SMTP answer, or why there is none
+    "MAILBOX_REPLY": pl.String,  # the server's words, or the remote error
+    "API_VERDICT": pl.String,  # a remote service's answer (--verify api)
+    "API_SCORE": pl.Float64,
+    "API_KNOWN_BOUNCES": pl.Boolean,
+    "API_SUSPECTED_BOUNCES": pl.Boolean,
+}
+
+
+def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
+    """*rows* with every address-level column, null where the step did not fill it."""
+    missing = {c: t for c, t in ADDRESS_COLUMNS.items() if c not in rows.columns}
+    return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
+
+
 async def check_addresses(engine: Engine, rows: pl.DataFrame) -> pl.DataFrame:
-    """Add MAILBOX and MAILBOX_REPLY: the address-level answers, or nulls without them."""
-    if engine.mailboxes is None or engine.offline:
-        return rows.with_columns(
-            MAILBOX=pl.lit(None, pl.String), MAILBOX_REPLY=pl.lit(None, pl.String)
-        )
+    """Add the address-level answers (SMTP or a remote API), or nulls without them."""
+    checker = engine.mailboxes
+    if checker is None or engine.offline:
+        return with_address_columns(rows)
+    if isinstance(checker, RemoteChecker):
+        return with_address_columns(await check_remote(checker, rows))
+    return with_address_columns(await _check_smtp(engine, checker, rows))
+
+
+async def _check_smtp(engine: Engine, checker: MailboxChecker, rows: pl.DataFrame) -> pl.DataFrame:
     if engine.resolver is not None:
         return await check_mailboxes(
-            engine.mailboxes, rows, engine.resolver, engine.lists, engine.config.dns
+            checker, rows, engine.resolver, engine.lists, engine.config.dns
         )
     resolver = Resolver(engine.config.dns)
     try:
         await check_health(resolver, engine.config.dns.canaries)
-        return await check_mailboxes(
-            engine.mailboxes, rows, resolver, engine.lists, engine.config.dns
-        )
+        return await check_mailboxes(checker, rows, resolver, engine.lists, engine.config.dns)
     finally:
         await resolver.close()
 
@@ -267,6 +287,7 @@ def address_flags() -> dict[Reason, pl.Expr]:
         Reason.ROLE: pl.col("ROLE"),
         **domain_flags(),
         **{Reason(m.value): pl.col("MAILBOX") == m.value for m in _MAILBOX_REASONS},
+        Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
     }
 
 
@@ -277,7 +298,9 @@ _MAILBOX_REASONS = tuple(m for m in Mailbox if m not in (Mailbox.DEFERRED, Mailb
 @functools.cache
 def _verdict_expressions() -> tuple[dict[str, pl.Expr], dict[str, pl.Expr]]:
     # Expressions are immutable; building them costs more than running them on a small batch.
-    return judge(domain_flags()), judge(address_flags())
+    return judge(domain_flags()), judge(
+        address_flags(), remote_verdict=pl.col("API_VERDICT"), remote_score=pl.col("API_SCORE")
+    )
 
 
 def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
@@ -285,8 +308,7 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
 
     SUGGESTION is the corrected full address, or the corrected domain in domain mode.
     """
-    if "MAILBOX" not in rows.columns:  # domain mode, or rows that skipped check_addresses
-        rows = rows.with_columns(MAILBOX=pl.lit(None, pl.String))
+    rows = with_address_columns(rows)  # domain mode, or rows that skipped check_addresses
     domain_judged, address_judged = _verdict_expressions()
     has_domain_answer = pl.col("DNS_STATUS").is_not_null()
     # A corrected domain does not mend a broken local part: no suggestion for those.
@@ -304,9 +326,9 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         .then(domain_judged["VERDICT"])
         .otherwise(pl.lit(Verdict.INVALID.value)),
         MX=pl.col("MX").fill_null(""),
-        HAS_SUSPECTED_BOUNCES=pl.lit(False),  # no bounce ledger yet
+        HAS_SUSPECTED_BOUNCES=pl.col("API_SUSPECTED_BOUNCES").fill_null(False),
         LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS=pl.col("ROLE"),
-        HAS_KNOWN_BOUNCES=pl.lit(False),  # no bounce ledger yet
+        HAS_KNOWN_BOUNCES=pl.col("API_KNOWN_BOUNCES").fill_null(False),
         DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
         SUGGESTION=pl.when(suggestion != "").then(corrected).otherwise(pl.lit("")),
     )

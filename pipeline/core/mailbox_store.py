@@ -17,8 +17,10 @@ from typing import Any
 from pipeline.core.config import VerifyConfig
 from pipeline.core.errors import StoreError
 from pipeline.core.probe import MailboxResult
+from pipeline.core.remote import RemoteAnswer
 from pipeline.core.smtp import Mailbox
 from pipeline.core.sqlite import SqliteFile
+from pipeline.core.verdict import Verdict
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS mailboxes (
@@ -27,6 +29,23 @@ CREATE TABLE IF NOT EXISTS mailboxes (
     reply      TEXT NOT NULL,
     checked_at REAL NOT NULL,
     expires_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS remote_answers (
+    key        TEXT NOT NULL,
+    api        TEXT NOT NULL,      -- the service that answered
+    verdict    TEXT NOT NULL,
+    score      REAL NOT NULL,
+    known      INTEGER NOT NULL,   -- HAS_KNOWN_BOUNCES
+    suspected  INTEGER NOT NULL,   -- HAS_SUSPECTED_BOUNCES
+    expires_at REAL NOT NULL,
+    PRIMARY KEY (key, api)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS api_quota (
+    api          TEXT NOT NULL,
+    key_fp       TEXT NOT NULL,    -- a fingerprint of the API key, never the key
+    window_start INTEGER NOT NULL,
+    spent        INTEGER NOT NULL,
+    PRIMARY KEY (api, key_fp, window_start)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS catch_all (
     domain     TEXT PRIMARY KEY,
@@ -86,6 +105,49 @@ class MailboxCache(SqliteFile):
             self._query(
                 "INSERT OR REPLACE INTO catch_all VALUES (?, ?, ?)", (domain, int(flag), expires)
             )
+
+    def remote_answers(self, keys: Iterable[str], api: str) -> dict[str, RemoteAnswer]:
+        rows = self._query(
+            "SELECT r.key, r.verdict, r.score, r.known, r.suspected FROM json_each(?) AS w "
+            "JOIN remote_answers AS r ON r.key = w.value WHERE r.api = ? AND r.expires_at > ?",
+            (json.dumps(list(keys)), api, self._clock()),
+        )
+        return {
+            key: RemoteAnswer(Verdict(verdict), score, bool(known), bool(suspected))
+            for key, verdict, score, known, suspected in rows
+        }
+
+    def put_remote_answer(self, key: str, api: str, answer: RemoteAnswer) -> None:
+        """Keep an answer (errors are not kept: the next run asks again)."""
+        if answer.verdict is None:
+            return
+        self._query(
+            "INSERT OR REPLACE INTO remote_answers VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                api,
+                answer.verdict.value,
+                answer.score,
+                int(answer.known_bounces),
+                int(answer.suspected_bounces),
+                self._clock() + self._config.ttl_good,
+            ),
+        )
+
+    def quota_spent(self, api: str, key_fp: str, window_start: int) -> int:
+        rows = self._query(
+            "SELECT spent FROM api_quota WHERE api = ? AND key_fp = ? AND window_start = ?",
+            (api, key_fp, window_start),
+        )
+        return int(rows[0][0]) if rows else 0
+
+    def add_quota_spent(self, api: str, key_fp: str, window_start: int, requests: int) -> None:
+        """Count requests the moment they are answered: a killed run's spending is kept."""
+        self._query(
+            "INSERT INTO api_quota VALUES (?, ?, ?, ?) ON CONFLICT (api, key_fp, window_start) "
+            "DO UPDATE SET spent = spent + excluded.spent",
+            (api, key_fp, window_start, requests),
+        )
 
     def _query(self, sql: str, params: tuple[object, ...]) -> list[Any]:
         try:

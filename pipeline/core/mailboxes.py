@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from pipeline.core.address import Syntax
-from pipeline.core.config import DnsConfig, VerifyConfig
+from pipeline.core.config import ApiConfig, DnsConfig, VerifyConfig
 from pipeline.core.dns import DnsStatus, Resolver
 from pipeline.core.doctor import smtp_reachable
 from pipeline.core.errors import SmtpUnavailableError
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailbox_store import MailboxCache
 from pipeline.core.probe import Budget, MailboxResult, Prober, ProbeStats, Target
+from pipeline.core.remote import QuotaLedger, RemoteAnswer, RemoteVerifier
 from pipeline.core.smtp import Mailbox, SmtpSettings
 
 _PROBEABLE = (
@@ -167,6 +168,110 @@ async def check_mailboxes(
         checker.stats = prober.stats
     answers.update({t.key: _NOT_VERIFIED for t in skipped})
     return _attach(rows, answers)
+
+
+@dataclass
+class RemoteChecker:
+    """The address-level step through a remote ``/api/email`` (``--verify api``)."""
+
+    config: ApiConfig
+    key: str | None
+    cache: MailboxCache
+    budget: Budget
+    on_plan: Callable[[Plan], None] | None = None
+    on_spent: Callable[[int], None] | None = None
+    requests: int = 0  # sent in this run
+
+
+async def check_remote(checker: RemoteChecker, rows: pl.DataFrame) -> pl.DataFrame:
+    """MAILBOX (errors, budget) and the remote answer's API_* columns for every row."""
+    api = checker.config.url.rstrip("/")
+    ordered = probe_order(rows)
+    keys = ordered.get_column("KEY").to_list()
+    known = checker.cache.remote_answers(keys, api)
+    targets = [
+        Target(key, email, domain, DnsStatus(status))
+        for key, email, domain, status in ordered.iter_rows()
+        if key not in known
+    ]
+    ledger = QuotaLedger(checker.cache.quota_spent, checker.cache.add_quota_spent)
+
+    def remember(key: str, answer: RemoteAnswer) -> None:
+        checker.cache.put_remote_answer(key, api, answer)
+        if checker.on_spent is not None:
+            checker.on_spent(checker.budget.spent)
+
+    verifier = RemoteVerifier(checker.config, checker.key, ledger, checker.budget, remember)
+    reached, skipped = _share_out(targets, checker.budget, verifier.quota_left())
+    if checker.on_plan is not None:
+        checker.on_plan(_plan(rows, len(targets), len(known), checker.budget, len(reached)))
+    answers = {**known, **await verifier.run(reached)} if reached else dict(known)
+    checker.requests = verifier.requests
+    for target in skipped:
+        answers[target.key] = RemoteAnswer(None, error="not_verified_budget: budget or quota")
+    return _attach_remote(rows, answers)
+
+
+def _share_out(
+    targets: Sequence[Target], budget: Budget, quota_left: int | None
+) -> tuple[list[Target], list[Target]]:
+    """One request per address, in priority order, within the run's budget and the quota."""
+    limits = [
+        n
+        for n in (quota_left, None if budget.limit is None else budget.limit - budget.spent)
+        if n is not None
+    ]
+    if not limits:
+        return list(targets), []
+    n = max(0, min(limits))
+    return list(targets[:n]), list(targets[n:])
+
+
+def _plan(rows: pl.DataFrame, need: int, cached: int, budget: Budget, covered: int) -> Plan:
+    return Plan(
+        distinct_addresses=rows.filter(pl.col("KEY") != "").get_column("KEY").n_unique(),
+        need_checks=need,
+        cached=cached,
+        budget=None if budget.limit is None else budget.limit - budget.spent,
+        covered=covered,
+    )
+
+
+def _attach_remote(rows: pl.DataFrame, answers: dict[str, RemoteAnswer]) -> pl.DataFrame:
+    table = pl.DataFrame(
+        {
+            "KEY": list(answers),
+            "MAILBOX": [_failure(a) for a in answers.values()],
+            "MAILBOX_REPLY": [a.error for a in answers.values()],
+            "API_VERDICT": [a.verdict.value if a.verdict else None for a in answers.values()],
+            "API_SCORE": [a.score if a.verdict else None for a in answers.values()],
+            "API_KNOWN_BOUNCES": [a.known_bounces for a in answers.values()],
+            "API_SUSPECTED_BOUNCES": [a.suspected_bounces for a in answers.values()],
+        },
+        schema={
+            "KEY": pl.String,
+            "MAILBOX": pl.String,
+            "MAILBOX_REPLY": pl.String,
+            "API_VERDICT": pl.String,
+            "API_SCORE": pl.Float64,
+            "API_KNOWN_BOUNCES": pl.Boolean,
+            "API_SUSPECTED_BOUNCES": pl.Boolean,
+        },
+    )
+    probeable = (pl.col("KEY") != "") & (pl.col("SYNTAX") == Syntax.OK.value)
+    joined = rows.join(table, on="KEY", how="left", maintain_order="left")
+    return joined.with_columns(
+        pl.when(probeable).then(pl.col(c)).otherwise(None).alias(c)
+        for c in table.columns
+        if c != "KEY"
+    )
+
+
+def _failure(answer: RemoteAnswer) -> str | None:
+    if answer.verdict is not None:
+        return None
+    code = answer.error.split(":", 1)[0]
+    return code if code in (Mailbox.API_ERROR.value, Mailbox.NOT_VERIFIED.value) else None
 
 
 def _attach(rows: pl.DataFrame, answers: dict[str, MailboxResult]) -> pl.DataFrame:

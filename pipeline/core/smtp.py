@@ -33,6 +33,7 @@ class Mailbox(enum.StrEnum):
     CATCH_ALL = "catch_all"  # the domain accepts any local part: a 250 proves nothing
     UNVERIFIABLE = "provider_unverifiable"  # a provider known to accept every RCPT
     NOT_VERIFIED = "not_verified_budget"  # the budget ran out before this address
+    API_ERROR = "api_error"  # the remote API backend got no usable answer for this address
 
 
 _ENHANCED = re.compile(r"^([245])\.(\d{1,3})\.(\d{1,3})\b")

@@ -57,7 +57,9 @@ class Reason(enum.StrEnum):
     SMTP_UNREACHABLE = "smtp_unreachable"
     SMTP_TIMEOUT = "smtp_timeout"
     PROVIDER_UNVERIFIABLE = "provider_unverifiable"
+    API_ERROR = "api_error"
     MAILBOX_OK = "mailbox_ok"
+    API_VERIFIED = "api_verified"
     NOT_VERIFIED_BUDGET = "not_verified_budget"
 
 
@@ -103,6 +105,9 @@ RULES: Mapping[Reason, Rule] = {
     Reason.SMTP_BLOCKED: Rule(Verdict.RISKY, 0.50, "the server refused us by policy; not decided"),
     Reason.SMTP_UNREACHABLE: Rule(Verdict.RISKY, 0.50, "no mail host could be reached"),
     Reason.SMTP_TIMEOUT: Rule(Verdict.RISKY, 0.50, "the mail server did not answer in time"),
+    Reason.API_ERROR: Rule(
+        Verdict.RISKY, 0.50, "the remote service gave no usable answer (error, malformed, partial)"
+    ),
     Reason.CATCH_ALL: Rule(
         Verdict.RISKY, 0.60, "the domain accepts any address: 250 proves nothing"
     ),
@@ -121,6 +126,7 @@ PENALTIES: Mapping[Reason, float] = {
 FLAGS_ONLY: tuple[Reason, ...] = (
     Reason.FREE_PROVIDER,
     Reason.MAILBOX_OK,
+    Reason.API_VERIFIED,
     Reason.NOT_VERIFIED_BUDGET,
 )
 
@@ -138,25 +144,43 @@ _BY_RANK = [Verdict.VALID, Verdict.RISKY, Verdict.INVALID]
 REASON_ORDER: tuple[Reason, ...] = (*RULES, *PENALTIES, *FLAGS_ONLY)
 
 
-def judge(flags: Mapping[Reason, pl.Expr]) -> dict[str, pl.Expr]:
+def judge(
+    flags: Mapping[Reason, pl.Expr],
+    remote_verdict: pl.Expr | None = None,
+    remote_score: pl.Expr | None = None,
+) -> dict[str, pl.Expr]:
     """Expressions for VERDICT, SCORE and REASON from one Boolean expression per reason.
 
-    Reasons missing from *flags* are taken as absent.
+    Reasons missing from *flags* are taken as absent. A remote service's answer for the address
+    (*remote_verdict*, *remote_score*, null where there is none) takes the place of the
+    unverified ceiling and the penalties: the service has weighed the address already. The
+    local reasons still set the least verdict, so local hard evidence is never overruled.
     """
     present = [(r, flags[r].fill_null(False)) for r in REASON_ORDER if r in flags]
+    remote_rank = (
+        remote_verdict.replace_strict(
+            {v.value: _RANK[v] for v in _BY_RANK}, default=0, return_dtype=pl.Int64
+        )
+        if remote_verdict is not None
+        else pl.lit(0)
+    )
     rank = pl.max_horizontal(
-        pl.lit(0),
+        remote_rank.fill_null(0),
         *(pl.when(f).then(_RANK[RULES[r].verdict]).otherwise(0) for r, f in present if r in RULES),
     )
     verified = flags.get(Reason.MAILBOX_OK, pl.lit(False)).fill_null(False)
+    ceiling = pl.when(verified).then(VERIFIED_VALID).otherwise(UNVERIFIED_VALID)
+    answered = remote_score.is_not_null() if remote_score is not None else pl.lit(False)
+    if remote_score is not None:
+        ceiling = pl.when(answered).then(remote_score).otherwise(ceiling)
     cap = pl.min_horizontal(
-        pl.when(verified).then(VERIFIED_VALID).otherwise(UNVERIFIED_VALID),
+        ceiling,
         *(pl.when(f).then(RULES[r].cap).otherwise(1.0) for r, f in present if r in RULES),
     )
     factor = pl.lit(1.0)
     for r, f in present:
         if r in PENALTIES:
-            factor = factor * pl.when(f).then(PENALTIES[r]).otherwise(1.0)
+            factor = factor * pl.when(f & ~answered).then(PENALTIES[r]).otherwise(1.0)
     verdict = pl.lit(pl.Series([v.value for v in _BY_RANK])).get(rank)
     low = pl.lit(pl.Series([BANDS[v][0] for v in _BY_RANK])).get(rank)
     high = pl.lit(pl.Series([BANDS[v][1] for v in _BY_RANK])).get(rank)

@@ -1,4 +1,5 @@
-"""Stage 4, verify: address-level answers (SMTP, when asked for), then VERDICT, SCORE, REASON.
+"""Stage 4, verify: address-level answers (SMTP or a remote API, when asked for), then VERDICT,
+SCORE and REASON.
 
 Both the batch and the service go through :func:`pipeline.core.engine.check_addresses` and
 :func:`pipeline.core.engine.decide`, so verdicts are made in one place.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core.engine import Engine, check_addresses, decide
+from pipeline.core.mailboxes import MailboxChecker, RemoteChecker
 
 
 async def verify(
@@ -16,11 +18,14 @@ async def verify(
 ) -> tuple[pl.DataFrame, dict[str, int | float | str]]:
     checked = await check_addresses(engine, work)
     details: dict[str, int | float | str] = {}
-    if engine.mailboxes is not None:
-        stats = engine.mailboxes.stats
+    checker = engine.mailboxes
+    if isinstance(checker, MailboxChecker):
+        stats = checker.stats
         details = {
             "rcpts_sent": stats.rcpts,
             "smtp_sessions": stats.sessions,
             "busiest_host_sessions": max(stats.sessions_per_host.values(), default=0),
         }
+    elif isinstance(checker, RemoteChecker):
+        details = {"api_requests": checker.requests}
     return decide(checked), details
