@@ -18,6 +18,7 @@ import dataclasses
 import ipaddress
 import json
 import logging
+import os
 import socket
 import sys
 import time
@@ -35,7 +36,7 @@ from pipeline.core.engine import Engine, Progress, verify_one
 from pipeline.core.errors import ListcleanError, UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailbox_store import MailboxCache
-from pipeline.core.mailboxes import MailboxChecker, Plan
+from pipeline.core.mailboxes import MailboxChecker, Plan, RemoteChecker
 from pipeline.core.probe import Budget
 from pipeline.core.smtp import SmtpSettings
 from pipeline.core.store import DomainCache
@@ -136,19 +137,26 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 
 def _verify_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--verify", choices=("none", "smtp"), help="address-level checks (default [verify] mode)"
+        "--verify",
+        choices=("none", "smtp", "api"),
+        help="address-level checks (default [verify] mode)",
     )
     parser.add_argument("--smtp-port", type=int, metavar="PORT", help="mail servers' port (25)")
     parser.add_argument("--budget", type=int, metavar="N", help="most RCPTs this run may send")
     parser.add_argument("--helo", metavar="NAME", help="EHLO name (default: this host's FQDN)")
     parser.add_argument("--mail-from", metavar="ADDR", help="envelope sender of probes")
+    parser.add_argument("--api-url", metavar="URL", help="remote /api/email service (--verify api)")
+    parser.add_argument(
+        "--api-key", metavar="KEY", help="its API key (default: env LISTCLEAN_API_KEY)"
+    )
+    parser.add_argument("--concurrency", type=int, metavar="N", help="API requests in flight")
 
 
 def _clean(args: argparse.Namespace) -> int:
     output = args.output or default_output(args.input)
     with contextlib.ExitStack() as stack:
         work = None
-        if _verify_config(args, load_config(args.config)).mode == "smtp":
+        if _verify_config(args, load_config(args.config)).mode in ("smtp", "api"):
             directory = args.work_dir or output.with_name(output.name + ".work")
             run_id = fingerprint(args.input.resolve(), output.resolve(), args.budget, args.config)
             work = stack.enter_context(WorkDir(directory, run_id))
@@ -177,9 +185,11 @@ def _engine(args: argparse.Namespace, work: WorkDir | None = None) -> Iterator[E
         cache = stack.enter_context(DomainCache(_cache_path(args, config), config.cache))
         lists = load_lists(config.lists.extra_disposable, config.lists.extra_free)
         show = not args.quiet and sys.stderr.isatty()
-        checker = None
+        checker: MailboxChecker | RemoteChecker | None = None
         if config.verify.mode == "smtp" and not args.offline:
             checker = _mailbox_checker(stack, args, config, work)
+        elif config.verify.mode == "api" and not args.offline:
+            checker = _remote_checker(stack, args, config, work)
         yield Engine(config, lists, cache, args.offline, _progress if show else None, None, checker)
 
 
@@ -212,6 +222,33 @@ def _mailbox_checker(
     )
 
 
+def _remote_checker(
+    stack: contextlib.ExitStack, args: argparse.Namespace, config: Config, work: WorkDir | None
+) -> RemoteChecker:
+    api = config.api
+    if not api.url:
+        raise UsageError("--verify api needs the service's address: pass --api-url URL.")
+    key = getattr(args, "api_key", None) or os.environ.get("LISTCLEAN_API_KEY") or None
+    path = _cache_path(args, config).with_name(
+        ("sandbox-" if args.sandbox else "") + "mailboxes.sqlite"
+    )
+    budget = Budget(config.verify.budget or None, work.spent if work else 0)
+    quiet = args.quiet
+
+    def show_plan(plan: Plan) -> None:
+        if not quiet:
+            print(plan_text(plan).replace("SMTP check", "API request"), file=sys.stderr)
+
+    return RemoteChecker(
+        api,
+        key,
+        stack.enter_context(MailboxCache(path, config.verify)),
+        budget,
+        on_plan=show_plan,
+        on_spent=work.record_spent if work else None,
+    )
+
+
 def plan_text(plan: Plan) -> str:
     budget = "no limit" if plan.budget is None else f"{plan.budget:,} RCPTs"
     return (
@@ -237,7 +274,12 @@ def _verify_config(args: argparse.Namespace, config: Config) -> VerifyConfig:
 
 def _config(args: argparse.Namespace) -> Config:
     config = _with_resolvers(load_config(args.config), args.resolver)
-    return dataclasses.replace(config, verify=_verify_config(args, config))
+    api = config.api
+    if getattr(args, "api_url", None):
+        api = dataclasses.replace(api, url=args.api_url)
+    if getattr(args, "concurrency", None):
+        api = dataclasses.replace(api, concurrency=args.concurrency)
+    return dataclasses.replace(config, verify=_verify_config(args, config), api=api)
 
 
 def _with_resolvers(config: Config, resolvers: Sequence[str]) -> Config:
@@ -396,6 +438,7 @@ def print_summary(summary: RunSummary, out: TextIO) -> None:
         f"{'domain cache hits':<22}{summary.cache_hits:>12,}",
         f"{'SMTP RCPTs sent':<22}{summary.rcpts_sent:>12,}",
         f"{'SMTP sessions':<22}{summary.smtp_sessions:>12,}",
+        f"{'API requests':<22}{summary.api_requests:>12,}",
         "",
         "VERDICT",
         *(f"  {k:<20}{v:>12,}" for k, v in summary.verdicts.items()),

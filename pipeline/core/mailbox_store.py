@@ -47,6 +47,13 @@ CREATE TABLE IF NOT EXISTS api_quota (
     spent        INTEGER NOT NULL,
     PRIMARY KEY (api, key_fp, window_start)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS api_limits (
+    api          TEXT NOT NULL,
+    key_fp       TEXT NOT NULL,
+    window_start INTEGER NOT NULL,
+    quota        INTEGER NOT NULL,  -- the window's quota, as the service's headers said
+    PRIMARY KEY (api, key_fp, window_start)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS catch_all (
     domain     TEXT PRIMARY KEY,
     catch_all  INTEGER NOT NULL,
@@ -147,6 +154,19 @@ class MailboxCache(SqliteFile):
             "INSERT INTO api_quota VALUES (?, ?, ?, ?) ON CONFLICT (api, key_fp, window_start) "
             "DO UPDATE SET spent = spent + excluded.spent",
             (api, key_fp, window_start, requests),
+        )
+
+    def quota_limit(self, api: str, key_fp: str, window_start: int) -> int | None:
+        rows = self._query(
+            "SELECT quota FROM api_limits WHERE api = ? AND key_fp = ? AND window_start = ?",
+            (api, key_fp, window_start),
+        )
+        return int(rows[0][0]) if rows else None
+
+    def set_quota_limit(self, api: str, key_fp: str, window_start: int, quota: int) -> None:
+        self._query(
+            "INSERT OR REPLACE INTO api_limits VALUES (?, ?, ?, ?)",
+            (api, key_fp, window_start, quota),
         )
 
     def _query(self, sql: str, params: tuple[object, ...]) -> list[Any]:

@@ -194,7 +194,10 @@ async def check_remote(checker: RemoteChecker, rows: pl.DataFrame) -> pl.DataFra
         for key, email, domain, status in ordered.iter_rows()
         if key not in known
     ]
-    ledger = QuotaLedger(checker.cache.quota_spent, checker.cache.add_quota_spent)
+    cache = checker.cache
+    ledger = QuotaLedger(
+        cache.quota_spent, cache.add_quota_spent, cache.quota_limit, cache.set_quota_limit
+    )
 
     def remember(key: str, answer: RemoteAnswer) -> None:
         checker.cache.put_remote_answer(key, api, answer)

@@ -114,16 +114,18 @@ def key_fingerprint(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
+@dataclass(frozen=True)
 class QuotaLedger:
-    """Per API URL and key: requests spent in the current window (the store is injected)."""
+    """Per API URL, key and window: requests spent and the quota learned (store injected).
 
-    def __init__(
-        self,
-        spent: Callable[[str, str, int], int],
-        add: Callable[[str, str, int, int], None],
-    ) -> None:
-        self.spent = spent  # (api url, key fingerprint, window start) -> requests spent
-        self.add = add  # (api url, key fingerprint, window start, requests) -> None
+    The learned quota is kept too, so that the next run knows the limit before its first
+    request, even if the service no longer sends headers.
+    """
+
+    spent: Callable[[str, str, int], int]  # (api, key fingerprint, window start) -> spent
+    add: Callable[[str, str, int, int], None]  # (..., requests) -> None
+    limit: Callable[[str, str, int], int | None]  # -> the quota, if ever learned
+    set_limit: Callable[[str, str, int, int], None]
 
 
 class ApiKeyRejectedError(UsageError):
@@ -156,7 +158,8 @@ class RemoteVerifier:
         self._window = quota_window(clock())
         # Spent in this window by every run so far (ours counted as we go).
         self._spent = ledger.spent(self._api, self._fingerprint, self._window[0])
-        self._limit: int | None = config.quota or None
+        learned = ledger.limit(self._api, self._fingerprint, self._window[0])
+        self._limit: int | None = config.quota or learned
         self._remaining: int | None = None  # what the last response's headers said
         self._in_flight = 0
         self._stopped = ""  # why sending stopped, once it has
@@ -227,6 +230,7 @@ class RemoteVerifier:
                 self._count_spent()
                 return _parse(body)
             if status == 429:
+                failure = "HTTP 429"
                 if not await self._wait_for(quota):
                     return RemoteAnswer(None, error=f"not_verified_budget: {self._stopped}")
                 continue
@@ -244,8 +248,9 @@ class RemoteVerifier:
 
     def _learn(self, quota: QuotaView) -> None:
         # A quota set in the config is the operator's word; otherwise the service's is.
-        if quota.limit is not None and not self._config.quota:
+        if quota.limit is not None and not self._config.quota and quota.limit != self._limit:
             self._limit = quota.limit
+            self._ledger.set_limit(self._api, self._fingerprint, self._window[0], quota.limit)
         if quota.remaining is not None:
             self._remaining = quota.remaining
 

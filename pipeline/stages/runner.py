@@ -44,6 +44,7 @@ class RunSummary:
     cache_hits: int
     rcpts_sent: int
     smtp_sessions: int
+    api_requests: int
     verdicts: dict[str, int]
     reasons: dict[str, int]
     stages: list[StageSummary]
@@ -111,6 +112,7 @@ def run_clean(job: CleanJob, engine: Engine) -> RunSummary:
         cache_hits=int(dom["cache_hits"]),
         rcpts_sent=int(ver.get("rcpts_sent", 0)),
         smtp_sessions=int(ver.get("smtp_sessions", 0)),
+        api_requests=int(ver.get("api_requests", 0)),
         verdicts=_counts(work.get_column("VERDICT")),
         reasons=_counts(work.get_column("REASON").str.split(";").explode()),
         stages=clock.stages,
