@@ -20,6 +20,13 @@ Outputs (deterministic: fixed seed, no clock):
     disposable and role accounts, internationalised addresses, broken syntax, special DNS cases).
 ``list.parquet``
     The same rows, every column a string.
+``bounces.csv``
+    The list's bounce history as a sending service exports it: hard bounces (one cleared by a
+    later delivery), repeated and single soft bounces, and a closed ISP outside the list whose
+    addresses all hard-bounce. Dated 2026; the tests judge it at 2026-11-20.
+``bounces.mbox``
+    Delivery status notifications (RFC 3464) as they reach the sender's bounce mailbox:
+    failed, delayed, delivered and relayed recipients, and one auto-reply that is no bounce.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ import ipaddress
 import json
 import random
 import re
+import textwrap
+from dataclasses import dataclass
+from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
 
@@ -345,6 +355,7 @@ def main() -> None:
     write_csv(HERE / "list.csv", rows)
     frame = pl.DataFrame({name: [row[name] for row in rows] for name in COLUMNS})
     frame.write_parquet(HERE / "list.parquet")
+    write_bounces(rows)
     print(
         f"wrote {len(parsed.zones)} zones, {len(parsed.smtp)} mail servers, "
         f"{len(rows)} rows to {HERE}"
@@ -676,6 +687,426 @@ def write_csv(path: Path, rows: list[Row]) -> None:
         writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
+
+
+# --------------------------------------------------------------------------- bounce reports
+
+# The sending side of the bounce samples: documentation names (RFC 2606), not a real sender.
+SENDER = "news@mailer.example.net"
+SENDER_MTA = "mta1.mailer.example.net"
+# A made-up ISP that closed: every address of it hard-bounces. Not in the list, so the
+# domain-rate rule (bounces.domain_hard_rate) can be tried on new addresses without changing
+# the demo's verdicts.
+CLOSED_ISP = "oldtown-isp.net"
+CLOSED_ISP_HARD = 12
+CLOSED_ISP_SOFT = 2
+BOUNCE_COLUMNS = ("recipient", "bounce_type", "smtp_status", "bounced_at", "diagnostic")
+
+# bounces.csv as a sending service exports it: (recipient, type, status, ISO 8601 time,
+# diagnostic). Meant to be judged at 2026-11-20 with the default 90-day soft window.
+BOUNCE_ROWS: list[tuple[str, str, str, str, str]] = [
+    # Hard bounces: known bounces.
+    (
+        "dlopez@gmail.com",
+        "hard",
+        "5.1.1",
+        "2026-08-14T09:12:44Z",
+        "550-5.1.1 The email account that you tried to reach does not exist.",
+    ),
+    (
+        "noreply@contoso-bank.co.uk",
+        "hard",
+        "5.1.1",
+        "2026-09-02T16:40:03Z",
+        "550 5.1.1 <noreply@contoso-bank.co.uk>: Recipient address rejected: "
+        "User unknown in local recipient table",
+    ),
+    (
+        "linda.sato1966@icloud.com",
+        "hard",
+        "5.2.1",
+        "2026-10-05T07:21:19Z",
+        "550 5.2.1 <linda.sato1966@icloud.com>: user account is disabled",
+    ),
+    (
+        "tom@empty-records.com",
+        "permanent",
+        "",
+        "2026-09-18T13:05:51Z",
+        "Host or domain name not found. Name service error for name=empty-records.com "
+        "type=AAAA: Host found but no data record of requested type",
+    ),
+    # A hard bounce that a later delivery clears.
+    (
+        "lmartinez@outlook.com",
+        "hard",
+        "5.1.10",
+        "2026-07-21T11:02:37Z",
+        "550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient not found by SMTP address lookup",
+    ),
+    (
+        "lmartinez@outlook.com",
+        "delivered",
+        "2.6.0",
+        "2026-10-30T15:44:09Z",
+        "250 2.6.0 Queued mail for delivery",
+    ),
+    # Repeated soft bounces: suspected.
+    *[
+        (
+            "olga.patel@hotmail.com",
+            "soft",
+            "4.2.2",
+            f"2026-{day}T08:0{n}:12Z",
+            "452 4.2.2 The email account that you tried to reach is over quota",
+        )
+        for n, day in enumerate(("09-21", "10-05", "10-19", "11-02"))
+    ],
+    *[
+        (
+            "priya.laurent@orange.fr",
+            "soft",
+            "4.2.1",
+            f"2026-{day}T17:3{n}:40Z",
+            "450 4.2.1 <priya.laurent@orange.fr>: mailbox temporarily unavailable",
+        )
+        for n, day in enumerate(("10-02", "10-16", "11-09"))
+    ],
+    # Three soft bounces, but the first is older than the 90-day window: not suspected.
+    *[
+        (
+            "ivanov.m@gmail.com",
+            "soft",
+            "4.2.2",
+            f"2026-{day}T06:4{n}:03Z",
+            "452-4.2.2 The recipient's inbox is out of storage space.",
+        )
+        for n, day in enumerate(("05-04", "10-10", "11-12"))
+    ],
+    # Single soft bounces: nothing to flag.
+    (
+        "yuki.harris@live.com",
+        "soft",
+        "4.4.1",
+        "2026-10-11T19:30:00Z",
+        "451 4.4.1 No answer from host",
+    ),
+    (
+        "anthonywalker@gmail.com",
+        "soft",
+        "4.2.1",
+        "2026-11-03T10:15:27Z",
+        "450-4.2.1 The user you are trying to contact is receiving mail at a rate that "
+        "prevents additional messages from being delivered.",
+    ),
+]
+
+
+def closed_isp_rows() -> list[tuple[str, str, str, str, str]]:
+    """Hard bounces for CLOSED_ISP_HARD addresses of CLOSED_ISP, soft ones for a few more."""
+    names = [
+        f"{first.lower()}.{last.lower()}@{CLOSED_ISP}"
+        for first, last in zip(FIRST_NAMES, LAST_NAMES[20:], strict=False)
+    ]
+    hard = [
+        (
+            email,
+            "hard",
+            "5.1.1",
+            f"2026-10-27T03:{n:02d}:16Z",
+            f"550 5.1.1 <{email}>: Recipient address rejected: mail service discontinued",
+        )
+        for n, email in enumerate(names[:CLOSED_ISP_HARD])
+    ]
+    soft = [
+        (email, "soft", "4.4.1", f"2026-11-05T04:{n:02d}:51Z", "451 4.4.1 No answer from host")
+        for n, email in enumerate(names[CLOSED_ISP_HARD : CLOSED_ISP_HARD + CLOSED_ISP_SOFT])
+    ]
+    return hard + soft
+
+
+@dataclass(frozen=True)
+class Dsn:
+    """One delivery status notification (RFC 3464) of bounces.mbox."""
+
+    at: dt.datetime
+    queue_id: str
+    author: str  # the From: of the report
+    subject: str
+    notice: str  # the human-readable first part
+    per_message: list[tuple[str, str]]
+    recipients: list[list[tuple[str, str]]]
+    original_subject: str
+
+
+def utc(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).replace(tzinfo=dt.UTC)
+
+
+POSTFIX = f"MAILER-DAEMON@{SENDER_MTA} (Mail Delivery System)"
+POSTFIX_FAILED = (
+    f"This is the mail system at host {SENDER_MTA}.\n\n"
+    "I'm sorry to have to inform you that your message could not\n"
+    "be delivered to one or more recipients. It's attached below.\n\n"
+    "For further assistance, please send mail to postmaster.\n\n"
+    "If you do so, please include this problem report. You can\n"
+    "delete your own text from the attached returned message.\n\n"
+    "                   The mail system\n"
+)
+
+DSNS: list[Dsn] = [
+    Dsn(
+        at=utc("2026-10-13T14:02:11"),
+        queue_id="4Bx7Kq1Z3pz9sT",
+        author=POSTFIX,
+        subject="Undelivered Mail Returned to Sender",
+        notice=POSTFIX_FAILED
+        + "\n<jonas.jones2004@initech.io>: host mx.initech.io[192.0.2.25] said: 550\n"
+        "    5.1.1 <jonas.jones2004@initech.io>: Recipient address rejected: User\n"
+        "    unknown in virtual mailbox table (in reply to RCPT TO command)\n",
+        per_message=[
+            ("Reporting-MTA", f"dns; {SENDER_MTA}"),
+            ("X-Postfix-Queue-ID", "4Bx7Kq1Z3pz9sT"),
+            ("X-Postfix-Sender", f"rfc822; {SENDER}"),
+            ("Arrival-Date", "Tue, 13 Oct 2026 14:02:09 +0000 (UTC)"),
+        ],
+        recipients=[
+            [
+                ("Final-Recipient", "rfc822; jonas.jones2004@initech.io"),
+                ("Original-Recipient", "rfc822;jonas.jones2004@initech.io"),
+                ("Action", "failed"),
+                ("Status", "5.1.1"),
+                ("Remote-MTA", "dns; mx.initech.io"),
+                (
+                    "Diagnostic-Code",
+                    "smtp; 550 5.1.1 <jonas.jones2004@initech.io>: Recipient address "
+                    "rejected: User unknown in virtual mailbox table",
+                ),
+            ]
+        ],
+        original_subject="Your October update",
+    ),
+    Dsn(
+        at=utc("2026-10-28T09:41:17"),
+        queue_id="AM6PR01MB5123",
+        author="postmaster@northwind-traders.com (Microsoft Outlook)",
+        subject="Undeliverable: Your October update",
+        notice="Your message to lmuller@northwind-traders.com and "
+        "sarahfischer@northwind-traders.com couldn't be delivered.\n\n"
+        "lmuller and sarahfischer weren't found at northwind-traders.com.\n",
+        per_message=[("Reporting-MTA", "dns;AM6PR01MB5123.eurprd01.prod.exchangelabs.com")],
+        recipients=[
+            [
+                ("Final-Recipient", f"rfc822;{local}@northwind-traders.com"),
+                ("Action", "failed"),
+                ("Status", "5.1.10"),
+                (
+                    "Diagnostic-Code",
+                    "smtp;550 5.1.10 RESOLVER.ADR.RecipientNotFound; Recipient "
+                    f"{local}@northwind-traders.com not found by SMTP address lookup",
+                ),
+            ]
+            for local in ("lmuller", "sarahfischer")
+        ],
+        original_subject="Your October update",
+    ),
+    Dsn(
+        at=utc("2026-11-06T12:00:43"),
+        queue_id="4BxQ1d2Hm7z9sV",
+        author=POSTFIX,
+        subject="Successful Mail Delivery Report",
+        notice=f"This is the mail system at host {SENDER_MTA}.\n\n"
+        "Your message was successfully delivered to the destination(s)\n"
+        "listed below. If the message was delivered to mailbox you will\n"
+        "receive no further notifications. Otherwise you may still receive\n"
+        "notifications of mail delivery errors from other systems.\n",
+        per_message=[
+            ("Reporting-MTA", f"dns; {SENDER_MTA}"),
+            ("X-Postfix-Queue-ID", "4BxQ1d2Hm7z9sV"),
+            ("X-Postfix-Sender", f"rfc822; {SENDER}"),
+            ("Arrival-Date", "Fri, 6 Nov 2026 12:00:38 +0000 (UTC)"),
+        ],
+        recipients=[
+            [
+                ("Final-Recipient", "rfc822; ashleycarter@fastmail.com"),
+                ("Action", "delivered"),
+                ("Status", "2.0.0"),
+                ("Remote-MTA", "dns; in1-smtp.messagingengine.com"),
+                ("Diagnostic-Code", "smtp; 250 2.0.0 Ok: queued as 3F1A2B4C5D"),
+            ],
+            [
+                ("Final-Recipient", "rfc822; yuki.harris@live.com"),
+                ("Action", "relayed"),
+                ("Status", "2.0.0"),
+                ("Remote-MTA", "dns; live-com.olc.protection.outlook.com"),
+                ("Diagnostic-Code", "smtp; 250 2.6.0 Queued mail for delivery"),
+            ],
+        ],
+        original_subject="Your November update",
+    ),
+    Dsn(
+        at=utc("2026-11-10T08:15:02"),
+        queue_id="4BxT8w0Lq2z9sX",
+        author=POSTFIX,
+        subject="Undelivered Mail Returned to Sender",
+        notice=POSTFIX_FAILED
+        + "\n<allen.k@orange.fr>: connect to smtp-in.orange.fr[192.0.2.80]:25:\n"
+        "    Connection timed out\n",
+        per_message=[
+            ("Reporting-MTA", f"dns; {SENDER_MTA}"),
+            ("X-Postfix-Queue-ID", "4BxT8w0Lq2z9sX"),
+            ("X-Postfix-Sender", f"rfc822; {SENDER}"),
+            ("Arrival-Date", "Thu, 5 Nov 2026 08:14:55 +0000 (UTC)"),
+        ],
+        recipients=[
+            [
+                ("Final-Recipient", "rfc822; allen.k@orange.fr"),
+                ("Original-Recipient", "rfc822;allen.k@orange.fr"),
+                ("Action", "failed"),
+                ("Status", "4.4.1"),
+                (
+                    "Diagnostic-Code",
+                    "X-Postfix; connect to smtp-in.orange.fr[192.0.2.80]:25: Connection timed out",
+                ),
+            ]
+        ],
+        original_subject="Your November update",
+    ),
+    Dsn(
+        at=utc("2026-11-14T06:30:00"),
+        queue_id="4AEUMk0Fmv012345",
+        author="Mail Delivery Subsystem <MAILER-DAEMON@relay2.mailer.example.net>",
+        subject="Warning: could not send message for past 4 hours",
+        notice="    **********************************************\n"
+        "    **      THIS IS A WARNING MESSAGE ONLY      **\n"
+        "    **  YOU DO NOT NEED TO RESEND YOUR MESSAGE  **\n"
+        "    **********************************************\n\n"
+        "The original message was received at Sat, 14 Nov 2026 02:29:51 GMT\n"
+        "from mta1.mailer.example.net [192.0.2.1]\n\n"
+        "   ----- Transcript of session follows -----\n"
+        "<carol@slow-dns-co.com>... Deferred: Connection timed out with slow-dns-co.com.\n"
+        "Warning: message still undelivered after 4 hours\n"
+        "Will keep trying until message is 5 days old\n",
+        per_message=[
+            ("Reporting-MTA", "dns; relay2.mailer.example.net"),
+            ("Received-From-MTA", f"DNS; {SENDER_MTA}"),
+            ("Arrival-Date", "Sat, 14 Nov 2026 02:29:51 GMT"),
+        ],
+        recipients=[
+            [
+                ("Final-Recipient", "RFC822; carol@slow-dns-co.com"),
+                ("Action", "delayed"),
+                ("Status", "4.4.3"),
+                ("Diagnostic-Code", "SMTP; 451 4.4.3 Host slow-dns-co.com not found: try again"),
+                ("Last-Attempt-Date", "Sat, 14 Nov 2026 06:29:58 GMT"),
+                ("Will-Retry-Until", "Thu, 19 Nov 2026 02:29:51 GMT"),
+            ]
+        ],
+        original_subject="Your November update",
+    ),
+]
+
+# Not a bounce: an auto-reply that lands in the same mailbox and must be told apart.
+AUTO_REPLY = """Return-Path: <margaret.allen@web.de>
+Date: Wed, 18 Nov 2026 07:12:40 +0100
+From: Margaret Allen <margaret.allen@web.de>
+To: news@mailer.example.net
+Subject: Abwesenheitsnotiz: Your November update
+Auto-Submitted: auto-replied
+Message-ID: <trinity-5a1f2c3d-0001@3c-app-webde-bs12>
+MIME-Version: 1.0
+Content-Type: text/plain; charset=UTF-8
+Content-Transfer-Encoding: 7bit
+
+Ich bin bis zum 30. November nicht im Buero und lese meine E-Mails nur
+unregelmaessig.
+
+Margaret Allen
+"""
+
+
+def fold(name: str, value: str) -> str:
+    """One header field, folded before 78 characters as RFC 5322 §2.1.1 asks."""
+    return "\n".join(
+        textwrap.wrap(
+            f"{name}: {value}",
+            width=76,
+            subsequent_indent="    ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+    )
+
+
+def dsn_text(report: Dsn) -> str:
+    """The report as an RFC 3464 multipart/report message."""
+    boundary = f"{report.queue_id}.{int(report.at.timestamp())}/{SENDER_MTA}"
+    date = format_datetime(report.at)
+    first = report.recipients[0][0][1].partition(";")[2].strip()
+    blocks = [report.per_message, *report.recipients]
+    status = "\n\n".join("\n".join(fold(n, v) for n, v in block) for block in blocks)
+    # Our own MTA wrote its reports; the others reached it over SMTP.
+    reporter = report.per_message[0][1].partition(";")[2].strip()
+    hop = "" if reporter == SENDER_MTA else f"from {reporter} "
+    return (
+        "Return-Path: <>\n"
+        f"Received: {hop}by {SENDER_MTA} (Postfix)\n\tid {report.queue_id}; {date}\n"
+        f"Date: {date}\n"
+        f"From: {report.author}\n"
+        f"Subject: {report.subject}\n"
+        f"To: {SENDER}\n"
+        "Auto-Submitted: auto-replied\n"
+        "MIME-Version: 1.0\n"
+        "Content-Type: multipart/report; report-type=delivery-status;\n"
+        f'\tboundary="{boundary}"\n'
+        "Content-Transfer-Encoding: 7bit\n"
+        f"Message-Id: <{report.at:%Y%m%d%H%M%S}.{report.queue_id}@{SENDER_MTA}>\n"
+        "\n"
+        "This is a MIME-encapsulated message.\n\n"
+        f"--{boundary}\n"
+        "Content-Description: Notification\n"
+        "Content-Type: text/plain; charset=us-ascii\n\n"
+        f"{report.notice}\n"
+        f"--{boundary}\n"
+        "Content-Description: Delivery report\n"
+        "Content-Type: message/delivery-status\n\n"
+        f"{status}\n\n"
+        f"--{boundary}\n"
+        "Content-Description: Undelivered Message Headers\n"
+        "Content-Type: text/rfc822-headers\n\n"
+        f"Return-Path: <{SENDER}>\n"
+        f"Date: {date}\n"
+        f"From: Newsletter <{SENDER}>\n"
+        f"To: {first}\n"
+        f"Subject: {report.original_subject}\n"
+        f"Message-ID: <{report.queue_id.lower()}@mailer.example.net>\n"
+        "MIME-Version: 1.0\n\n"
+        f"--{boundary}--\n"
+    )
+
+
+def mbox_entry(sender: str, at: dt.datetime, text: str) -> str:
+    # The mbox "From " separator line carries an asctime() date (RFC 4155 §2).
+    return f"From {sender}  {at:%a %b} {at.day:2d} {at:%H:%M:%S %Y}\n{text}\n"
+
+
+def write_bounces(rows: list[Row]) -> None:
+    """bounces.csv and bounces.mbox: the list's bounce history in both shapes a sender has."""
+    table = sorted([*BOUNCE_ROWS, *closed_isp_rows()], key=lambda row: (row[3], row[0]))
+    listed = {row["Email Address"] for row in rows}
+    used = {row[0] for row in BOUNCE_ROWS} | {
+        fields[0][1].partition(";")[2].strip() for report in DSNS for fields in report.recipients
+    }
+    missing = sorted(used - listed)
+    if missing:
+        raise SystemExit(f"bounce samples name addresses not in the list: {missing}")
+    with (HERE / "bounces.csv").open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(BOUNCE_COLUMNS)
+        writer.writerows(table)
+    entries = [mbox_entry("MAILER-DAEMON", r.at, dsn_text(r)) for r in DSNS]
+    entries.append(mbox_entry("margaret.allen@web.de", utc("2026-11-18T06:12:40"), AUTO_REPLY))
+    (HERE / "bounces.mbox").write_text("".join(entries), encoding="utf-8", newline="\n")
 
 
 if __name__ == "__main__":

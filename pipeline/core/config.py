@@ -108,12 +108,33 @@ class ApiConfig:
 
 
 @dataclass(frozen=True)
+class BouncesConfig:
+    soft_threshold: int = setting(
+        3,
+        "Soft bounces since the latest delivery, within soft_window_days, that make an "
+        "address suspected.",
+    )
+    soft_window_days: int = setting(90, "Days a soft bounce counts towards soft_threshold.")
+    domain_min_addresses: int = setting(
+        10, "Known bounces a domain needs before its bounce rate can flag its addresses."
+    )
+    domain_hard_rate: float = setting(
+        0.5,
+        "Share of a domain's addresses in the ledger that must be known bounces "
+        "for all its addresses to be suspected.",
+        minimum=0,
+    )
+    db: str = setting("", "SQLite file of the bounce ledger; empty: bounces.sqlite in the cache.")
+
+
+@dataclass(frozen=True)
 class Config:
     dns: DnsConfig = field(default_factory=DnsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     lists: ListsConfig = field(default_factory=ListsConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
+    bounces: BouncesConfig = field(default_factory=BouncesConfig)
 
 
 def load_config(path: Path | None) -> Config:
