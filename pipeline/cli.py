@@ -30,6 +30,7 @@ import platformdirs
 from tqdm import tqdm
 
 from pipeline import __version__
+from pipeline.core.bounces import BounceLedger, ledger_path
 from pipeline.core.config import Config, VerifyConfig, load_config
 from pipeline.core.doctor import run_doctor
 from pipeline.core.engine import Engine, Progress, verify_one
@@ -89,6 +90,23 @@ def _parser() -> argparse.ArgumentParser:
     _common_options(doctor)
     _verify_options(doctor)
     doctor.set_defaults(handler=_doctor, quiet=True)
+
+    bounces = commands.add_parser("bounces", help="the bounce ledger: import reports, list events")
+    bounce_commands = bounces.add_subparsers(required=True, metavar="ACTION")
+    importing = bounce_commands.add_parser(
+        "import", help="import CSV/Parquet bounce exports or RFC 3464 DSNs (.eml, mbox)"
+    )
+    importing.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    importing.set_defaults(handler=_bounces_import)
+    showing = bounce_commands.add_parser("list", help="list recorded events, newest first")
+    showing.add_argument("--email", metavar="ADDR", help="only this address (any spelling)")
+    showing.add_argument("--limit", type=int, default=100, metavar="N")
+    showing.set_defaults(handler=_bounces_list)
+    for sub in (importing, showing):
+        sub.add_argument("--db", type=Path, metavar="PATH", help="ledger file (default: cache)")
+        sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
+        sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
+        sub.add_argument("--sandbox", action="store_true", help="the sandbox's ledger")
 
     serve = commands.add_parser("serve", help="run the HTTP verification service")
     serve.add_argument("--host", help="address to listen on (default from [service] host)")
@@ -190,7 +208,10 @@ def _engine(args: argparse.Namespace, work: WorkDir | None = None) -> Iterator[E
             checker = _mailbox_checker(stack, args, config, work)
         elif config.verify.mode == "api" and not args.offline:
             checker = _remote_checker(stack, args, config, work)
-        yield Engine(config, lists, cache, args.offline, _progress if show else None, None, checker)
+        ledger = stack.enter_context(BounceLedger(_ledger_path(args, config), config.bounces))
+        yield Engine(
+            config, lists, cache, args.offline, _progress if show else None, None, checker, ledger
+        )
 
 
 def _mailbox_checker(
@@ -303,6 +324,47 @@ def _world(stack: contextlib.ExitStack, args: argparse.Namespace, config: Config
         verify = dataclasses.replace(verify, port=smtp_port)
     dns = dataclasses.replace(config.dns, nameservers=(address,))
     return dataclasses.replace(config, dns=dns, verify=verify)
+
+
+def _ledger(args: argparse.Namespace, config: Config) -> BounceLedger:
+    path = Path(args.db) if getattr(args, "db", None) else _ledger_path(args, config)
+    return BounceLedger(path, config.bounces)
+
+
+def _ledger_path(args: argparse.Namespace, config: Config) -> Path:
+    cache = _cache_path(args, config)
+    default = ledger_path(config.bounces, cache.parent)
+    return (
+        default.with_name("sandbox-" + default.name)
+        if args.sandbox and not config.bounces.db
+        else default
+    )
+
+
+def _bounces_import(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    with _ledger(args, config) as ledger:
+        for path in args.files:
+            report = ledger.import_file(path)
+            print(
+                f"{path}: {report.read:,} events read, {report.added:,} added, "
+                f"{report.duplicates:,} already known, {len(report.rejected):,} rejected"
+            )
+            for where, why in report.rejected[:20]:
+                print(f"  rejected {where}: {why}")
+            if len(report.rejected) > 20:
+                print(f"  … and {len(report.rejected) - 20:,} more rejected")
+    return 0
+
+
+def _bounces_list(args: argparse.Namespace) -> int:
+    with _ledger(args, load_config(args.config)) as ledger:
+        events = ledger.events(args.email, args.limit)
+    print(f"{'WHEN (UTC)':<20} {'KIND':<10} {'STATUS':<7} {'EMAIL':<40} REASON")
+    for e in events:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.at))
+        print(f"{when:<20} {e.kind.value:<10} {e.status:<7} {e.email:<40} {e.reason[:60]}")
+    return 0
 
 
 def _doctor(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from typing import Protocol
 import polars as pl
 
 from pipeline.core.address import Syntax, normalize_column, normalize_domain
+from pipeline.core.bounces import BounceLedger
 from pipeline.core.config import Config
 from pipeline.core.dns import (
     DnsAnswer,
@@ -64,6 +65,8 @@ class Engine:
     resolver: Resolver | None = None
     # Address-level checks (SMTP or a remote API); None: decide at the domain level.
     mailboxes: MailboxChecker | RemoteChecker | None = None
+    # The bounce ledger; None: no bounce history (both bounce flags false).
+    bounces: BounceLedger | None = None
 
 
 @dataclass(frozen=True)
@@ -218,10 +221,14 @@ def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.Da
 ADDRESS_COLUMNS: Mapping[str, type[pl.DataType]] = {
     "MAILBOX": pl.String,  # a Mailbox value: the SMTP answer, or why there is none
     "MAILBOX_REPLY": pl.String,  # the server's words, or the remote error
+    "MAILBOX_AT": pl.Float64,  # when the mail server answered (Unix time)
     "API_VERDICT": pl.String,  # a remote service's answer (--verify api)
     "API_SCORE": pl.Float64,
     "API_KNOWN_BOUNCES": pl.Boolean,
     "API_SUSPECTED_BOUNCES": pl.Boolean,
+    "LEDGER_KNOWN": pl.Boolean,  # the bounce ledger's flags
+    "LEDGER_SUSPECTED": pl.Boolean,
+    "LEDGER_LAST_HARD_AT": pl.Float64,
 }
 
 
@@ -232,13 +239,37 @@ def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 async def check_addresses(engine: Engine, rows: pl.DataFrame) -> pl.DataFrame:
-    """Add the address-level answers (SMTP or a remote API), or nulls without them."""
+    """Add the address-level answers (bounce ledger, SMTP or a remote API), null without them."""
+    rows = attach_bounces(engine.bounces, rows)
     checker = engine.mailboxes
     if checker is None or engine.offline:
         return with_address_columns(rows)
     if isinstance(checker, RemoteChecker):
         return with_address_columns(await check_remote(checker, rows))
     return with_address_columns(await _check_smtp(engine, checker, rows))
+
+
+def attach_bounces(ledger: BounceLedger | None, rows: pl.DataFrame) -> pl.DataFrame:
+    """LEDGER_KNOWN / LEDGER_SUSPECTED per row from the ledger (one query for all keys)."""
+    if ledger is None:
+        return rows
+    keys = rows.filter(pl.col("KEY") != "").get_column("KEY").unique().to_list()
+    flags = ledger.flags(keys)
+    table = pl.DataFrame(
+        {
+            "KEY": list(flags),
+            "LEDGER_KNOWN": [f.known for f in flags.values()],
+            "LEDGER_SUSPECTED": [f.suspected for f in flags.values()],
+            "LEDGER_LAST_HARD_AT": [f.last_hard_at for f in flags.values()],
+        },
+        schema={
+            "KEY": pl.String,
+            "LEDGER_KNOWN": pl.Boolean,
+            "LEDGER_SUSPECTED": pl.Boolean,
+            "LEDGER_LAST_HARD_AT": pl.Float64,
+        },
+    )
+    return rows.join(table, on="KEY", how="left", maintain_order="left")
 
 
 async def _check_smtp(engine: Engine, checker: MailboxChecker, rows: pl.DataFrame) -> pl.DataFrame:
@@ -288,6 +319,13 @@ def address_flags() -> dict[Reason, pl.Expr]:
         **domain_flags(),
         **{Reason(m.value): pl.col("MAILBOX") == m.value for m in _MAILBOX_REASONS},
         Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
+        # A mail server accepting the mailbox after the last hard bounce is newer evidence.
+        Reason.KNOWN_BOUNCE: pl.col("LEDGER_KNOWN")
+        & ~(
+            (pl.col("MAILBOX") == Mailbox.OK.value)
+            & (pl.col("MAILBOX_AT") > pl.col("LEDGER_LAST_HARD_AT"))
+        ).fill_null(False),
+        Reason.SUSPECTED_BOUNCES: pl.col("LEDGER_SUSPECTED"),
     }
 
 
@@ -326,9 +364,16 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         .then(domain_judged["VERDICT"])
         .otherwise(pl.lit(Verdict.INVALID.value)),
         MX=pl.col("MX").fill_null(""),
-        HAS_SUSPECTED_BOUNCES=pl.col("API_SUSPECTED_BOUNCES").fill_null(False),
+        # The ledger's word, the remote service's, and an SMTP answer of "disabled" or "full".
+        HAS_SUSPECTED_BOUNCES=pl.any_horizontal(
+            pl.col("LEDGER_SUSPECTED"),
+            pl.col("API_SUSPECTED_BOUNCES"),
+            pl.col("MAILBOX").is_in([Mailbox.DISABLED.value, Mailbox.FULL.value]),
+        ).fill_null(False),
         LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS=pl.col("ROLE"),
-        HAS_KNOWN_BOUNCES=pl.col("API_KNOWN_BOUNCES").fill_null(False),
+        HAS_KNOWN_BOUNCES=pl.any_horizontal(
+            pl.col("LEDGER_KNOWN"), pl.col("API_KNOWN_BOUNCES")
+        ).fill_null(False),
         DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
         SUGGESTION=pl.when(suggestion != "").then(corrected).otherwise(pl.lit("")),
     )

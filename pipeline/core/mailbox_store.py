@@ -83,11 +83,11 @@ class MailboxCache(SqliteFile):
 
     def get_many(self, keys: Iterable[str]) -> dict[str, MailboxResult]:
         rows = self._query(
-            "SELECT m.key, m.outcome, m.reply FROM json_each(?) AS w "
+            "SELECT m.key, m.outcome, m.reply, m.checked_at FROM json_each(?) AS w "
             "JOIN mailboxes AS m ON m.key = w.value WHERE m.expires_at > ?",
             (json.dumps(list(keys)), self._clock()),
         )
-        return {key: MailboxResult(Mailbox(outcome), reply) for key, outcome, reply in rows}
+        return {key: MailboxResult(Mailbox(outcome), reply, at) for key, outcome, reply, at in rows}
 
     def put(self, key: str, result: MailboxResult) -> None:
         """Commit one answer now (autocommit), with the TTL its kind deserves."""

@@ -283,13 +283,19 @@ def _attach(rows: pl.DataFrame, answers: dict[str, MailboxResult]) -> pl.DataFra
             "KEY": list(answers),
             "MAILBOX": [a.outcome.value for a in answers.values()],
             "MAILBOX_REPLY": [a.reply for a in answers.values()],
+            "MAILBOX_AT": [a.at for a in answers.values()],
         },
-        schema={"KEY": pl.String, "MAILBOX": pl.String, "MAILBOX_REPLY": pl.String},
+        schema={
+            "KEY": pl.String,
+            "MAILBOX": pl.String,
+            "MAILBOX_REPLY": pl.String,
+            "MAILBOX_AT": pl.Float64,
+        },
     )
     # Duplicates share their first occurrence's key, so they get the same answer.
     probeable = (pl.col("KEY") != "") & (pl.col("SYNTAX") == Syntax.OK.value)
     joined = rows.join(table, on="KEY", how="left", maintain_order="left")
     return joined.with_columns(
         pl.when(probeable).then(pl.col(c)).otherwise(None).alias(c)
-        for c in ("MAILBOX", "MAILBOX_REPLY")
+        for c in ("MAILBOX", "MAILBOX_REPLY", "MAILBOX_AT")
     )

@@ -54,6 +54,7 @@ class Target:
 class MailboxResult:
     outcome: Mailbox
     reply: str = ""  # the server's words, e.g. "550 5.1.1 No such user"
+    at: float = field(default_factory=time.time)  # when the server said it (Unix time)
 
     @classmethod
     def of(cls, reply: Reply, outcome: Mailbox | None = None) -> MailboxResult:

@@ -58,6 +58,8 @@ class Reason(enum.StrEnum):
     SMTP_TIMEOUT = "smtp_timeout"
     PROVIDER_UNVERIFIABLE = "provider_unverifiable"
     API_ERROR = "api_error"
+    KNOWN_BOUNCE = "known_bounce"
+    SUSPECTED_BOUNCES = "suspected_bounces"
     MAILBOX_OK = "mailbox_ok"
     API_VERIFIED = "api_verified"
     NOT_VERIFIED_BUDGET = "not_verified_budget"
@@ -105,6 +107,12 @@ RULES: Mapping[Reason, Rule] = {
     Reason.SMTP_BLOCKED: Rule(Verdict.RISKY, 0.50, "the server refused us by policy; not decided"),
     Reason.SMTP_UNREACHABLE: Rule(Verdict.RISKY, 0.50, "no mail host could be reached"),
     Reason.SMTP_TIMEOUT: Rule(Verdict.RISKY, 0.50, "the mail server did not answer in time"),
+    Reason.KNOWN_BOUNCE: Rule(
+        Verdict.INVALID, 0.05, "a hard bounce is on record, with no delivery since (ledger)"
+    ),
+    Reason.SUSPECTED_BOUNCES: Rule(
+        Verdict.RISKY, 0.45, "repeated soft bounces, or a domain whose mailboxes bounce (ledger)"
+    ),
     Reason.API_ERROR: Rule(
         Verdict.RISKY, 0.50, "the remote service gave no usable answer (error, malformed, partial)"
     ),

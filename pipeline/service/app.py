@@ -20,6 +20,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Handler
 
+from pipeline.core.bounces import BounceLedger
 from pipeline.core.dns import Resolver, check_health
 from pipeline.core.engine import Engine, verify_many
 from pipeline.core.lists import load_lists
@@ -119,8 +120,17 @@ def _resources(
                 mailboxes = None
                 if config.engine.verify.mode == "smtp":
                     mailboxes = _mailbox_checker(config, paths, loopback_only)
+                bounces = config.engine.bounces
+                ledger_file = Path(bounces.db) if bounces.db else _beside(paths.cache, "bounces")
+                ledger = BounceLedger(ledger_file, bounces)
                 engine = Engine(
-                    config.engine, lists, cache, offline, resolver=resolver, mailboxes=mailboxes
+                    config.engine,
+                    lists,
+                    cache,
+                    offline,
+                    resolver=resolver,
+                    mailboxes=mailboxes,
+                    bounces=ledger,
                 )
                 size, wait = config.service.batch_size, config.service.batch_wait
 
@@ -144,6 +154,7 @@ def _resources(
                 await services.domains.drain()
                 if mailboxes is not None:
                     mailboxes.cache.close()
+                ledger.close()
         finally:
             await resolver.close()
 
@@ -157,10 +168,16 @@ def _mailbox_checker(config: ServiceConfig, paths: Paths, loopback_only: bool) -
         verify.port, helo, verify.mail_from or f"postmaster@{helo}", verify.timeout, loopback_only
     )
     # Beside the domain cache, as the batch keeps it: both fronts share what they learned.
-    path = paths.cache.with_name(paths.cache.name.replace("domains", "mailboxes"))
+    path = _beside(paths.cache, "mailboxes")
     cache = MailboxCache(path, verify)
     # The service has no per-run budget: its callers' quotas bound what it spends.
     return MailboxChecker(verify, settings, cache, Budget(None))
+
+
+def _beside(domain_cache: Path, name: str) -> Path:
+    """Another store next to the domain cache, in the same family (sandbox or not)."""
+    prefix = "sandbox-" if domain_cache.name.startswith("sandbox-") else ""
+    return domain_cache.with_name(f"{prefix}{name}.sqlite")
 
 
 @web.middleware

@@ -25,9 +25,10 @@ _FIELD_DOCS = {
     "DOMAIN": "Domain, ASCII (IDNA) form.",
     "DOMAIN_VERDICT": "Verdict for the domain alone.",
     "MX": "Lowest-preference MX host; the domain itself for an implicit MX; empty when none.",
-    "HAS_SUSPECTED_BOUNCES": "Always false for now: there is no bounce ledger yet.",
+    "HAS_SUSPECTED_BOUNCES": "Repeated soft bounces, a domain whose mailboxes bounce, or an SMTP "
+    "answer of disabled/full.",
     "LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS": "The local part names a role (info, admin, ...).",
-    "HAS_KNOWN_BOUNCES": "Always false for now: there is no bounce ledger yet.",
+    "HAS_KNOWN_BOUNCES": "A hard bounce is on record with no delivery since.",
     "DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS": "The domain is a disposable mailbox provider.",
     "SUGGESTION": "Corrected address (domain in domain mode) for a likely typo; empty when none.",
 }
