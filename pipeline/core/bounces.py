@@ -41,11 +41,9 @@ modification time. Dates without a zone are taken as UTC.
 from __future__ import annotations
 
 import contextlib
-import csv
 import datetime as dt
 import email
 import email.errors
-import io
 import json
 import mailbox
 import math
@@ -66,6 +64,7 @@ from pipeline.core.address import ParsedAddress, Syntax, normalize_column, parse
 from pipeline.core.config import BouncesConfig
 from pipeline.core.errors import InputError, StoreError
 from pipeline.core.sqlite import SqliteFile
+from pipeline.core.textfile import decode, read_rows, sniff_delimiter
 
 __all__ = [
     "BounceEvent",
@@ -146,7 +145,6 @@ _ENHANCED: Final = re.compile(r"(?<![\d.])([245])\.\d{1,3}\.\d{1,3}(?![\d.])")
 _REPLY_CODE: Final = re.compile(r"\s*([245])[0-5]\d(?![\d.])")
 _UNIX_TIME: Final = re.compile(r"[+-]?\d+(?:\.\d+)?")
 
-_CSV_DELIMITERS: Final = (",", ";", "\t", "|")
 _PARQUET_MAGIC: Final = b"PAR1"
 _SNIFF_BYTES: Final = 4096
 # RFC 4155 §2: an mbox starts with "From ", the envelope sender and an asctime() date.
@@ -225,38 +223,13 @@ def _read_parquet(path: Path) -> _Table:
 
 
 def _read_csv(path: Path) -> _Table:
-    text = _decode(_read_bytes(path))
-    end = text.find("\n")
-    first_line = text if end < 0 else text[:end]
-    # The delimiter the header line uses most: column names seldom contain one.
-    delimiter = max(_CSV_DELIMITERS, key=first_line.count)
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = next(reader, [])
-    rows: list[list[str]] = []
-    where: list[str] = []
-    rejected: Rejected = []
-    line = reader.line_num + 1
-    try:
-        for record in reader:
-            if len(record) > len(header):
-                reason = f"row has {len(record)} fields but the header has {len(header)}"
-                rejected.append((f"{path.name} line {line}", reason))
-            elif any(cell.strip() for cell in record):
-                where.append(f"{path.name} line {line}")
-                rows.append(record + [""] * (len(header) - len(record)))
-            line = reader.line_num + 1
-    except csv.Error as exc:  # a field beyond csv.field_size_limit(): the rest is unusable
-        rejected.append((f"{path.name} line {line}", f"unreadable CSV from here on: {exc}"))
-    columns = {name: [row[i] for row in rows] for i, name in enumerate(header)}
+    text = decode(_read_bytes(path)).text
+    found = read_rows(text, sniff_delimiter(text[:65536]))
+    rows = [(line, cells) for line, cells in found.rows if any(c.strip() for c in cells)]
+    columns = {name: [cells[i] for _, cells in rows] for i, name in enumerate(found.header)}
+    where = [f"{path.name} line {line}" for line, _ in rows]
+    rejected: Rejected = [(f"{path.name} line {line}", why) for line, why, _ in found.rejects]
     return _Table(columns, where, rejected)
-
-
-def _decode(raw: bytes) -> str:
-    """UTF-8 (a BOM is dropped), else Windows-1252, else Latin-1, which decodes anything."""
-    for encoding in ("utf-8-sig", "cp1252"):
-        with contextlib.suppress(UnicodeDecodeError):
-            return raw.decode(encoding)
-    return raw.decode("latin-1")
 
 
 def _find_column(columns: Iterable[str], names: tuple[str, ...]) -> str | None:

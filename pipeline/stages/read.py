@@ -8,9 +8,7 @@ rows in = rows out + rows rejected, always.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,8 +17,8 @@ import polars as pl
 
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS
+from pipeline.core.textfile import decode, read_rows, sniff_delimiter
 
-_DELIMITERS = (",", ";", "\t", "|")
 _SNIFF_BYTES = 64 * 1024
 _PARQUET_MAGIC = b"PAR1"
 # Header names we recognise as the email column, compared without case, spaces, - or _.
@@ -128,60 +126,23 @@ def _read_csv(path: Path) -> ReadResult:
 
 
 def _to_utf8(raw: bytes, path: Path) -> tuple[bytes, str, tuple[str, ...]]:
-    if raw.startswith(b"\xef\xbb\xbf"):
-        raw = raw[3:]
-    try:
-        raw.decode("utf-8")
-        return raw, "utf-8", ()
-    except UnicodeDecodeError as exc:
-        where = exc.start
-    for encoding in ("cp1252", "latin-1"):
-        try:
-            text = raw.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-        warning = (
-            f"{path} is not valid UTF-8 (first bad byte at offset {where}); "
-            f"read it as {encoding}. Save the file as UTF-8 to silence this warning."
-        )
-        return text.encode("utf-8"), encoding, (warning,)
-    raise AssertionError("latin-1 decodes every byte string")  # pragma: no cover
-
-
-def sniff_delimiter(sample: str) -> str:
-    """The delimiter that splits the first lines most consistently; ``,`` when unsure."""
-    lines = [line for line in sample.splitlines()[:20] if line.strip()]
-    if not lines:
-        return ","
-    best, best_score = ",", 0
-    for delimiter in _DELIMITERS:
-        counts = [len(row) - 1 for row in csv.reader(lines, delimiter=delimiter)]
-        header = counts[0]
-        consistent = sum(1 for c in counts if c == header)
-        score = header * consistent
-        if score > best_score:
-            best, best_score = delimiter, score
-    return best
+    decoded = decode(raw)
+    if decoded.bad_offset is None:
+        return raw.removeprefix(b"\xef\xbb\xbf"), decoded.encoding, ()
+    warning = (
+        f"{path} is not valid UTF-8 (first bad byte at offset {decoded.bad_offset}); "
+        f"read it as {decoded.encoding}. Save the file as UTF-8 to silence this warning."
+    )
+    return decoded.text.encode("utf-8"), decoded.encoding, (warning,)
 
 
 def _read_csv_precisely(text: str, delimiter: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = next(reader)
-    width = len(header)
-    rows: list[list[str | None]] = []
-    rejects: list[tuple[int, str, str]] = []
-    line = reader.line_num + 1
-    for record in reader:
-        if len(record) > width:
-            reason = f"row has {len(record)} fields but the header has {width}"
-            rejects.append((line, reason, delimiter.join(record)))
-        else:
-            cells: list[str | None] = [v if v != "" else None for v in record]
-            rows.append(cells + [None] * (width - len(record)))
-        line = reader.line_num + 1
-    names = _unique_names(header)
+    found = read_rows(text, delimiter)
+    # Empty cells are nulls, as polars' fast reader makes them.
+    rows = [[cell or None for cell in cells] for _, cells in found.rows]
+    names = _unique_names(found.header)
     frame = pl.DataFrame(rows, schema=dict.fromkeys(names, pl.String), orient="row")
-    return frame, pl.DataFrame(rejects, schema=REJECT_SCHEMA, orient="row")
+    return frame, pl.DataFrame(found.rejects, schema=REJECT_SCHEMA, orient="row")
 
 
 def _unique_names(header: list[str]) -> list[str]:
