@@ -149,21 +149,91 @@ def _email_operation(method: str) -> dict[str, Any]:
     return operation
 
 
+def contact_schema() -> dict[str, Any]:
+    text = {"type": "string"}
+    return {
+        "type": "object",
+        "description": "A contact record (spec §2.2); unavailable fields are empty strings.",
+        "required": ["name", "address", "phone", "email", "employment"],
+        "properties": {
+            "name": text,
+            "address": text,
+            "phone": {"type": "string", "description": "E.164, e.g. +15555550123"},
+            "email": text,
+            "employment": {
+                "type": "object",
+                "required": ["company", "title"],
+                "properties": {"company": text, "title": text},
+            },
+        },
+    }
+
+
+def _find_operation(method: str) -> dict[str, Any]:
+    operation: dict[str, Any] = {
+        "operationId": f"findContact{method.title()}",
+        "summary": "Find a contact by email, phone number or name",
+        "description": "find_Contact must be the text true (the name is case-sensitive). No "
+        "match, an ambiguous match and an opted-out person all answer the same 404. Every "
+        "search is counted against the caller's quota and written to the audit log.",
+        "parameters": [
+            _query("search_term", "An email address, a phone number, or a name (+ city/company)."),
+            _query("find_Contact", "Must be the text true."),
+            _query("apikey", "API key, legacy; the Authorization header wins when both are sent."),
+        ],
+        "security": [{}, {"bearer": []}, {"apikey": []}],
+        "responses": {
+            "200": {
+                "description": "The matching contact.",
+                "headers": {h: {"$ref": f"#/components/headers/{h}"} for h in _RATE_HEADERS},
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/Contact"}}
+                },
+            },
+            "400": _problem("Missing or invalid parameters (not counted)."),
+            "401": _problem("Unknown or revoked API key (not counted).", "WWW-Authenticate"),
+            "404": _problem("No contact matches (also: ambiguous, or opted out)."),
+            "405": _problem("Method not allowed.", "Allow"),
+            "429": _problem("Quota or burst limit exhausted.", "Retry-After"),
+            "500": _problem("Unexpected failure."),
+        },
+    }
+    if method == "post":
+        body = {
+            "type": "object",
+            "properties": {
+                "search_term": {"type": "string"},
+                "find_Contact": {"type": ["string", "boolean"]},
+                "apikey": {"type": "string"},
+            },
+        }
+        operation["requestBody"] = {
+            "required": False,
+            "content": {
+                "application/json": {"schema": body},
+                "application/x-www-form-urlencoded": {"schema": body},
+            },
+        }
+    return operation
+
+
 def openapi_document(config: ServiceConfig) -> dict[str, Any]:
     plans = ", ".join(
-        f"{name}: {plan.email_per_month:,}/month" for name, plan in config.plans.items()
+        f"{name}: {plan.email_per_month:,} email / {plan.find_per_month:,} find per month"
+        for name, plan in config.plans.items()
     )
     return {
         "openapi": "3.1.0",
         "info": {
-            "title": "listclean verification service",
+            "title": "listclean verification and contact lookup service",
             "version": __version__,
-            "description": "Email verification. Without a key: "
+            "description": "Email verification and contact lookup. Without a key: "
             f"{config.anonymous.email_per_day} request(s) per client IP per UTC day. "
             f"Plans: {plans}.",
         },
         "paths": {
             "/api/email": {"get": _email_operation("get"), "post": _email_operation("post")},
+            "/api/find": {"get": _find_operation("get"), "post": _find_operation("post")},
             "/healthz": {
                 "get": {
                     "operationId": "health",
@@ -198,7 +268,11 @@ def openapi_document(config: ServiceConfig) -> dict[str, Any]:
             },
         },
         "components": {
-            "schemas": {"EmailResult": email_result_schema(), "Problem": problem_schema()},
+            "schemas": {
+                "EmailResult": email_result_schema(),
+                "Contact": contact_schema(),
+                "Problem": problem_schema(),
+            },
             "headers": {
                 **{
                     h: {"description": d, "schema": {"type": "string"}}

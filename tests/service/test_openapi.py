@@ -64,10 +64,10 @@ def test_the_document_is_valid_openapi(env: Env) -> None:
     document = reply.json
     openapi_spec_validator.validate(document)
     assert document["openapi"] == "3.1.0"
-    assert set(document["paths"]) == {"/api/email", "/healthz", "/openapi.json"}
+    assert set(document["paths"]) == {"/api/email", "/api/find", "/healthz", "/openapi.json"}
     assert set(document["paths"]["/api/email"]) == {"get", "post"}
     # The plans of the running configuration are described.
-    assert "default: 100/month" in document["info"]["description"]
+    assert "default: 100 email / 5 find per month" in document["info"]["description"]
     assert "1 request(s) per client IP per UTC day" in document["info"]["description"]
 
 
