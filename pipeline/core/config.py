@@ -128,6 +128,24 @@ class BouncesConfig:
 
 
 @dataclass(frozen=True)
+class ContactsConfig:
+    db: str = setting("", "SQLite file of the contact store; empty: contacts.sqlite in the cache.")
+    region: str = setting(
+        "US", "Country (ISO 3166-1 alpha-2) of phone numbers written without a +country code."
+    )
+    min_confidence: float = setting(
+        0.85, "Least name-match confidence (0 to 1) a name search needs to answer.", minimum=0
+    )
+    ambiguity_margin: float = setting(
+        0.05,
+        "A different person scoring within this of the best makes a name search ambiguous.",
+        minimum=0,
+    )
+    candidates: int = setting(50, "Most full-text candidates one name search ranks.")
+    retention_days: int = setting(365, "Days a lookup's audit record is kept.")
+
+
+@dataclass(frozen=True)
 class Config:
     dns: DnsConfig = field(default_factory=DnsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
@@ -135,6 +153,7 @@ class Config:
     verify: VerifyConfig = field(default_factory=VerifyConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
     bounces: BouncesConfig = field(default_factory=BouncesConfig)
+    contacts: ContactsConfig = field(default_factory=ContactsConfig)
 
 
 def load_config(path: Path | None) -> Config:

@@ -21,6 +21,7 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Handler
 
 from pipeline.core.bounces import BounceLedger
+from pipeline.core.contacts import ContactStore
 from pipeline.core.dns import Resolver, check_health
 from pipeline.core.engine import Engine, verify_many
 from pipeline.core.lists import load_lists
@@ -65,6 +66,7 @@ class Services:
     addresses: MicroBatcher[str, dict[str, object]]
     domains: MicroBatcher[str, dict[str, object]]
     trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+    contacts: ContactStore
 
     def client_ip(self, request: web.Request) -> str:
         return client_ip(request, self.trusted)
@@ -123,6 +125,13 @@ def _resources(
                 bounces = config.engine.bounces
                 ledger_file = Path(bounces.db) if bounces.db else _beside(paths.cache, "bounces")
                 ledger = BounceLedger(ledger_file, bounces)
+                people = config.engine.contacts
+                contacts = ContactStore(
+                    Path(people.db) if people.db else _beside(paths.cache, "contacts"),
+                    people,
+                    clock,
+                )
+                contacts.purge_audit()  # retention: old audit records go at every start
                 engine = Engine(
                     config.engine,
                     lists,
@@ -147,6 +156,7 @@ def _resources(
                     MicroBatcher(addresses, size, wait),
                     MicroBatcher(domains, size, wait),
                     [ipaddress.ip_network(p, strict=False) for p in config.service.trusted_proxies],
+                    contacts,
                 )
                 app[SERVICES] = services
                 yield
@@ -155,6 +165,7 @@ def _resources(
                 if mailboxes is not None:
                     mailboxes.cache.close()
                 ledger.close()
+                contacts.close()
         finally:
             await resolver.close()
 

@@ -6,8 +6,15 @@ import time
 
 from aiohttp import web
 
+from pipeline.core.contacts import Outcome
 from pipeline.service.app import DECISION, IDENTITY, SERVICES
-from pipeline.service.errors import ConflictingParameters, MissingParameter, QuotaExceeded
+from pipeline.service.errors import (
+    ConflictingParameters,
+    InvalidParameter,
+    MissingParameter,
+    NotFound,
+    QuotaExceeded,
+)
 from pipeline.service.openapi import openapi_document
 from pipeline.service.params import identify, read_params
 from pipeline.service.quotas import Decision
@@ -17,6 +24,8 @@ def add_routes(app: web.Application) -> None:
     # No HEAD: it would spend quota on an answer nobody reads.
     app.router.add_get("/api/email", email, allow_head=False)
     app.router.add_post("/api/email", email)
+    app.router.add_get("/api/find", find, allow_head=False)
+    app.router.add_post("/api/find", find)
     app.router.add_get("/healthz", healthz, allow_head=True)
     app.router.add_get("/openapi.json", openapi)
 
@@ -55,6 +64,54 @@ def _email_or_domain(params: dict[str, str]) -> tuple[str, bool]:
     if not email and not domain:
         raise MissingParameter("Send exactly one of email (an address) or domain (a domain name).")
     return (email, False) if email else (domain or "", True)
+
+
+# One answer for "nobody", "too close to call" and "opted out": a suppressed person must be
+# indistinguishable from one the store never had (same status, body and headers).
+NO_CONTACT = "No contact matches this search."
+
+
+async def find(request: web.Request) -> web.Response:
+    """``/api/find``: the contact record for a search term, or the uniform 404."""
+    services = request.app[SERVICES]
+    params = await read_params(request, services.config.service.max_value_length)
+    identity = identify(request, params, services.store, services.client_ip(request))
+    request[IDENTITY] = identity
+    term = _search_term(params)
+    decision = services.quotas.take(identity, "find")
+    request[DECISION] = decision
+    if not decision.allowed:
+        raise QuotaExceeded(_quota_detail(decision, identity.key is not None))
+    # A search without a match is still a search: it was counted above, which is what keeps
+    # the endpoint from being used to enumerate who is in the store.
+    lookup = services.contacts.search(term)
+    services.contacts.audit(
+        key_id=identity.key.key_id if identity.key else "anonymous",
+        client_ip=identity.ip,
+        term=term,
+        lookup=lookup,
+    )
+    if lookup.outcome is Outcome.MATCH and lookup.contact is not None:
+        return web.json_response(lookup.contact.as_spec())
+    raise NotFound(NO_CONTACT)
+
+
+def _search_term(params: dict[str, str]) -> str:
+    flag = params.get("find_Contact")
+    if flag is None:
+        hint = [n for n in params if n.lower() == "find_contact"]
+        detail = (
+            f"find_Contact is case-sensitive: send find_Contact=true, not {hint[0]}."
+            if hint
+            else "Send find_Contact=true to start a contact search."
+        )
+        raise MissingParameter(detail)
+    if flag != "true":
+        raise InvalidParameter(f"find_Contact must be the text true, got {flag!r}.")
+    term = params.get("search_term", "").strip()
+    if not term:
+        raise MissingParameter("Send search_term: a name, an email address or a phone number.")
+    return term
 
 
 async def healthz(request: web.Request) -> web.Response:

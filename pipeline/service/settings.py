@@ -22,7 +22,7 @@ from typing import Any
 from pipeline.core.config import Config, build, load_toml, setting
 from pipeline.core.errors import ConfigError
 
-ENGINE_SECTIONS = ("dns", "cache", "lists", "verify", "api", "bounces")
+ENGINE_SECTIONS = ("dns", "cache", "lists", "verify", "api", "bounces", "contacts")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,809 @@
+"""The contact store behind ``/api/find``: imported contacts, opt-outs and the lookup audit.
+
+Contacts come from CSV or Parquet files (:meth:`ContactStore.import_file`) into one SQLite file,
+``contacts.db`` or else ``contacts.sqlite`` in the cache directory. :meth:`ContactStore.search`
+answers a search term with one :class:`Lookup`; the service answers 404 for anything but a MATCH.
+
+Term classification (:func:`classify_term`)
+    1. A term with an ``@`` that ``parse_address`` accepts is an EMAIL. It matches the records
+       with the same dedupe key (case-folded local part @ lower-case ASCII domain).
+    2. Else a term of digits and phone punctuation only (``+ ( ) - . /`` and spaces) that
+       phonenumbers reads as a possible number (the right length for its country) is a PHONE,
+       read as a number of ``contacts.region`` unless it starts with + and a country code. It
+       matches the records with the same E.164 number.
+    3. Anything else is a NAME: a name, optionally with words of the person's city, address or
+       employer ("Jane Roe Springfield", "Jane Roe Acme"). Courtesy titles (Mr, Dr, ...) are
+       dropped; at most eight words count.
+
+Name search
+    Candidates come from an FTS5 index over each record's name, city and employer (unicode61
+    tokenizer, diacritics removed, whole words only, no prefix search): the records holding every
+    word of the term, up to ``contacts.candidates``; when none of them reaches
+    ``contacts.min_confidence``, also the ``contacts.candidates`` best by bm25 that hold any word,
+    which lets a misspelt word through. Each candidate is scored from 0 to 1
+    (:func:`~pipeline.core.contacts_search.name_confidence`): term words that match a word of the
+    record's address (city included) or employer narrow the search to that place or employer and
+    leave the comparison; the other words are compared with the record's name by rapidfuzz's
+    token_sort_ratio (order free, typos cost a little; a middle name may be left out), so a word
+    that fits neither name nor place nor employer counts against the record: "Jane Roe
+    Springfield" scores 1.0 for Jane Roe of Springfield and 0.57 for Jane Roe of Shelbyville.
+    Words of one to three letters and numbers must match exactly to narrow.
+
+Decision (every kind)
+    The best candidate must reach ``contacts.min_confidence`` (an email or phone match scores
+    1.0). Ties go to the fuller record, then the newer. If a different person scores within
+    ``contacts.ambiguity_margin`` of the best, the search is AMBIGUOUS and answers nothing: never
+    a guess. Two records are the same person when they share an email or a phone number, or have
+    the same name at the same address.
+
+Opt-out (:meth:`ContactStore.suppress`) and erasure (:meth:`ContactStore.erase`)
+    The person's identifiers (email key, E.164 number, and name with address) are kept only as
+    HMAC-SHA256 digests (RFC 2104) under a 256-bit secret made once per store and kept in its own
+    table. Suppression reaches every record that shares an identifier with the ones named, and
+    theirs in turn. A search is SUPPRESSED when its term is a suppressed email or phone, or when
+    any record of the best candidate's person has a suppressed identifier, name searches
+    included; the service answers it exactly like no match. Import rejects rows that carry a
+    suppressed identifier, so importing the person again does not bring them back. Erasure
+    suppresses the same way and deletes the records (and their full-text rows).
+
+Import
+    Columns are found by name, ignoring case, spaces, ``-`` and ``_``: name (or first_name +
+    last_name), address/street, city, state, zip/postcode, country, phone/telephone/mobile,
+    email/e-mail, company/employer/organization, title/job_title/position. Emails go through
+    ``parse_address`` and phones to E.164 through phonenumbers; an invalid one is stored empty.
+    A row with no name, no valid email and no valid phone is rejected with the reason. A row
+    whose email (else phone) belongs to a stored record, or to an earlier row of the same file,
+    is merged into it and counted as merged; so is a row with neither email nor phone whose name
+    and address are a record's. Its non-empty values win, empty ones keep the stored values; an
+    address comes with its city, a new employer with its own title. Every
+    record keeps the ``source`` and time of the import that last wrote it. The whole file is
+    one transaction, written in batches of 50,000 rows.
+
+Audit (:meth:`ContactStore.audit`)
+    One record per search: time, API key id (or "anonymous" with the client's IP address), the
+    term's kind and an HMAC of its normalized value (never the term), the matched record id and
+    the outcome. :meth:`ContactStore.purge_audit` deletes those older than
+    ``contacts.retention_days``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import re
+import secrets
+import sqlite3
+import threading
+import time
+import unicodedata
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import phonenumbers
+import polars as pl
+
+from pipeline.core.address import Syntax, normalize_column, parse_address
+from pipeline.core.config import ContactsConfig
+from pipeline.core.contacts_search import (
+    Candidate,
+    Contact,
+    Lookup,
+    Outcome,
+    TermKind,
+    classify_term,
+    decide,
+    fts_query,
+    name_confidence,
+    normalize_phone,
+    person_key,
+    words,
+)
+from pipeline.core.errors import ConfigError, InputError, StoreError, UsageError
+from pipeline.core.sqlite import SqliteFile
+from pipeline.core.textfile import decode, read_rows, sniff_delimiter
+
+__all__ = [
+    "Contact",
+    "ContactImport",
+    "ContactStore",
+    "Lookup",
+    "Outcome",
+    "TermKind",
+    "classify_term",
+    "contacts_path",
+]
+
+Rejected = list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class ContactImport:
+    read: int  # rows found in the file (= imported + merged + rejected)
+    imported: int  # new records
+    merged: int  # rows merged into a stored record or an earlier row
+    rejected: Rejected  # (where, why)
+
+
+def contacts_path(config: ContactsConfig, cache_dir: Path) -> Path:
+    """Where the store lives: ``contacts.db`` if set, else ``contacts.sqlite`` in *cache_dir*."""
+    return Path(config.db) if config.db else cache_dir / "contacts.sqlite"
+
+
+# --------------------------------------------------------------------------- reading
+
+# Header names, compared after case-folding and dropping spaces, - and _ ("E-Mail", "Job Title",
+# "first_name" all match). The first name found wins.
+_COLUMN_NAMES: Final = {
+    "name": ("name", "fullname", "contactname"),
+    "first": ("firstname", "givenname", "forename"),
+    "last": ("lastname", "surname", "familyname"),
+    "street": ("address", "street", "streetaddress", "address1", "addressline1"),
+    "city": ("city", "town", "locality"),
+    "state": ("state", "province", "region", "county"),
+    "postcode": ("zip", "zipcode", "postcode", "postalcode"),
+    "country": ("country",),
+    "phone": ("phone", "telephone", "mobile", "phonenumber", "tel", "cell"),
+    "email": ("email", "emailaddress", "mail"),
+    "company": ("company", "employer", "organization", "organisation", "companyname"),
+    "title": ("title", "jobtitle", "position", "role"),
+}
+_IDENTIFYING: Final = ("name", "first", "last", "email", "phone")
+_PARQUET_MAGIC: Final = b"PAR1"
+_SNIFF_CHARS: Final = 65536
+_BATCH: Final = 50_000
+_OPTED_OUT: Final = "the person opted out (suppressed)"
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A contact file column by column as text; ``where`` names each row for rejects."""
+
+    columns: dict[str, list[str]]
+    where: list[str]
+    rejected: Rejected
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One contact, normalized: what a file row becomes and what the table stores."""
+
+    name: str
+    address: str
+    place: str  # the city; the whole address when the file has no city
+    phone: str  # E.164
+    email: str
+    email_key: str
+    company: str
+    title: str
+
+    def identifiers(self) -> list[tuple[str, str]]:
+        found = (
+            ("email", self.email_key),
+            ("phone", self.phone),
+            ("person", person_key(self.name, self.address)),
+        )
+        return [(kind, value) for kind, value in found if value]
+
+
+@dataclass(frozen=True)
+class _Stored:
+    id: int
+    row: _Row
+    imported_at: float
+
+
+def _read_table(path: Path) -> _Table:
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(_PARQUET_MAGIC))
+    except OSError as exc:
+        raise InputError(
+            f"Cannot read the contact file {path}: {exc.strerror}. Check the path and permissions."
+        ) from exc
+    if head == _PARQUET_MAGIC or path.suffix.lower() == ".parquet":
+        return _read_parquet(path)
+    return _read_csv(path)
+
+
+def _read_parquet(path: Path) -> _Table:
+    try:
+        frame = pl.read_parquet(path)
+        frame = frame.select(pl.all().cast(pl.String).fill_null(""))
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(
+            f"Cannot read {path} as Parquet with text columns: {exc}. "
+            "Check that the file is complete and its columns are plain values."
+        ) from exc
+    columns = {name: frame.get_column(name).to_list() for name in frame.columns}
+    return _Table(columns, [f"{path.name} row {n}" for n in range(1, frame.height + 1)], [])
+
+
+def _read_csv(path: Path) -> _Table:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"Cannot read the contact file {path}: {exc.strerror}.") from exc
+    text = decode(raw).text
+    found = read_rows(text, sniff_delimiter(text[:_SNIFF_CHARS]))
+    rows = [(line, cells) for line, cells in found.rows if any(c.strip() for c in cells)]
+    columns = {name: [cells[i] for _, cells in rows] for i, name in enumerate(found.header)}
+    where = [f"{path.name} line {line}" for line, _ in rows]
+    rejected = [(f"{path.name} line {line}", why) for line, why, _ in found.rejects]
+    return _Table(columns, where, rejected)
+
+
+def _find_columns(table: _Table, path: Path) -> dict[str, str]:
+    folded = {column: re.sub(r"[\s_\-]+", "", column.casefold()) for column in table.columns}
+    found: dict[str, str] = {}
+    for field, names in _COLUMN_NAMES.items():
+        column = next((c for name in names for c, key in folded.items() if key == name), None)
+        if column is not None:
+            found[field] = column
+    if not any(field in found for field in _IDENTIFYING):
+        listing = ", ".join(repr(c) for c in table.columns) or "(none)"
+        raise InputError(
+            f"{path} has no column that names or reaches a person: none is called name, "
+            f"first_name/last_name, email or phone (in any case). Its columns are: {listing}. "
+            "Rename the columns to one of those."
+        )
+    return found
+
+
+def _clean(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFC", text).split())
+
+
+def _rows(table: _Table, path: Path, region: str) -> tuple[list[tuple[str, _Row]], Rejected]:
+    """The file's rows normalized, and (where, why) for those that cannot be a contact."""
+    found = _find_columns(table, path)
+    height = len(table.where)
+
+    def cells(field: str) -> list[str]:
+        column = found.get(field)
+        return [_clean(c) for c in table.columns[column]] if column else [""] * height
+
+    c = {field: cells(field) for field in _COLUMN_NAMES}
+    emails = normalize_column(pl.Series(c["email"], dtype=pl.String))
+    phones: dict[str, str] = {}  # one phonenumbers parse per distinct spelling
+    rows: list[tuple[str, _Row]] = []
+    rejected: Rejected = list(table.rejected)
+    for i, (email, _, _, key, syntax, detail) in enumerate(emails.iter_rows()):
+        name = c["name"][i] or _clean(f"{c['first'][i]} {c['last'][i]}")
+        raw_phone = c["phone"][i]
+        phone = phones.get(raw_phone)
+        if phone is None:
+            phone = phones[raw_phone] = normalize_phone(raw_phone, region)
+        valid = syntax not in (Syntax.INVALID, Syntax.EMPTY)
+        if not (name or phone or valid):
+            why = "no name, no valid email and no valid phone"
+            rejected.append((table.where[i], f"{why} (email: {detail})" if c["email"][i] else why))
+            continue
+        region_line = " ".join(v for v in (c["state"][i], c["postcode"][i]) if v)
+        parts = (c["street"][i], c["city"][i], region_line, c["country"][i])
+        address = ", ".join(p for p in parts if p)
+        row = _Row(
+            name=name,
+            address=address,
+            place=c["city"][i] or address,
+            phone=phone,
+            email=email if valid else "",
+            email_key=key if valid else "",
+            company=c["company"][i],
+            title=c["title"][i],
+        )
+        rows.append((table.where[i], row))
+    return rows, rejected
+
+
+def _merge(old: _Row, new: _Row) -> _Row:
+    """*new* over *old*: its non-empty values win; an address comes with its city, an email with
+    its key, and a new employer with its own title (possibly empty) rather than the old job's."""
+    email, key = (new.email, new.email_key) if new.email_key else (old.email, old.email_key)
+    address, place = (new.address, new.place) if new.address else (old.address, old.place)
+    if new.company and new.company != old.company:
+        company, title = new.company, new.title
+    else:
+        company, title = old.company, new.title or old.title
+    return _Row(
+        name=new.name or old.name,
+        address=address,
+        place=place,
+        phone=new.phone or old.phone,
+        email=email,
+        email_key=key,
+        company=company,
+        title=title,
+    )
+
+
+class _Drafts:
+    """Working copies of the records one import batch touches, found by email, phone or person.
+
+    ``rows`` holds (record id, or None for a new record; row; changed). A row is looked up by
+    its email, else its phone; only a row with neither by its person (name and address), and
+    only then are person keys worked out (*people*), as they cost a Unicode pass per row.
+    """
+
+    def __init__(self, *, people: bool) -> None:
+        self.rows: list[tuple[int | None, _Row, bool]] = []
+        self._people = people
+        self._ids: dict[int, int] = {}
+        self._index: dict[str, dict[str, int]] = {"email": {}, "phone": {}, "person": {}}
+
+    def find(self, row: _Row) -> int | None:
+        if row.email_key and (at := self._index["email"].get(row.email_key)) is not None:
+            return at
+        if row.phone and (at := self._index["phone"].get(row.phone)) is not None:
+            return at
+        if row.email_key or row.phone or not self._people:
+            return None
+        return self._index["person"].get(person_key(row.name, row.address))
+
+    def load(self, stored: _Stored) -> int:
+        """Take in a stored record (once); where it is among the drafts."""
+        at = self._ids.get(stored.id)
+        if at is None:
+            self.rows.append((stored.id, stored.row, False))
+            at = self._ids[stored.id] = len(self.rows) - 1
+            for kind, value in self._keys(stored.row).items():
+                if value:  # the oldest record holding a value keeps it
+                    self._index[kind].setdefault(value, at)
+        return at
+
+    def add(self, row: _Row) -> None:
+        self.rows.append((None, row, True))
+        self._reindex(len(self.rows) - 1, None, row)
+
+    def merge(self, at: int, row: _Row) -> None:
+        record_id, old, _ = self.rows[at]
+        new = _merge(old, row)
+        self.rows[at] = (record_id, new, True)
+        self._reindex(at, old, new)
+
+    def _keys(self, row: _Row) -> dict[str, str]:
+        person = person_key(row.name, row.address) if self._people else ""
+        return {"email": row.email_key, "phone": row.phone, "person": person}
+
+    def _reindex(self, at: int, old: _Row | None, new: _Row) -> None:
+        # A value the record no longer holds stops leading to it.
+        before = self._keys(old) if old is not None else {}
+        for kind, value in self._keys(new).items():
+            index, previous = self._index[kind], before.get(kind, "")
+            if previous and previous != value and index.get(previous) == at:
+                del index[previous]
+            if value:
+                index[value] = at
+
+
+# --------------------------------------------------------------------------- the store
+
+# The full-text index reads its text from the contacts table (an external content table) and is
+# kept in step by the triggers of the FTS5 documentation, §4.4.3 (sqlite.org/fts5.html).
+# The email and phone indexes leave out records without one; queries repeat the "!= ''" term
+# so SQLite may use them (sqlite.org/partialindex.html §2.1).
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS secret (
+    id    INTEGER PRIMARY KEY CHECK (id = 1),
+    value BLOB NOT NULL             -- the HMAC key of suppressions and audit terms
+);
+CREATE TABLE IF NOT EXISTS contacts (
+    id          INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    address     TEXT NOT NULL,      -- street, city, state postcode, country
+    place       TEXT NOT NULL,      -- the city; the whole address when the file had no city
+    phone       TEXT NOT NULL,      -- E.164
+    email       TEXT NOT NULL,
+    email_key   TEXT NOT NULL,      -- parse_address(email).key
+    company     TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    source      TEXT NOT NULL,      -- the import that last wrote the record
+    imported_at REAL NOT NULL       -- and its Unix time
+);
+CREATE INDEX IF NOT EXISTS contacts_by_email ON contacts (email_key) WHERE email_key != '';
+CREATE INDEX IF NOT EXISTS contacts_by_phone ON contacts (phone) WHERE phone != '';
+CREATE VIRTUAL TABLE IF NOT EXISTS contacts_fts USING fts5 (
+    name, place, company,
+    content = 'contacts', content_rowid = 'id',
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS contacts_fts_insert AFTER INSERT ON contacts BEGIN
+    INSERT INTO contacts_fts (rowid, name, place, company)
+    VALUES (new.id, new.name, new.place, new.company);
+END;
+CREATE TRIGGER IF NOT EXISTS contacts_fts_delete AFTER DELETE ON contacts BEGIN
+    INSERT INTO contacts_fts (contacts_fts, rowid, name, place, company)
+    VALUES ('delete', old.id, old.name, old.place, old.company);
+END;
+CREATE TRIGGER IF NOT EXISTS contacts_fts_update AFTER UPDATE OF name, place, company
+ON contacts BEGIN
+    INSERT INTO contacts_fts (contacts_fts, rowid, name, place, company)
+    VALUES ('delete', old.id, old.name, old.place, old.company);
+    INSERT INTO contacts_fts (rowid, name, place, company)
+    VALUES (new.id, new.name, new.place, new.company);
+END;
+CREATE TABLE IF NOT EXISTS suppressed (
+    digest TEXT PRIMARY KEY,        -- hex HMAC-SHA256 of an identifier, never the identifier
+    kind   TEXT NOT NULL,           -- email | phone | person
+    at     REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS audit (
+    at        REAL NOT NULL,
+    key_id    TEXT NOT NULL,        -- API key id, or "anonymous"
+    client_ip TEXT NOT NULL,        -- only for anonymous requests
+    kind      TEXT NOT NULL,        -- email | phone | name
+    term_hmac TEXT NOT NULL,        -- hex HMAC-SHA256 of the normalized term
+    record_id INTEGER,              -- the record answered, NULL for anything but a match
+    outcome   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_by_time ON audit (at);
+"""
+
+_FIELDS = "c.id, c.name, c.address, c.place, c.phone, c.email, c.email_key, c.company, c.title"
+_SELECT = f"SELECT {_FIELDS}, c.imported_at FROM contacts AS c"
+_BY_EMAIL = f"{_SELECT} WHERE c.email_key = ? AND c.email_key != ''"
+_BY_PHONE = f"{_SELECT} WHERE c.phone = ? AND c.phone != ''"
+_BY_IDENTIFIERS = f"""
+{_SELECT} WHERE c.email_key IN (SELECT value FROM json_each(:keys)) AND c.email_key != ''
+UNION
+{_SELECT} WHERE c.phone IN (SELECT value FROM json_each(:phones)) AND c.phone != ''
+ORDER BY 1
+"""
+# All words: any order will do, everyone found is scored. Any word: the best by bm25.
+_FTS_EVERY = f"""
+WITH hits(id) AS (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH :q LIMIT :n)
+{_SELECT} JOIN hits ON c.id = hits.id
+"""
+_FTS_ANY = f"""
+WITH hits(id) AS (
+    SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH :q ORDER BY rank LIMIT :n
+)
+{_SELECT} JOIN hits ON c.id = hits.id
+"""
+_INSERT = (
+    "INSERT INTO contacts (name, address, place, phone, email, email_key, company, title, "
+    "source, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_UPDATE = (
+    "UPDATE contacts SET name = ?, address = ?, place = ?, phone = ?, email = ?, email_key = ?, "
+    "company = ?, title = ?, source = ?, imported_at = ? WHERE id = ?"
+)
+_ANY_SUPPRESSED = (
+    "SELECT EXISTS (SELECT 1 FROM suppressed WHERE digest IN (SELECT value FROM json_each(?)))"
+)
+_SUPPRESSED_AMONG = "SELECT digest FROM suppressed WHERE digest IN (SELECT value FROM json_each(?))"
+_AUDIT_COLUMNS = ("at", "key_id", "client_ip", "kind", "term_hmac", "record_id", "outcome")
+
+_ANONYMOUS: Final = "anonymous"
+_DAY: Final = 86400.0
+_T = TypeVar("_T")
+
+
+class ContactStore(SqliteFile):
+    """Contacts, opt-outs and the lookup audit in one SQLite file.
+
+    One connection, guarded by a lock: the service may call from worker threads, and a search
+    must not read an import's half-written transaction on the shared connection.
+    """
+
+    def __init__(
+        self, path: Path, config: ContactsConfig, clock: Callable[[], float] = time.time
+    ) -> None:
+        region = config.region.upper()
+        if region not in phonenumbers.SUPPORTED_REGIONS:
+            raise ConfigError(
+                f"contacts.region {config.region!r} is no country phonenumbers knows. "
+                "Use an ISO 3166-1 alpha-2 code such as US or GB."
+            )
+        super().__init__(
+            path,
+            _SCHEMA,
+            what="the contact store",
+            remedy="Choose a writable file with contacts.db or --cache-dir.",
+        )
+        self._config = config
+        self._region = region
+        self._clock = clock
+        self._lock = threading.RLock()
+        # Made once per store (INSERT OR IGNORE keeps the first); 32 bytes is SHA-256's block
+        # output size, the key length RFC 2104 §3 recommends at least.
+        self._run(
+            lambda db: db.execute(
+                "INSERT OR IGNORE INTO secret (id, value) VALUES (1, ?)", (secrets.token_bytes(32),)
+            )
+        )
+        self._secret: bytes = self._query("SELECT value FROM secret WHERE id = 1", ())[0][0]
+
+    # ---- import
+
+    def import_file(self, path: Path, source: str) -> ContactImport:
+        """Add the contacts of a CSV or Parquet file, merging those already stored."""
+        table = _read_table(path)
+        rows, rejected = _rows(table, path, self._region)
+        imported = merged = 0
+        with self._lock, self._transaction("BEGIN IMMEDIATE"):
+            now = self._clock()
+            screen = self._query("SELECT EXISTS (SELECT 1 FROM suppressed)", ())[0][0] == 1
+            for start in range(0, len(rows), _BATCH):
+                batch = rows[start : start + _BATCH]
+                added, joined, refused = self._import_batch(batch, source, now, screen)
+                imported, merged, rejected = imported + added, merged + joined, rejected + refused
+        read = len(table.where) + len(table.rejected)
+        return ContactImport(read, imported, merged, rejected)
+
+    def _import_batch(
+        self, batch: list[tuple[str, _Row]], source: str, now: float, screen: bool
+    ) -> tuple[int, int, Rejected]:
+        refused: Rejected = []
+        blocked = self._blocked([row for _, row in batch]) if screen else set()
+        params = {
+            "keys": json.dumps(sorted({r.email_key for _, r in batch if r.email_key})),
+            "phones": json.dumps(sorted({r.phone for _, r in batch if r.phone})),
+        }
+        drafts = _Drafts(people=any(not (r.email_key or r.phone) for _, r in batch))
+        for stored in map(_stored, self._query(_BY_IDENTIFIERS, params)):
+            drafts.load(stored)
+        added = joined = 0
+        for where, row in batch:
+            if blocked and any(self._digest("suppress", *i) in blocked for i in row.identifiers()):
+                refused.append((where, _OPTED_OUT))
+                continue
+            at = drafts.find(row)
+            if at is None and not (row.email_key or row.phone):
+                key = person_key(row.name, row.address)
+                same = self._people(row.name, key) if key else []
+                at = drafts.load(same[0]) if same else None
+            if at is None:
+                drafts.add(row)
+                added += 1
+            else:
+                drafts.merge(at, row)
+                joined += 1
+        inserts = [(*_values(row), source, now) for i, row, _ in drafts.rows if i is None]
+        updates = [
+            (*_values(row), source, now, i) for i, row, changed in drafts.rows if i and changed
+        ]
+        self._run(lambda db: db.executemany(_INSERT, inserts))
+        self._run(lambda db: db.executemany(_UPDATE, updates))
+        return added, joined, refused
+
+    def _people(self, name: str, key: str) -> list[_Stored]:
+        """The stored records of the person with *key* (person_key), found through *name*."""
+        rows = self._query(_FTS_EVERY, {"q": fts_query(name, every=True), "n": -1})
+        return [s for s in map(_stored, rows) if person_key(s.row.name, s.row.address) == key]
+
+    def _blocked(self, rows: Iterable[_Row]) -> set[str]:
+        """The digests among *rows*' identifiers that are suppressed."""
+        digests = {self._digest("suppress", *i) for row in rows for i in row.identifiers()}
+        return {d for (d,) in self._query(_SUPPRESSED_AMONG, (json.dumps(sorted(digests)),))}
+
+    # ---- search
+
+    def search(self, term: str) -> Lookup:
+        """The contact *term* names, if exactly one person fits well enough and is not opted out."""
+        kind, value = classify_term(term, self._region)
+        if not value:
+            return Lookup(kind, Outcome.NO_MATCH, None, 0.0)
+        with self._lock, self._transaction("BEGIN"):  # one snapshot of the file for all queries
+            if kind is TermKind.NAME:
+                candidates = self._name_candidates(term, value.split())
+            elif self._suppressed([(kind.value, value)]):
+                return Lookup(kind, Outcome.SUPPRESSED, None, 0.0)
+            else:
+                sql = _BY_EMAIL if kind is TermKind.EMAIL else _BY_PHONE
+                candidates = [_candidate(s, 1.0) for s in map(_stored, self._query(sql, (value,)))]
+            return decide(
+                kind,
+                candidates,
+                min_confidence=self._config.min_confidence,
+                margin=self._config.ambiguity_margin,
+                suppressed=self._group_suppressed,
+            )
+
+    def _name_candidates(self, term: str, term_words: list[str]) -> list[Candidate]:
+        limit = self._config.candidates
+        found = self._query(_FTS_EVERY, {"q": fts_query(term, every=True), "n": limit})
+        scored = [_scored(_stored(row), term_words) for row in found]
+        enough = any(c.confidence >= self._config.min_confidence for c in scored)
+        if not enough and len(term_words) > 1:
+            seen = {c.contact.record_id for c in scored}
+            more = self._query(_FTS_ANY, {"q": fts_query(term, every=False), "n": limit})
+            scored += [_scored(_stored(row), term_words) for row in more if row[0] not in seen]
+        return scored
+
+    def _group_suppressed(self, group: Sequence[Candidate]) -> bool:
+        identifiers = [
+            (kind, value)
+            for c in group
+            for kind, value in (
+                ("email", c.email_key),
+                ("phone", c.contact.phone),
+                ("person", c.person),
+            )
+            if value
+        ]
+        return self._suppressed(identifiers)
+
+    def _suppressed(self, identifiers: Iterable[tuple[str, str]]) -> bool:
+        digests = json.dumps([self._digest("suppress", *i) for i in identifiers])
+        return bool(self._query(_ANY_SUPPRESSED, (digests,))[0][0])
+
+    # ---- opt-out and erasure
+
+    def suppress(self, *, email: str | None = None, phone: str | None = None) -> int:
+        """Opt the person out; the number of their records now hidden."""
+        seeds = self._seeds(email, phone)
+        with self._lock, self._transaction("BEGIN IMMEDIATE"):
+            records, identifiers = self._reach(seeds)
+            self._add_suppressions(identifiers)
+        return len(records)
+
+    def erase(self, *, email: str | None = None, phone: str | None = None) -> int:
+        """Delete the person's records and opt them out; the number of records deleted."""
+        seeds = self._seeds(email, phone)
+        with self._lock, self._transaction("BEGIN IMMEDIATE"):
+            records, identifiers = self._reach(seeds)
+            self._add_suppressions(identifiers)
+            ids = json.dumps(sorted(records))
+            self._run(
+                lambda db: db.execute(
+                    "DELETE FROM contacts WHERE id IN (SELECT value FROM json_each(?))", (ids,)
+                )
+            )
+        return len(records)
+
+    def _seeds(self, email: str | None, phone: str | None) -> list[tuple[str, str]]:
+        seeds: list[tuple[str, str]] = []
+        if email is not None:
+            parsed = parse_address(email)
+            if parsed.syntax in (Syntax.INVALID, Syntax.EMPTY):
+                raise UsageError(f"{email!r} is not an email address: {parsed.detail}.")
+            seeds.append(("email", parsed.key))
+        if phone is not None:
+            number = normalize_phone(phone, self._region)
+            if not number:
+                raise UsageError(
+                    f"{phone!r} is not a phone number (numbers without +country code are read "
+                    f"as {self._region} numbers, contacts.region)."
+                )
+            seeds.append(("phone", number))
+        if not seeds:
+            raise UsageError("Name the person to opt out by email, by phone or both.")
+        return seeds
+
+    def _reach(self, seeds: list[tuple[str, str]]) -> tuple[set[int], set[tuple[str, str]]]:
+        """The records sharing an identifier with *seeds*, and theirs in turn; all identifiers."""
+        identifiers = set(seeds)
+        pending = list(seeds)
+        people: list[tuple[str, str]] = []  # (name as stored, person key)
+        records: set[int] = set()
+        while pending or people:
+            keys = [value for kind, value in pending if kind == "email"]
+            phones = [value for kind, value in pending if kind == "phone"]
+            params = {"keys": json.dumps(keys), "phones": json.dumps(phones)}
+            found = list(map(_stored, self._query(_BY_IDENTIFIERS, params)))
+            for name, key in people:
+                found += self._people(name, key)
+            pending, people = [], []
+            for stored in found:
+                if stored.id in records:
+                    continue
+                records.add(stored.id)
+                for identifier in stored.row.identifiers():
+                    if identifier not in identifiers:
+                        identifiers.add(identifier)
+                        if identifier[0] == "person":
+                            people.append((stored.row.name, identifier[1]))
+                        else:
+                            pending.append(identifier)
+        return records, identifiers
+
+    def _add_suppressions(self, identifiers: Iterable[tuple[str, str]]) -> None:
+        now = self._clock()
+        rows = [(self._digest("suppress", kind, value), kind, now) for kind, value in identifiers]
+        self._run(
+            lambda db: db.executemany(
+                "INSERT OR IGNORE INTO suppressed (digest, kind, at) VALUES (?, ?, ?)", rows
+            )
+        )
+
+    # ---- audit
+
+    def audit(self, *, key_id: str, client_ip: str, term: str, lookup: Lookup) -> None:
+        """Record one search: who asked (key id, or the IP when anonymous), for what, with what."""
+        _, value = classify_term(term, self._region)
+        anonymous = key_id in ("", _ANONYMOUS)
+        row = (
+            self._clock(),
+            _ANONYMOUS if anonymous else key_id,
+            client_ip if anonymous else "",
+            lookup.kind.value,
+            self._digest("audit", lookup.kind.value, value),
+            lookup.contact.record_id if lookup.contact is not None else None,
+            lookup.outcome.value,
+        )
+        sql = f"INSERT INTO audit ({', '.join(_AUDIT_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        with self._lock:
+            self._run(lambda db: db.execute(sql, row))
+
+    def audit_records(self, since: float | None = None) -> list[dict[str, object]]:
+        """Audit records, oldest first; only those at or after *since* when given."""
+        sql = f"SELECT {', '.join(_AUDIT_COLUMNS)} FROM audit WHERE at >= ? ORDER BY at, rowid"
+        with self._lock:
+            rows = self._query(sql, (float("-inf") if since is None else since,))
+        return [dict(zip(_AUDIT_COLUMNS, row, strict=True)) for row in rows]
+
+    def purge_audit(self) -> int:
+        """Delete audit records older than ``contacts.retention_days``; how many went."""
+        cutoff = self._clock() - self._config.retention_days * _DAY
+        with self._lock:
+            return self._run(
+                lambda db: db.execute("DELETE FROM audit WHERE at < ?", (cutoff,)).rowcount
+            )
+
+    # ---- plumbing
+
+    def _digest(self, purpose: str, kind: str, value: str) -> str:
+        # Purpose and kind are part of the message, so an audit digest of an email never equals
+        # its suppression digest, and an email never collides with a phone (\x1f: unit separator).
+        message = f"{purpose}\x1f{kind}\x1f{value}".encode()
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
+    @contextlib.contextmanager
+    def _transaction(self, begin: str) -> Iterator[None]:
+        self._run(lambda db: db.execute(begin))
+        try:
+            yield
+        except BaseException:
+            self._run(lambda db: db.execute("ROLLBACK"))
+            raise
+        self._run(lambda db: db.execute("COMMIT"))
+
+    def _query(self, sql: str, params: Any) -> list[Any]:
+        return self._run(lambda db: db.execute(sql, params).fetchall())
+
+    def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        try:
+            return work(self._db)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"The contact store at {self.path} failed: {exc}. Delete the file to start "
+                "afresh (then import the contact files again; opt-outs are lost with it), or "
+                "choose another one with contacts.db."
+            ) from exc
+
+
+def _stored(row: Sequence[Any]) -> _Stored:
+    record_id, name, address, place, phone, email, email_key, company, title, imported_at = row
+    return _Stored(
+        record_id, _Row(name, address, place, phone, email, email_key, company, title), imported_at
+    )
+
+
+def _values(row: _Row) -> tuple[str, ...]:
+    return (
+        row.name,
+        row.address,
+        row.place,
+        row.phone,
+        row.email,
+        row.email_key,
+        row.company,
+        row.title,
+    )
+
+
+def _candidate(stored: _Stored, confidence: float) -> Candidate:
+    r = stored.row
+    contact = Contact(stored.id, r.name, r.address, r.phone, r.email, r.company, r.title)
+    key = person_key(r.name, r.address)
+    return Candidate(contact, r.email_key, key, stored.imported_at, confidence)
+
+
+def _scored(stored: _Stored, term_words: list[str]) -> Candidate:
+    r = stored.row
+    context = words(f"{r.address} {r.place} {r.company}")
+    return _candidate(stored, name_confidence(term_words, words(r.name), context))
