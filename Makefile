@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_clean.py
 	$(BIN)/python bench/bench_service.py
 	$(BIN)/python bench/bench_smtp.py
+	$(BIN)/python bench/bench_contacts.py
 
 # Re-pin after changing dependencies in pyproject.toml.
 lock: $(STAMP)
