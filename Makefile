@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml requirements.lock
 demo: $(STAMP)
 	$(BIN)/listclean bounces import sample_data/bounces.csv sample_data/bounces.mbox \
 		--sandbox --cache-dir $(DEMO)/cache
+	$(BIN)/listclean contacts import sample_data/contacts.csv --sandbox --cache-dir $(DEMO)/cache
 	$(BIN)/listclean clean sample_data/list.csv -o $(DEMO)/list.clean.parquet \
 		--sandbox --cache-dir $(DEMO)/cache --config configs/sandbox.toml --verify smtp
 	$(BIN)/listclean verify 'John.Doe@gmial.com' --sandbox --cache-dir $(DEMO)/cache --config configs/sandbox.toml

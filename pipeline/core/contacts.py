@@ -508,8 +508,8 @@ class ContactStore(SqliteFile):
         self._region = region
         self._clock = clock
         self._lock = threading.RLock()
-        # Made once per store (INSERT OR IGNORE keeps the first); 32 bytes is SHA-256's block
-        # output size, the key length RFC 2104 §3 recommends at least.
+        # Made once per store (INSERT OR IGNORE keeps the first). 32 bytes is SHA-256's output
+        # length L, below which RFC 2104 §3 discourages HMAC keys.
         self._run(
             lambda db: db.execute(
                 "INSERT OR IGNORE INTO secret (id, value) VALUES (1, ?)", (secrets.token_bytes(32),)
