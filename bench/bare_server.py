@@ -36,7 +36,7 @@ def make_app(body: dict[str, object]) -> web.Application:
 
 def main() -> None:
     port, body = int(sys.argv[1]), json.loads(Path(sys.argv[2]).read_text())
-    # The same logging set-up as `listclean serve` (pipeline/cli.py, _serve).
+    # The same logging set-up as `listclean serve` (pipeline/cli/service.py, _serve).
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     web.run_app(
         make_app(body),

@@ -46,18 +46,7 @@ Opt-out (:meth:`ContactStore.suppress`) and erasure (:meth:`ContactStore.erase`)
     suppressed identifier, so importing the person again does not bring them back. Erasure
     suppresses the same way and deletes the records (and their full-text rows).
 
-Import
-    Columns are found by name, ignoring case, spaces, ``-`` and ``_``: name (or first_name +
-    last_name), address/street, city, state, zip/postcode, country, phone/telephone/mobile,
-    email/e-mail, company/employer/organization, title/job_title/position. Emails go through
-    ``parse_address`` and phones to E.164 through phonenumbers; an invalid one is stored empty.
-    A row with no name, no valid email and no valid phone is rejected with the reason. A row
-    whose email (else phone) belongs to a stored record, or to an earlier row of the same file,
-    is merged into it and counted as merged; so is a row with neither email nor phone whose name
-    and address are a record's. Its non-empty values win, empty ones keep the stored values; an
-    address comes with its city, a new employer with its own title. Every
-    record keeps the ``source`` and time of the import that last wrote it. The whole file is
-    one transaction, written in batches of 50,000 rows.
+Import (:meth:`ContactStore.import_file`): see :mod:`pipeline.core.contacts_import`.
 
 Audit (:meth:`ContactStore.audit`)
     One record per search: time, API key id (or "anonymous" with the client's IP address), the
@@ -72,22 +61,27 @@ import contextlib
 import hashlib
 import hmac
 import json
-import re
 import secrets
 import sqlite3
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import phonenumbers
-import polars as pl
 
-from pipeline.core.address import Syntax, normalize_column, parse_address
+from pipeline.core.address import Syntax, parse_address
 from pipeline.core.config import ContactsConfig
+from pipeline.core.contacts_import import (
+    ContactImport,
+    Rejected,
+    Row,
+    merge_row,
+    normalize_rows,
+    read_table,
+)
 from pipeline.core.contacts_search import (
     Candidate,
     Contact,
@@ -102,9 +96,8 @@ from pipeline.core.contacts_search import (
     person_key,
     words,
 )
-from pipeline.core.errors import ConfigError, InputError, StoreError, UsageError
+from pipeline.core.errors import ConfigError, StoreError, UsageError
 from pipeline.core.sqlite import SqliteFile
-from pipeline.core.textfile import decode, read_rows, sniff_delimiter
 
 __all__ = [
     "Contact",
@@ -117,207 +110,23 @@ __all__ = [
     "contacts_path",
 ]
 
-Rejected = list[tuple[str, str]]
-
-
-@dataclass(frozen=True)
-class ContactImport:
-    read: int  # rows found in the file (= imported + merged + rejected)
-    imported: int  # new records
-    merged: int  # rows merged into a stored record or an earlier row
-    rejected: Rejected  # (where, why)
-
 
 def contacts_path(config: ContactsConfig, cache_dir: Path) -> Path:
     """Where the store lives: ``contacts.db`` if set, else ``contacts.sqlite`` in *cache_dir*."""
     return Path(config.db) if config.db else cache_dir / "contacts.sqlite"
 
 
-# --------------------------------------------------------------------------- reading
+# --------------------------------------------------------------------------- import batches
 
-# Header names, compared after case-folding and dropping spaces, - and _ ("E-Mail", "Job Title",
-# "first_name" all match). The first name found wins.
-_COLUMN_NAMES: Final = {
-    "name": ("name", "fullname", "contactname"),
-    "first": ("firstname", "givenname", "forename"),
-    "last": ("lastname", "surname", "familyname"),
-    "street": ("address", "street", "streetaddress", "address1", "addressline1"),
-    "city": ("city", "town", "locality"),
-    "state": ("state", "province", "region", "county"),
-    "postcode": ("zip", "zipcode", "postcode", "postalcode"),
-    "country": ("country",),
-    "phone": ("phone", "telephone", "mobile", "phonenumber", "tel", "cell"),
-    "email": ("email", "emailaddress", "mail"),
-    "company": ("company", "employer", "organization", "organisation", "companyname"),
-    "title": ("title", "jobtitle", "position", "role"),
-}
-_IDENTIFYING: Final = ("name", "first", "last", "email", "phone")
-_PARQUET_MAGIC: Final = b"PAR1"
-_SNIFF_CHARS: Final = 65536
 _BATCH: Final = 50_000
 _OPTED_OUT: Final = "the person opted out (suppressed)"
 
 
 @dataclass(frozen=True)
-class _Table:
-    """A contact file column by column as text; ``where`` names each row for rejects."""
-
-    columns: dict[str, list[str]]
-    where: list[str]
-    rejected: Rejected
-
-
-@dataclass(frozen=True)
-class _Row:
-    """One contact, normalized: what a file row becomes and what the table stores."""
-
-    name: str
-    address: str
-    place: str  # the city; the whole address when the file has no city
-    phone: str  # E.164
-    email: str
-    email_key: str
-    company: str
-    title: str
-
-    def identifiers(self) -> list[tuple[str, str]]:
-        found = (
-            ("email", self.email_key),
-            ("phone", self.phone),
-            ("person", person_key(self.name, self.address)),
-        )
-        return [(kind, value) for kind, value in found if value]
-
-
-@dataclass(frozen=True)
 class _Stored:
     id: int
-    row: _Row
+    row: Row
     imported_at: float
-
-
-def _read_table(path: Path) -> _Table:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(_PARQUET_MAGIC))
-    except OSError as exc:
-        raise InputError(
-            f"Cannot read the contact file {path}: {exc.strerror}. Check the path and permissions."
-        ) from exc
-    if head == _PARQUET_MAGIC or path.suffix.lower() == ".parquet":
-        return _read_parquet(path)
-    return _read_csv(path)
-
-
-def _read_parquet(path: Path) -> _Table:
-    try:
-        frame = pl.read_parquet(path)
-        frame = frame.select(pl.all().cast(pl.String).fill_null(""))
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise InputError(
-            f"Cannot read {path} as Parquet with text columns: {exc}. "
-            "Check that the file is complete and its columns are plain values."
-        ) from exc
-    columns = {name: frame.get_column(name).to_list() for name in frame.columns}
-    return _Table(columns, [f"{path.name} row {n}" for n in range(1, frame.height + 1)], [])
-
-
-def _read_csv(path: Path) -> _Table:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"Cannot read the contact file {path}: {exc.strerror}.") from exc
-    text = decode(raw).text
-    found = read_rows(text, sniff_delimiter(text[:_SNIFF_CHARS]))
-    rows = [(line, cells) for line, cells in found.rows if any(c.strip() for c in cells)]
-    columns = {name: [cells[i] for _, cells in rows] for i, name in enumerate(found.header)}
-    where = [f"{path.name} line {line}" for line, _ in rows]
-    rejected = [(f"{path.name} line {line}", why) for line, why, _ in found.rejects]
-    return _Table(columns, where, rejected)
-
-
-def _find_columns(table: _Table, path: Path) -> dict[str, str]:
-    folded = {column: re.sub(r"[\s_\-]+", "", column.casefold()) for column in table.columns}
-    found: dict[str, str] = {}
-    for field, names in _COLUMN_NAMES.items():
-        column = next((c for name in names for c, key in folded.items() if key == name), None)
-        if column is not None:
-            found[field] = column
-    if not any(field in found for field in _IDENTIFYING):
-        listing = ", ".join(repr(c) for c in table.columns) or "(none)"
-        raise InputError(
-            f"{path} has no column that names or reaches a person: none is called name, "
-            f"first_name/last_name, email or phone (in any case). Its columns are: {listing}. "
-            "Rename the columns to one of those."
-        )
-    return found
-
-
-def _clean(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFC", text).split())
-
-
-def _rows(table: _Table, path: Path, region: str) -> tuple[list[tuple[str, _Row]], Rejected]:
-    """The file's rows normalized, and (where, why) for those that cannot be a contact."""
-    found = _find_columns(table, path)
-    height = len(table.where)
-
-    def cells(field: str) -> list[str]:
-        column = found.get(field)
-        return [_clean(c) for c in table.columns[column]] if column else [""] * height
-
-    c = {field: cells(field) for field in _COLUMN_NAMES}
-    emails = normalize_column(pl.Series(c["email"], dtype=pl.String))
-    phones: dict[str, str] = {}  # one phonenumbers parse per distinct spelling
-    rows: list[tuple[str, _Row]] = []
-    rejected: Rejected = list(table.rejected)
-    for i, (email, _, _, key, syntax, detail) in enumerate(emails.iter_rows()):
-        name = c["name"][i] or _clean(f"{c['first'][i]} {c['last'][i]}")
-        raw_phone = c["phone"][i]
-        phone = phones.get(raw_phone)
-        if phone is None:
-            phone = phones[raw_phone] = normalize_phone(raw_phone, region)
-        valid = syntax not in (Syntax.INVALID, Syntax.EMPTY)
-        if not (name or phone or valid):
-            why = "no name, no valid email and no valid phone"
-            rejected.append((table.where[i], f"{why} (email: {detail})" if c["email"][i] else why))
-            continue
-        region_line = " ".join(v for v in (c["state"][i], c["postcode"][i]) if v)
-        parts = (c["street"][i], c["city"][i], region_line, c["country"][i])
-        address = ", ".join(p for p in parts if p)
-        row = _Row(
-            name=name,
-            address=address,
-            place=c["city"][i] or address,
-            phone=phone,
-            email=email if valid else "",
-            email_key=key if valid else "",
-            company=c["company"][i],
-            title=c["title"][i],
-        )
-        rows.append((table.where[i], row))
-    return rows, rejected
-
-
-def _merge(old: _Row, new: _Row) -> _Row:
-    """*new* over *old*: its non-empty values win; an address comes with its city, an email with
-    its key, and a new employer with its own title (possibly empty) rather than the old job's."""
-    email, key = (new.email, new.email_key) if new.email_key else (old.email, old.email_key)
-    address, place = (new.address, new.place) if new.address else (old.address, old.place)
-    if new.company and new.company != old.company:
-        company, title = new.company, new.title
-    else:
-        company, title = old.company, new.title or old.title
-    return _Row(
-        name=new.name or old.name,
-        address=address,
-        place=place,
-        phone=new.phone or old.phone,
-        email=email,
-        email_key=key,
-        company=company,
-        title=title,
-    )
 
 
 class _Drafts:
@@ -329,12 +138,12 @@ class _Drafts:
     """
 
     def __init__(self, *, people: bool) -> None:
-        self.rows: list[tuple[int | None, _Row, bool]] = []
+        self.rows: list[tuple[int | None, Row, bool]] = []
         self._people = people
         self._ids: dict[int, int] = {}
         self._index: dict[str, dict[str, int]] = {"email": {}, "phone": {}, "person": {}}
 
-    def find(self, row: _Row) -> int | None:
+    def find(self, row: Row) -> int | None:
         if row.email_key and (at := self._index["email"].get(row.email_key)) is not None:
             return at
         if row.phone and (at := self._index["phone"].get(row.phone)) is not None:
@@ -354,21 +163,21 @@ class _Drafts:
                     self._index[kind].setdefault(value, at)
         return at
 
-    def add(self, row: _Row) -> None:
+    def add(self, row: Row) -> None:
         self.rows.append((None, row, True))
         self._reindex(len(self.rows) - 1, None, row)
 
-    def merge(self, at: int, row: _Row) -> None:
+    def merge(self, at: int, row: Row) -> None:
         record_id, old, _ = self.rows[at]
-        new = _merge(old, row)
+        new = merge_row(old, row)
         self.rows[at] = (record_id, new, True)
         self._reindex(at, old, new)
 
-    def _keys(self, row: _Row) -> dict[str, str]:
+    def _keys(self, row: Row) -> dict[str, str]:
         person = person_key(row.name, row.address) if self._people else ""
         return {"email": row.email_key, "phone": row.phone, "person": person}
 
-    def _reindex(self, at: int, old: _Row | None, new: _Row) -> None:
+    def _reindex(self, at: int, old: Row | None, new: Row) -> None:
         # A value the record no longer holds stops leading to it.
         before = self._keys(old) if old is not None else {}
         for kind, value in self._keys(new).items():
@@ -521,8 +330,8 @@ class ContactStore(SqliteFile):
 
     def import_file(self, path: Path, source: str) -> ContactImport:
         """Add the contacts of a CSV or Parquet file, merging those already stored."""
-        table = _read_table(path)
-        rows, rejected = _rows(table, path, self._region)
+        table = read_table(path)
+        rows, rejected = normalize_rows(table, path, self._region)
         imported = merged = 0
         with self._lock, self._transaction("BEGIN IMMEDIATE"):
             now = self._clock()
@@ -535,7 +344,7 @@ class ContactStore(SqliteFile):
         return ContactImport(read, imported, merged, rejected)
 
     def _import_batch(
-        self, batch: list[tuple[str, _Row]], source: str, now: float, screen: bool
+        self, batch: list[tuple[str, Row]], source: str, now: float, screen: bool
     ) -> tuple[int, int, Rejected]:
         refused: Rejected = []
         blocked = self._blocked([row for _, row in batch]) if screen else set()
@@ -575,7 +384,7 @@ class ContactStore(SqliteFile):
         rows = self._query(_FTS_EVERY, {"q": fts_query(name, every=True), "n": -1})
         return [s for s in map(_stored, rows) if person_key(s.row.name, s.row.address) == key]
 
-    def _blocked(self, rows: Iterable[_Row]) -> set[str]:
+    def _blocked(self, rows: Iterable[Row]) -> set[str]:
         """The digests among *rows*' identifiers that are suppressed."""
         digests = {self._digest("suppress", *i) for row in rows for i in row.identifiers()}
         return {d for (d,) in self._query(_SUPPRESSED_AMONG, (json.dumps(sorted(digests)),))}
@@ -779,11 +588,11 @@ class ContactStore(SqliteFile):
 def _stored(row: Sequence[Any]) -> _Stored:
     record_id, name, address, place, phone, email, email_key, company, title, imported_at = row
     return _Stored(
-        record_id, _Row(name, address, place, phone, email, email_key, company, title), imported_at
+        record_id, Row(name, address, place, phone, email, email_key, company, title), imported_at
     )
 
 
-def _values(row: _Row) -> tuple[str, ...]:
+def _values(row: Row) -> tuple[str, ...]:
     return (
         row.name,
         row.address,

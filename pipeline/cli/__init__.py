@@ -1,0 +1,68 @@
+"""The ``listclean`` command line.
+
+    listclean clean INPUT [-o OUTPUT] [--email-column NAME] [--quiet] [--work-dir DIR]
+                    [common options] [verify options]
+    listclean verify ADDRESS [--domain] [common options] [verify options]
+    listclean doctor [common options] [verify options]
+    listclean bounces import FILE... | list [--email ADDR] [--limit N]  [store options]
+    listclean contacts import FILE [--source NAME]
+                     | suppress (--email ADDR | --phone NUMBER)
+                     | erase (--email ADDR | --phone NUMBER)
+                     | audit [--since DATE] [--format csv|json]  [store options]
+    listclean serve [--host H] [--port P] [--db PATH] [common options]
+    listclean keys create --plan NAME [--label TEXT] | list | revoke KEY_ID
+                   [--db PATH] [--config FILE]
+
+    common options: --config FILE, --resolver HOST[:PORT]..., --cache-dir DIR, --offline,
+                    --sandbox, --world FILE
+    verify options: --verify none|smtp|api, --smtp-port PORT, --budget N, --helo NAME,
+                    --mail-from ADDR, --api-url URL, --api-key KEY, --concurrency N
+    store options:  --db PATH, --cache-dir DIR, --config FILE, --sandbox
+
+Exit codes: 0 ok, 1 unexpected error or a failed ``doctor`` check, 2 bad usage or input,
+3 resolver unhealthy or no outbound SMTP, 130 interrupted.
+
+One module per concern: :mod:`.common` holds the options and helpers the commands share,
+:mod:`.lists` the list commands (clean, verify, doctor), :mod:`.records` the bounce ledger and
+the contact store, :mod:`.service` the HTTP service and its API keys. Each registers its own
+subcommands with ``add_commands``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pipeline import __version__
+from pipeline.cli import lists, records, service
+from pipeline.cli.common import plan_text
+from pipeline.cli.lists import print_summary
+from pipeline.core.errors import ListcleanError
+
+__all__ = ["main", "plan_text", "print_summary"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.handler(args))
+    except ListcleanError as exc:
+        print(f"listclean: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("listclean: interrupted; no output was written.", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="listclean", description="Clean mailing lists and verify email addresses."
+    )
+    parser.add_argument("--version", action="version", version=f"listclean {__version__}")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+    # The order here is the order of `listclean --help`.
+    lists.add_commands(commands)
+    records.add_commands(commands)
+    service.add_commands(commands)
+    return parser

@@ -1,0 +1,270 @@
+"""What the commands share: their options, the effective config, the sandbox, cache paths and
+the engine (with its mailbox or remote checker and progress bars)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import ipaddress
+import os
+import socket
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import platformdirs
+from tqdm import tqdm
+
+from pipeline.core.bounces import BounceLedger, ledger_path
+from pipeline.core.config import Config, VerifyConfig, load_config
+from pipeline.core.engine import Engine, Progress
+from pipeline.core.errors import UsageError
+from pipeline.core.lists import load_lists
+from pipeline.core.mailbox_store import MailboxCache
+from pipeline.core.mailboxes import MailboxChecker, Plan, RemoteChecker
+from pipeline.core.probe import Budget
+from pipeline.core.smtp import SmtpSettings
+from pipeline.core.store import DomainCache
+from pipeline.stages.workdir import WorkDir
+
+REPO_WORLD = Path(__file__).resolve().parents[2] / "sample_data" / "world.json"
+
+
+def common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
+    parser.add_argument(
+        "--resolver",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="DNS resolver IP address to use (repeatable); overrides [dns] nameservers",
+    )
+    parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="domain cache directory")
+    parser.add_argument("--offline", action="store_true", help="skip DNS; domains become Risky")
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        help="answer DNS from a built-in server on 127.0.0.1 serving --world (no network needed)",
+    )
+    parser.add_argument(
+        "--world", type=Path, default=REPO_WORLD, metavar="FILE", help="sandbox world file"
+    )
+
+
+def verify_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--verify",
+        choices=("none", "smtp", "api"),
+        help="address-level checks (default [verify] mode)",
+    )
+    parser.add_argument("--smtp-port", type=int, metavar="PORT", help="mail servers' port (25)")
+    parser.add_argument("--budget", type=int, metavar="N", help="most RCPTs this run may send")
+    parser.add_argument("--helo", metavar="NAME", help="EHLO name (default: this host's FQDN)")
+    parser.add_argument("--mail-from", metavar="ADDR", help="envelope sender of probes")
+    parser.add_argument("--api-url", metavar="URL", help="remote /api/email service (--verify api)")
+    parser.add_argument(
+        "--api-key", metavar="KEY", help="its API key (default: env LISTCLEAN_API_KEY)"
+    )
+    parser.add_argument("--concurrency", type=int, metavar="N", help="API requests in flight")
+
+
+# --- the effective configuration ------------------------------------------------------------
+
+
+def verify_config(args: argparse.Namespace, config: Config) -> VerifyConfig:
+    overrides = {
+        "mode": getattr(args, "verify", None),
+        "port": getattr(args, "smtp_port", None),
+        "budget": getattr(args, "budget", None),
+        "helo": getattr(args, "helo", None),
+        "mail_from": getattr(args, "mail_from", None),
+    }
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given.get("budget", 0) < 0:
+        raise UsageError(f"--budget must be 0 (no limit) or more, got {given['budget']}.")
+    return dataclasses.replace(config.verify, **given)
+
+
+def effective_config(args: argparse.Namespace) -> Config:
+    config = with_resolvers(load_config(args.config), args.resolver)
+    api = config.api
+    if getattr(args, "api_url", None):
+        api = dataclasses.replace(api, url=args.api_url)
+    if getattr(args, "concurrency", None):
+        api = dataclasses.replace(api, concurrency=args.concurrency)
+    return dataclasses.replace(config, verify=verify_config(args, config), api=api)
+
+
+def with_resolvers(config: Config, resolvers: Sequence[str]) -> Config:
+    if not resolvers:
+        return config
+    servers = tuple(_nameserver(r) for r in resolvers)
+    return dataclasses.replace(config, dns=dataclasses.replace(config.dns, nameservers=servers))
+
+
+def _nameserver(text: str) -> str:
+    """Check HOST[:PORT]; c-ares wants an IP address, with IPv6 in brackets when a port follows."""
+    host, port = text, ""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.removeprefix(":")
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    try:
+        ip = ipaddress.ip_address(host)
+        if port and not 0 < int(port) < 65536:
+            raise ValueError(port)
+    except ValueError as exc:
+        raise UsageError(
+            f"--resolver {text!r} is not an IP address with an optional port. "
+            "Write it as 192.0.2.53, 192.0.2.53:5353 or [2001:db8::53]:5353."
+        ) from exc
+    if not port:
+        return str(ip)
+    return f"[{ip}]:{port}" if ip.version == 6 else f"{ip}:{port}"
+
+
+# --- the sandbox ------------------------------------------------------------------------------
+
+
+def sandbox_world(stack: contextlib.ExitStack, args: argparse.Namespace, config: Config) -> Config:
+    """With --sandbox, start the loopback world (closed with *stack*) and point at it.
+
+    The world's DNS server answers every query, and its mail servers (if it has any) listen on
+    loopback addresses on one port, which becomes the SMTP port unless --smtp-port is given.
+    """
+    if not args.sandbox:
+        return config
+    address, smtp_port = stack.enter_context(_sandbox(args.world))
+    verify = config.verify
+    if smtp_port is not None and getattr(args, "smtp_port", None) is None:
+        verify = dataclasses.replace(verify, port=smtp_port)
+    dns = dataclasses.replace(config.dns, nameservers=(address,))
+    return dataclasses.replace(config, dns=dns, verify=verify)
+
+
+@contextlib.contextmanager
+def _sandbox(world_path: Path) -> Iterator[tuple[str, int | None]]:
+    from pipeline.sandbox.dns_server import SandboxDNS, load_world
+    from pipeline.sandbox.smtp_server import SandboxSMTP
+
+    try:
+        world = load_world(world_path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(
+            f"Cannot load the sandbox world {world_path}: {exc}. Pass a world file with --world."
+        ) from exc
+    with SandboxDNS(world) as dns, SandboxSMTP(world.smtp) as smtp:
+        yield dns.address, smtp.port if world.smtp else None
+
+
+# --- where things are kept --------------------------------------------------------------------
+
+
+def cache_path(args: argparse.Namespace, config: Config) -> Path:
+    root = args.cache_dir or (Path(config.cache.dir) if config.cache.dir else None)
+    root = root or Path(platformdirs.user_cache_dir("listclean"))
+    # Sandbox answers are made up: they must never be mixed into the real cache.
+    return root / ("sandbox-domains.sqlite" if args.sandbox else "domains.sqlite")
+
+
+def bounce_ledger_path(args: argparse.Namespace, config: Config) -> Path:
+    cache = cache_path(args, config)
+    default = ledger_path(config.bounces, cache.parent)
+    return (
+        default.with_name("sandbox-" + default.name)
+        if args.sandbox and not config.bounces.db
+        else default
+    )
+
+
+# --- the engine -------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def open_engine(args: argparse.Namespace, work: WorkDir | None = None) -> Iterator[Engine]:
+    with contextlib.ExitStack() as stack:
+        config = sandbox_world(stack, args, effective_config(args))
+        cache = stack.enter_context(DomainCache(cache_path(args, config), config.cache))
+        lists = load_lists(config.lists.extra_disposable, config.lists.extra_free)
+        show = not args.quiet and sys.stderr.isatty()
+        checker: MailboxChecker | RemoteChecker | None = None
+        if config.verify.mode == "smtp" and not args.offline:
+            checker = _mailbox_checker(stack, args, config, work)
+        elif config.verify.mode == "api" and not args.offline:
+            checker = _remote_checker(stack, args, config, work)
+        ledger = stack.enter_context(BounceLedger(bounce_ledger_path(args, config), config.bounces))
+        yield Engine(
+            config, lists, cache, args.offline, _progress if show else None, None, checker, ledger
+        )
+
+
+def _mailbox_checker(
+    stack: contextlib.ExitStack, args: argparse.Namespace, config: Config, work: WorkDir | None
+) -> MailboxChecker:
+    verify = config.verify
+    path = cache_path(args, config).with_name(
+        ("sandbox-" if args.sandbox else "") + "mailboxes.sqlite"
+    )
+    helo = verify.helo or socket.getfqdn()
+    # In the sandbox, probes may only go to loopback: the world's made-up addresses
+    # (192.0.2.x and the like) must never be connected to.
+    sender = verify.mail_from or f"postmaster@{helo}"
+    settings = SmtpSettings(verify.port, helo, sender, verify.timeout, loopback_only=args.sandbox)
+    budget = Budget(verify.budget or None, work.spent if work else 0)
+    quiet = args.quiet
+
+    def show_plan(plan: Plan) -> None:
+        if not quiet:
+            print(plan_text(plan), file=sys.stderr)
+
+    return MailboxChecker(
+        verify,
+        settings,
+        stack.enter_context(MailboxCache(path, verify)),
+        budget,
+        on_plan=show_plan,
+        on_spent=work.record_spent if work else None,
+    )
+
+
+def _remote_checker(
+    stack: contextlib.ExitStack, args: argparse.Namespace, config: Config, work: WorkDir | None
+) -> RemoteChecker:
+    api = config.api
+    if not api.url:
+        raise UsageError("--verify api needs the service's address: pass --api-url URL.")
+    key = getattr(args, "api_key", None) or os.environ.get("LISTCLEAN_API_KEY") or None
+    path = cache_path(args, config).with_name(
+        ("sandbox-" if args.sandbox else "") + "mailboxes.sqlite"
+    )
+    budget = Budget(config.verify.budget or None, work.spent if work else 0)
+    quiet = args.quiet
+
+    def show_plan(plan: Plan) -> None:
+        if not quiet:
+            print(plan_text(plan).replace("SMTP check", "API request"), file=sys.stderr)
+
+    return RemoteChecker(
+        api,
+        key,
+        stack.enter_context(MailboxCache(path, config.verify)),
+        budget,
+        on_plan=show_plan,
+        on_spent=work.record_spent if work else None,
+    )
+
+
+def plan_text(plan: Plan) -> str:
+    budget = "no limit" if plan.budget is None else f"{plan.budget:,} RCPTs"
+    return (
+        f"pre-flight: {plan.distinct_addresses:,} distinct addresses; "
+        f"{plan.cached:,} answered from the cache; {plan.need_checks:,} need an SMTP check; "
+        f"budget {budget} covers {plan.covered:,} of them."
+    )
+
+
+def _progress(total: int, label: str) -> Progress:
+    bar: Progress = tqdm(total=total, desc=label, unit="domain", leave=False, file=sys.stderr)
+    return bar

@@ -1,0 +1,157 @@
+"""The record stores: the ``bounces`` ledger and the ``contacts`` store behind /api/find."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import sys
+import time
+from pathlib import Path
+
+from pipeline.cli.common import bounce_ledger_path, cache_path
+from pipeline.core.bounces import BounceLedger
+from pipeline.core.config import Config, load_config
+from pipeline.core.contacts import ContactStore
+from pipeline.core.errors import UsageError
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    bounces = commands.add_parser("bounces", help="the bounce ledger: import reports, list events")
+    bounce_commands = bounces.add_subparsers(required=True, metavar="ACTION")
+    importing = bounce_commands.add_parser(
+        "import", help="import CSV/Parquet bounce exports or RFC 3464 DSNs (.eml, mbox)"
+    )
+    importing.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    importing.set_defaults(handler=_bounces_import)
+    showing = bounce_commands.add_parser("list", help="list recorded events, newest first")
+    showing.add_argument("--email", metavar="ADDR", help="only this address (any spelling)")
+    showing.add_argument("--limit", type=int, default=100, metavar="N")
+    showing.set_defaults(handler=_bounces_list)
+    for sub in (importing, showing):
+        sub.add_argument("--db", type=Path, metavar="PATH", help="ledger file (default: cache)")
+        sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
+        sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
+        sub.add_argument("--sandbox", action="store_true", help="the sandbox's ledger")
+
+    contacts = commands.add_parser("contacts", help="the contact store behind /api/find")
+    contact_commands = contacts.add_subparsers(required=True, metavar="ACTION")
+    c_import = contact_commands.add_parser("import", help="import CSV/Parquet public records")
+    c_import.add_argument("file", type=Path, metavar="FILE")
+    c_import.add_argument("--source", help="where the records come from (default: file name)")
+    c_import.set_defaults(handler=_contacts_import)
+    c_suppress = contact_commands.add_parser(
+        "suppress", help="opt-out: never return this person again (kept only hashed)"
+    )
+    c_erase = contact_commands.add_parser("erase", help="delete the person's records and suppress")
+    for sub, handler in ((c_suppress, _contacts_suppress), (c_erase, _contacts_erase)):
+        who = sub.add_mutually_exclusive_group(required=True)
+        who.add_argument("--email", metavar="ADDR")
+        who.add_argument("--phone", metavar="NUMBER")
+        sub.set_defaults(handler=handler)
+    c_audit = contact_commands.add_parser(
+        "audit", help="who looked up what, when, with what outcome"
+    )
+    c_audit.add_argument("--since", metavar="DATE", help="ISO date or date-time (UTC)")
+    c_audit.add_argument("--format", choices=("csv", "json"), default="csv")
+    c_audit.set_defaults(handler=_contacts_audit)
+    for sub in (c_import, c_suppress, c_erase, c_audit):
+        sub.add_argument("--db", type=Path, metavar="PATH", help="contact store (default: cache)")
+        sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
+        sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
+        sub.add_argument("--sandbox", action="store_true", help="the sandbox's contact store")
+
+
+# --- bounces ----------------------------------------------------------------------------------
+
+
+def _ledger(args: argparse.Namespace, config: Config) -> BounceLedger:
+    path = Path(args.db) if getattr(args, "db", None) else bounce_ledger_path(args, config)
+    return BounceLedger(path, config.bounces)
+
+
+def _bounces_import(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    with _ledger(args, config) as ledger:
+        for path in args.files:
+            report = ledger.import_file(path)
+            print(
+                f"{path}: {report.read:,} events read, {report.added:,} added, "
+                f"{report.duplicates:,} already known, {len(report.rejected):,} rejected"
+            )
+            for where, why in report.rejected[:20]:
+                print(f"  rejected {where}: {why}")
+            if len(report.rejected) > 20:
+                print(f"  … and {len(report.rejected) - 20:,} more rejected")
+    return 0
+
+
+def _bounces_list(args: argparse.Namespace) -> int:
+    with _ledger(args, load_config(args.config)) as ledger:
+        events = ledger.events(args.email, args.limit)
+    print(f"{'WHEN (UTC)':<20} {'KIND':<10} {'STATUS':<7} {'EMAIL':<40} REASON")
+    for e in events:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(e.at))
+        print(f"{when:<20} {e.kind.value:<10} {e.status:<7} {e.email:<40} {e.reason[:60]}")
+    return 0
+
+
+# --- contacts ---------------------------------------------------------------------------------
+
+
+def _contact_store(args: argparse.Namespace) -> ContactStore:
+    config = load_config(args.config)
+    if args.db:
+        path = Path(args.db)
+    elif config.contacts.db:
+        path = Path(config.contacts.db)
+    else:
+        cache = cache_path(args, config)  # the service looks beside its domain cache too
+        path = cache.with_name(("sandbox-" if args.sandbox else "") + "contacts.sqlite")
+    return ContactStore(path, config.contacts)
+
+
+def _contacts_import(args: argparse.Namespace) -> int:
+    with _contact_store(args) as store:
+        report = store.import_file(args.file, args.source or args.file.name)
+    print(
+        f"{args.file}: {report.read:,} rows read, {report.imported:,} imported, "
+        f"{report.merged:,} merged into earlier records, {len(report.rejected):,} rejected"
+    )
+    for where, why in report.rejected[:20]:
+        print(f"  rejected {where}: {why}")
+    return 0
+
+
+def _contacts_suppress(args: argparse.Namespace) -> int:
+    with _contact_store(args) as store:
+        affected = store.suppress(email=args.email, phone=args.phone)
+    print(f"Suppressed; {affected} record(s) will no longer be returned.")
+    return 0
+
+
+def _contacts_erase(args: argparse.Namespace) -> int:
+    with _contact_store(args) as store:
+        erased = store.erase(email=args.email, phone=args.phone)
+    print(f"Erased {erased} record(s); the person is suppressed from any later import.")
+    return 0
+
+
+def _contacts_audit(args: argparse.Namespace) -> int:
+    since = None
+    if args.since:
+        try:
+            moment = dt.datetime.fromisoformat(args.since)
+        except ValueError as exc:
+            raise UsageError(f"--since {args.since!r} is not an ISO date like 2026-11-01.") from exc
+        since = moment.replace(tzinfo=moment.tzinfo or dt.UTC).timestamp()
+    with _contact_store(args) as store:
+        records = store.audit_records(since)
+    if args.format == "json":
+        print(json.dumps(records, indent=2))
+        return 0
+    writer = csv.DictWriter(sys.stdout, fieldnames=list(records[0]) if records else ["at"])
+    writer.writeheader()
+    writer.writerows(records)
+    return 0

@@ -1,0 +1,103 @@
+"""The HTTP service: ``serve`` it, and manage its API ``keys``."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+import platformdirs
+
+from pipeline.cli.common import cache_path, common_options, sandbox_world, with_resolvers
+from pipeline.core.errors import UsageError
+from pipeline.service.settings import ServiceConfig, load_service_config
+from pipeline.service.store import ServiceStore
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = commands.add_parser("serve", help="run the HTTP verification service")
+    serve.add_argument("--host", help="address to listen on (default from [service] host)")
+    serve.add_argument("--port", type=int, help="TCP port (default from [service] port)")
+    serve.add_argument("--db", type=Path, metavar="PATH", help="keys and quota counters (SQLite)")
+    common_options(serve)
+    serve.set_defaults(handler=_serve, quiet=True)
+
+    keys = commands.add_parser("keys", help="create, list and revoke API keys")
+    key_commands = keys.add_subparsers(required=True, metavar="ACTION")
+    create = key_commands.add_parser("create", help="create a key; prints its secret once")
+    create.add_argument("--plan", required=True, metavar="NAME", help="plan the key is on")
+    create.add_argument("--label", default="", help="a note for whom the key is")
+    create.set_defaults(handler=_keys_create)
+    listing = key_commands.add_parser("list", help="list keys (never their secrets)")
+    listing.set_defaults(handler=_keys_list)
+    revoke = key_commands.add_parser("revoke", help="revoke a key by its id")
+    revoke.add_argument("key_id", metavar="KEY_ID")
+    revoke.set_defaults(handler=_keys_revoke)
+    for sub in (create, listing, revoke):
+        sub.add_argument("--db", type=Path, metavar="PATH", help="keys and quota counters")
+        sub.add_argument("--config", type=Path, metavar="FILE", help="service settings (TOML)")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from pipeline.service.app import Paths, RedactingAccessLogger, create_app
+
+    service = load_service_config(args.config)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    with contextlib.ExitStack() as stack:
+        engine = sandbox_world(stack, args, with_resolvers(service.engine, args.resolver))
+        service = dataclasses.replace(service, engine=engine)
+        paths = Paths(db=_db_path(args, service), cache=cache_path(args, engine))
+        web.run_app(
+            create_app(service, paths, offline=args.offline, loopback_only=args.sandbox),
+            host=args.host or service.service.host,
+            port=args.port if args.port is not None else service.service.port,
+            shutdown_timeout=service.service.shutdown_timeout,
+            access_log_class=RedactingAccessLogger,
+            print=lambda message: logging.getLogger("listclean.service").info("%s", message),
+        )
+    return 0
+
+
+def _db_path(args: argparse.Namespace, service: ServiceConfig) -> Path:
+    if args.db:
+        return Path(args.db)
+    if service.service.db:
+        return Path(service.service.db)
+    return Path(platformdirs.user_data_dir("listclean")) / "service.sqlite"
+
+
+def _keys_create(args: argparse.Namespace) -> int:
+    service = load_service_config(args.config)
+    if args.plan not in service.plans:
+        raise UsageError(
+            f"There is no plan named {args.plan!r}; the plans are {', '.join(service.plans)}. "
+            "Add one as a [plans.NAME] table in the service config."
+        )
+    with ServiceStore(_db_path(args, service)) as store:
+        key, secret = store.create_key(args.plan, args.label)
+    print(f"Created API key {key.key_id} on plan {key.plan}. Its secret, shown only this once:")
+    print(secret)
+    return 0
+
+
+def _keys_list(args: argparse.Namespace) -> int:
+    with ServiceStore(_db_path(args, load_service_config(args.config))) as store:
+        keys = store.list_keys()
+    print(f"{'KEY_ID':<12} {'PLAN':<10} {'CREATED (UTC)':<20} {'STATUS':<8} LABEL")
+    for key in keys:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(key.created_at))
+        status = "active" if key.active else "revoked"
+        print(f"{key.key_id:<12} {key.plan:<10} {created:<20} {status:<8} {key.label}")
+    return 0
+
+
+def _keys_revoke(args: argparse.Namespace) -> int:
+    with ServiceStore(_db_path(args, load_service_config(args.config))) as store:
+        key = store.revoke_key(args.key_id)
+    print(f"API key {key.key_id} is revoked.")
+    return 0
