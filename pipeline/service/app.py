@@ -246,12 +246,17 @@ def _rate_limit_state(request: web.Request, endpoint: str) -> Decision:
     return services.quotas.peek(identity, endpoint)
 
 
+# Query values the access log never shows: a secret, and the subject of a people search (the
+# audit log keeps only a keyed hash of it; a plain log line must not undo that).
+REDACTED = frozenset({"apikey", "search_term"})
+
+
 class RedactingAccessLogger(AbstractAccessLogger):
-    """An access log line per request that never contains an API key."""
+    """An access log line per request that never contains an API key or a search term."""
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         query = "&".join(
-            f"{name}={'***' if name == 'apikey' else value}"
+            f"{name}={'***' if name in REDACTED else value}"
             for name, value in request.query.items()
         )
         target = request.path + (f"?{query}" if query else "")

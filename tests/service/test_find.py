@@ -198,3 +198,12 @@ def test_plans_set_the_find_quota(env: Env, people: Path) -> None:
 
     first, second = run(scenario())
     assert (first.status, second.status) == (200, 429)
+
+
+def test_the_access_log_never_shows_the_search_term(
+    env: Env, people: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO"):
+        ask(env, search("Zoe Aberlund"))
+    lines = [r.getMessage() for r in caplog.records if "/api/find" in r.getMessage()]
+    assert lines and all("Aberlund" not in line and "search_term=***" in line for line in lines)
