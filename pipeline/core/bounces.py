@@ -48,9 +48,8 @@ import json
 import mailbox
 import math
 import re
-import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from email.message import Message
 from email.utils import parsedate_to_datetime
@@ -62,7 +61,7 @@ import polars as pl
 
 from pipeline.core.address import ParsedAddress, Syntax, normalize_column, parse_address
 from pipeline.core.config import BouncesConfig
-from pipeline.core.errors import InputError, StoreError
+from pipeline.core.errors import InputError
 from pipeline.core.sqlite import SqliteFile
 from pipeline.core.textfile import decode, read_rows, sniff_delimiter
 
@@ -581,6 +580,8 @@ class BounceLedger(SqliteFile):
             _SCHEMA,
             what="the bounce ledger",
             remedy="Choose a writable file with bounces.db or --cache-dir.",
+            broken_remedy="Delete the file to start afresh (then import the reports again), "
+            "or choose another one with bounces.db.",
         )
         self._config = config
         self._clock = clock
@@ -649,29 +650,6 @@ class BounceLedger(SqliteFile):
             BounceEvent(address, key, domain, BounceKind(kind), status, at, reason, source)
             for address, key, domain, kind, status, at, reason, source in rows
         ]
-
-    @contextlib.contextmanager
-    def _transaction(self, begin: str) -> Iterator[None]:
-        self._run(lambda db: db.execute(begin))
-        try:
-            yield
-        except BaseException:
-            self._run(lambda db: db.execute("ROLLBACK"))
-            raise
-        self._run(lambda db: db.execute("COMMIT"))
-
-    def _query(self, sql: str, params: Any) -> list[Any]:
-        return self._run(lambda db: db.execute(sql, params).fetchall())
-
-    def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        try:
-            return work(self._db)
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"The bounce ledger at {self.path} failed: {exc}. "
-                "Delete the file to start afresh (then import the reports again), "
-                "or choose another one with bounces.db."
-            ) from exc
 
 
 def _domain_of(key: str) -> str:

@@ -57,15 +57,13 @@ Audit (:meth:`ContactStore.audit`)
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import json
 import secrets
-import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -96,7 +94,7 @@ from pipeline.core.contacts_search import (
     person_key,
     words,
 )
-from pipeline.core.errors import ConfigError, StoreError, UsageError
+from pipeline.core.errors import ConfigError, UsageError
 from pipeline.core.sqlite import SqliteFile
 
 __all__ = [
@@ -312,6 +310,8 @@ class ContactStore(SqliteFile):
             _SCHEMA,
             what="the contact store",
             remedy="Choose a writable file with contacts.db or --cache-dir.",
+            broken_remedy="Delete the file to start afresh (then import the contact files "
+            "again; opt-outs are lost with it), or choose another one with contacts.db.",
         )
         self._config = config
         self._region = region
@@ -560,29 +560,6 @@ class ContactStore(SqliteFile):
         # its suppression digest, and an email never collides with a phone (\x1f: unit separator).
         message = f"{purpose}\x1f{kind}\x1f{value}".encode()
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
-
-    @contextlib.contextmanager
-    def _transaction(self, begin: str) -> Iterator[None]:
-        self._run(lambda db: db.execute(begin))
-        try:
-            yield
-        except BaseException:
-            self._run(lambda db: db.execute("ROLLBACK"))
-            raise
-        self._run(lambda db: db.execute("COMMIT"))
-
-    def _query(self, sql: str, params: Any) -> list[Any]:
-        return self._run(lambda db: db.execute(sql, params).fetchall())
-
-    def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        try:
-            return work(self._db)
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"The contact store at {self.path} failed: {exc}. Delete the file to start "
-                "afresh (then import the contact files again; opt-outs are lost with it), or "
-                "choose another one with contacts.db."
-            ) from exc
 
 
 def _stored(row: Sequence[Any]) -> _Stored:

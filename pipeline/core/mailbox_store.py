@@ -8,14 +8,11 @@ started again finds those answers here instead of asking the mail servers twice.
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.errors import StoreError
 from pipeline.core.probe import MailboxResult
 from pipeline.core.remote import RemoteAnswer
 from pipeline.core.smtp import Mailbox
@@ -77,6 +74,7 @@ class MailboxCache(SqliteFile):
             what="the mailbox cache",
             remedy="Choose a writable directory with --cache-dir, "
             "or delete the file if it is corrupt.",
+            broken_remedy="Delete the file to start afresh, or choose another --cache-dir.",
         )
         self._config = config
         self._clock = clock
@@ -168,12 +166,3 @@ class MailboxCache(SqliteFile):
             "INSERT OR REPLACE INTO api_limits VALUES (?, ?, ?, ?)",
             (api, key_fp, window_start, quota),
         )
-
-    def _query(self, sql: str, params: tuple[object, ...]) -> list[Any]:
-        try:
-            return self._db.execute(sql, params).fetchall()
-        except sqlite3.Error as exc:
-            raise StoreError(
-                f"The mailbox cache at {self.path} failed: {exc}. "
-                "Delete the file to start afresh, or choose another --cache-dir."
-            ) from exc

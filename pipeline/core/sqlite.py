@@ -1,26 +1,45 @@
-"""One owner of one SQLite file: the way every listclean database is opened and closed.
+"""One owner of one SQLite file: the way every listclean database is opened, used and closed.
 
 WAL mode lets readers (``listclean keys list``, a second process) work beside the one writer;
 ``synchronous=NORMAL`` is durable across process crashes in WAL mode; ``busy_timeout`` makes a
 second process wait out a write instead of failing. Autocommit: each statement is its own
-transaction unless the owner opens one.
+transaction unless the owner opens one with :meth:`SqliteFile._transaction`. Every SQLite error
+surfaces as a :class:`StoreError` that names the file and says what to do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self, TypeVar
 
 from pipeline.core.errors import StoreError
 
+T = TypeVar("T")
+
 
 class SqliteFile:
-    """Base of the stores: opens *path* with *schema*, closes on ``with`` exit."""
+    """Base of the stores: opens *path* with *schema*, closes on ``with`` exit.
 
-    def __init__(self, path: Path, schema: str, *, what: str, remedy: str) -> None:
+    *remedy* says what to do when the file cannot be opened; *broken_remedy* (default: the
+    same) what to do when a statement fails on an open file.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        schema: str,
+        *,
+        what: str,
+        remedy: str,
+        broken_remedy: str | None = None,
+    ) -> None:
         self.path = path
+        self._what = what
+        self._broken_remedy = broken_remedy or remedy
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -44,3 +63,26 @@ class SqliteFile:
 
     def close(self) -> None:
         self._db.close()
+
+    @contextlib.contextmanager
+    def _transaction(self, begin: str = "BEGIN") -> Iterator[None]:
+        """Statements inside run as one transaction (``BEGIN IMMEDIATE`` to write at once)."""
+        self._run(lambda db: db.execute(begin))
+        try:
+            yield
+        except BaseException:
+            self._run(lambda db: db.execute("ROLLBACK"))
+            raise
+        self._run(lambda db: db.execute("COMMIT"))
+
+    def _query(self, sql: str, params: Any = ()) -> list[Any]:
+        return self._run(lambda db: db.execute(sql, params).fetchall())
+
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        try:
+            return work(self._db)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"{self._what[:1].upper()}{self._what[1:]} at {self.path} failed: {exc}. "
+                f"{self._broken_remedy}"
+            ) from exc
