@@ -261,13 +261,7 @@ def _attach_remote(rows: pl.DataFrame, answers: dict[str, RemoteAnswer]) -> pl.D
             "API_SUSPECTED_BOUNCES": pl.Boolean,
         },
     )
-    probeable = (pl.col("KEY") != "") & (pl.col("SYNTAX") == Syntax.OK.value)
-    joined = rows.join(table, on="KEY", how="left", maintain_order="left")
-    return joined.with_columns(
-        pl.when(probeable).then(pl.col(c)).otherwise(None).alias(c)
-        for c in table.columns
-        if c != "KEY"
-    )
+    return _join_answers(rows, table)
 
 
 def _failure(answer: RemoteAnswer) -> str | None:
@@ -292,10 +286,16 @@ def _attach(rows: pl.DataFrame, answers: dict[str, MailboxResult]) -> pl.DataFra
             "MAILBOX_AT": pl.Float64,
         },
     )
-    # Duplicates share their first occurrence's key, so they get the same answer.
+    return _join_answers(rows, table)
+
+
+def _join_answers(rows: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """Each row gets its address's answer by KEY, so duplicates get their first's answer;
+    rows that were never probeable get nulls even when another row shares their key."""
     probeable = (pl.col("KEY") != "") & (pl.col("SYNTAX") == Syntax.OK.value)
     joined = rows.join(table, on="KEY", how="left", maintain_order="left")
     return joined.with_columns(
         pl.when(probeable).then(pl.col(c)).otherwise(None).alias(c)
-        for c in ("MAILBOX", "MAILBOX_REPLY", "MAILBOX_AT")
+        for c in table.columns
+        if c != "KEY"
     )
