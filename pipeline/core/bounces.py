@@ -640,6 +640,28 @@ class BounceLedger(SqliteFile):
                     found[key] = never_seen
         return found
 
+    def scope(self) -> tuple[set[str], set[str]]:
+        """(keys that have events, domains the domain rule flags): the only keys that can get
+        a flag. A batch asks :meth:`flags` for its keys within this scope, so a ledger of
+        thousands costs a list of millions little, and an empty ledger costs nothing."""
+        kinds = {k.name.lower(): k.value for k in BounceKind}
+        with self._transaction("BEGIN"):
+            keys = {key for (key,) in self._query("SELECT DISTINCT key FROM events")}
+            domains = [d for (d,) in self._query("SELECT DISTINCT domain FROM events")]
+            dead = {
+                domain
+                for (domain,) in self._query(
+                    _DEAD_DOMAINS,
+                    {
+                        "domains": json.dumps(domains),
+                        "min_addresses": self._config.domain_min_addresses,
+                        "rate": self._config.domain_hard_rate,
+                        **kinds,
+                    },
+                )
+            }
+        return keys, dead
+
     def events(self, email: str | None = None, limit: int = 100) -> list[BounceEvent]:
         """The newest *limit* events, of one address (any spelling of it) when *email* is given."""
         if email is None:

@@ -253,7 +253,11 @@ def attach_bounces(ledger: BounceLedger | None, rows: pl.DataFrame) -> pl.DataFr
     """LEDGER_KNOWN / LEDGER_SUSPECTED per row from the ledger (one query for all keys)."""
     if ledger is None:
         return rows
-    keys = rows.filter(pl.col("KEY") != "").get_column("KEY").unique().to_list()
+    with_events, dead_domains = ledger.scope()
+    if not with_events and not dead_domains:
+        return rows
+    in_scope = pl.col("KEY").is_in(list(with_events)) | pl.col("DOMAIN").is_in(list(dead_domains))
+    keys = rows.filter((pl.col("KEY") != "") & in_scope).get_column("KEY").unique().to_list()
     flags = ledger.flags(keys)
     table = pl.DataFrame(
         {
