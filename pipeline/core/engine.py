@@ -360,26 +360,31 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         .fill_null("")
     )
     corrected = suggestion if domain_mode else pl.col("LOCAL") + "@" + suggestion
-    return rows.with_columns(
-        VERDICT=address_judged["VERDICT"],
-        SCORE=address_judged["SCORE"],
-        REASON=address_judged["REASON"],
-        DOMAIN_VERDICT=pl.when(has_domain_answer)
-        .then(domain_judged["VERDICT"])
-        .otherwise(pl.lit(Verdict.INVALID.value)),
-        MX=pl.col("MX").fill_null(""),
-        # The ledger's word, the remote service's, and an SMTP answer of "disabled" or "full".
-        HAS_SUSPECTED_BOUNCES=pl.any_horizontal(
-            pl.col("LEDGER_SUSPECTED"),
-            pl.col("API_SUSPECTED_BOUNCES"),
-            pl.col("MAILBOX").is_in([Mailbox.DISABLED.value, Mailbox.FULL.value]),
-        ).fill_null(False),
-        LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS=pl.col("ROLE"),
-        HAS_KNOWN_BOUNCES=pl.any_horizontal(
-            pl.col("LEDGER_KNOWN"), pl.col("API_KNOWN_BOUNCES")
-        ).fill_null(False),
-        DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
-        SUGGESTION=pl.when(suggestion != "").then(corrected).otherwise(pl.lit("")),
+    # Lazily: one optimized plan for all the columns below is cheaper than the eager pass.
+    return (
+        rows.lazy()
+        .with_columns(
+            VERDICT=address_judged["VERDICT"],
+            SCORE=address_judged["SCORE"],
+            REASON=address_judged["REASON"],
+            DOMAIN_VERDICT=pl.when(has_domain_answer)
+            .then(domain_judged["VERDICT"])
+            .otherwise(pl.lit(Verdict.INVALID.value)),
+            MX=pl.col("MX").fill_null(""),
+            # The ledger's word, the remote service's, and an SMTP answer of "disabled" or "full".
+            HAS_SUSPECTED_BOUNCES=pl.any_horizontal(
+                pl.col("LEDGER_SUSPECTED"),
+                pl.col("API_SUSPECTED_BOUNCES"),
+                pl.col("MAILBOX").is_in([Mailbox.DISABLED.value, Mailbox.FULL.value]),
+            ).fill_null(False),
+            LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS=pl.col("ROLE"),
+            HAS_KNOWN_BOUNCES=pl.any_horizontal(
+                pl.col("LEDGER_KNOWN"), pl.col("API_KNOWN_BOUNCES")
+            ).fill_null(False),
+            DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
+            SUGGESTION=pl.when(suggestion != "").then(corrected).otherwise(pl.lit("")),
+        )
+        .collect()
     )
 
 

@@ -27,15 +27,16 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-
-import aiohttp
+from typing import TYPE_CHECKING
 
 from pipeline.core.config import ApiConfig
 from pipeline.core.errors import UsageError
 from pipeline.core.probe import Budget, Target
 from pipeline.core.verdict import Verdict
 
-_ITEM = re.compile(r'"?([^";,\s]+)"?\s*((?:;\s*[a-z]+=[^;,]+)*)')
+if TYPE_CHECKING:  # imported when a run uses the API: every `listclean` start would pay for it
+    import aiohttp
+
 _PARAM = re.compile(r";\s*([a-z]+)=([^;,]+)")
 
 
@@ -174,6 +175,8 @@ class RemoteVerifier:
     async def run(self, targets: Sequence[Target]) -> dict[str, RemoteAnswer]:
         answers: dict[str, RemoteAnswer] = {}
         queue = collections.deque(targets)
+        import aiohttp
+
         timeout = aiohttp.ClientTimeout(total=self._config.timeout)
         headers = {"Authorization": f"Bearer {self._key}"} if self._key else {}
         async with aiohttp.ClientSession(timeout=timeout, headers=headers) as session:
@@ -211,6 +214,8 @@ class RemoteVerifier:
         return True
 
     async def _ask(self, session: aiohttp.ClientSession, address: str) -> RemoteAnswer:
+        import aiohttp
+
         failure = "no answer"
         for attempt in range(self._config.retries + 1):
             if attempt:

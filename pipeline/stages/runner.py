@@ -114,12 +114,21 @@ def run_clean(job: CleanJob, engine: Engine) -> RunSummary:
         smtp_sessions=int(ver.get("smtp_sessions", 0)),
         api_requests=int(ver.get("api_requests", 0)),
         verdicts=_counts(work.get_column("VERDICT")),
-        reasons=_counts(work.get_column("REASON").str.split(";").explode()),
+        reasons=_reason_counts(work.get_column("REASON")),
         stages=clock.stages,
         warnings=list(read.warnings),
     )
     write_summary(summary.as_dict(), paths.summary)
     return summary
+
+
+def _reason_counts(reasons: pl.Series) -> dict[str, int]:
+    """Rows per reason code; split once per distinct REASON string, not once per row."""
+    per_string = reasons.value_counts(name="n")
+    codes = per_string.with_columns(pl.col(reasons.name).str.split(";")).explode(reasons.name)
+    totals = codes.filter(pl.col(reasons.name) != "").group_by(reasons.name).agg(pl.col("n").sum())
+    ordered = totals.sort(["n", reasons.name], descending=[True, False])
+    return {str(code): int(n) for code, n in ordered.iter_rows()}
 
 
 def _counts(values: pl.Series) -> dict[str, int]:
