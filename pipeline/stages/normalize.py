@@ -18,7 +18,10 @@ def normalize(
     emails = originals.get_column(email_column).cast(pl.String)
     work = annotate_addresses(emails, lists)
     details: dict[str, int | float | str] = {
-        "distinct_addresses": work.filter(pl.col("KEY") != "").get_column("KEY").n_unique(),
+        # Every distinct address has exactly one first occurrence: no second hash pass needed.
+        "distinct_addresses": work.select(
+            ((pl.col("KEY") != "") & ~pl.col("DUPLICATE")).sum()
+        ).item(),
         "duplicates": int(work.get_column("DUPLICATE").sum()),
     }
     return work, details
