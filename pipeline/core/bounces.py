@@ -63,7 +63,7 @@ from pipeline.core.address import ParsedAddress, Syntax, normalize_column, parse
 from pipeline.core.config import BouncesConfig
 from pipeline.core.errors import InputError
 from pipeline.core.sqlite import SqliteFile
-from pipeline.core.textfile import decode, read_rows, sniff_delimiter
+from pipeline.core.textfile import decode, read_parquet, read_rows, sniff_delimiter
 
 __all__ = [
     "BounceEvent",
@@ -211,12 +211,7 @@ def _looks_like_message(head: bytes) -> bool:
 
 
 def _read_parquet(path: Path) -> _Table:
-    try:
-        frame = pl.read_parquet(path)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise InputError(
-            f"Cannot read {path} as Parquet: {exc}. Check that the file is complete."
-        ) from exc
+    frame = read_parquet(path)
     columns = {name: frame.get_column(name).to_list() for name in frame.columns}
     return _Table(columns, [f"{path.name} row {n}" for n in range(1, frame.height + 1)], [])
 

@@ -1,4 +1,4 @@
-"""Delimited text files as people export them: one reader for lists and bounce reports.
+"""Files of rows as people export them: one reader for lists, bounce reports and contacts.
 
 Encodings: UTF-8 with or without a BOM; otherwise Windows-1252 (what spreadsheet programs on
 Windows write), and Latin-1 as the last resort because it decodes any byte string. Delimiters:
@@ -11,6 +11,11 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from pipeline.core.errors import InputError
 
 DELIMITERS = (",", ";", "\t", "|")
 _SNIFF_LINES = 20
@@ -75,3 +80,13 @@ def read_rows(text: str, delimiter: str) -> Rows:
     except csv.Error as exc:  # e.g. a field over csv.field_size_limit(): the rest is unusable
         result.rejects.append((line, f"unreadable CSV from here on: {exc}", ""))
     return result
+
+
+def read_parquet(path: Path) -> pl.DataFrame:
+    """A Parquet file, or an InputError that names it (a truncated copy is the usual cause)."""
+    try:
+        return pl.read_parquet(path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(
+            f"Cannot read {path} as Parquet: {exc}. Check that the file is complete."
+        ) from exc

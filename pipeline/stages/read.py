@@ -17,7 +17,7 @@ import polars as pl
 
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS
-from pipeline.core.textfile import decode, read_rows, sniff_delimiter
+from pipeline.core.textfile import decode, read_parquet, read_rows, sniff_delimiter
 
 _SNIFF_BYTES = 64 * 1024
 _PARQUET_MAGIC = b"PAR1"
@@ -97,13 +97,7 @@ def _avoid_collisions(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]
 
 
 def _read_parquet(path: Path) -> ReadResult:
-    try:
-        frame = pl.read_parquet(path)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise InputError(
-            f"Cannot read {path} as Parquet: {exc}. Check that the file is complete."
-        ) from exc
-    return ReadResult(frame, "", pl.DataFrame(schema=REJECT_SCHEMA), "parquet")
+    return ReadResult(read_parquet(path), "", pl.DataFrame(schema=REJECT_SCHEMA), "parquet")
 
 
 def _read_csv(path: Path) -> ReadResult:
