@@ -31,7 +31,7 @@ from pipeline.core.dns import (
 )
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes import MailboxChecker, RemoteChecker, check_mailboxes, check_remote
-from pipeline.core.schema import SPEC_COLUMNS
+from pipeline.core.schema import ADDRESS_COLUMNS, SPEC_COLUMNS, keyed_schema
 from pipeline.core.smtp import Mailbox
 from pipeline.core.store import DomainCache
 from pipeline.core.suggest import suggest_domain
@@ -217,21 +217,6 @@ def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.Da
     )
 
 
-# The address-level columns, null where a row has no address-level answer.
-ADDRESS_COLUMNS: Mapping[str, type[pl.DataType]] = {
-    "MAILBOX": pl.String,  # a Mailbox value: the SMTP answer, or why there is none
-    "MAILBOX_REPLY": pl.String,  # the server's words, or the remote error
-    "MAILBOX_AT": pl.Float64,  # when the mail server answered (Unix time)
-    "API_VERDICT": pl.String,  # a remote service's answer (--verify api)
-    "API_SCORE": pl.Float64,
-    "API_KNOWN_BOUNCES": pl.Boolean,
-    "API_SUSPECTED_BOUNCES": pl.Boolean,
-    "LEDGER_KNOWN": pl.Boolean,  # the bounce ledger's flags
-    "LEDGER_SUSPECTED": pl.Boolean,
-    "LEDGER_LAST_HARD_AT": pl.Float64,
-}
-
-
 def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
     """*rows* with every address-level column, null where the step did not fill it."""
     missing = {c: t for c, t in ADDRESS_COLUMNS.items() if c not in rows.columns}
@@ -266,12 +251,7 @@ def attach_bounces(ledger: BounceLedger | None, rows: pl.DataFrame) -> pl.DataFr
             "LEDGER_SUSPECTED": [f.suspected for f in flags.values()],
             "LEDGER_LAST_HARD_AT": [f.last_hard_at for f in flags.values()],
         },
-        schema={
-            "KEY": pl.String,
-            "LEDGER_KNOWN": pl.Boolean,
-            "LEDGER_SUSPECTED": pl.Boolean,
-            "LEDGER_LAST_HARD_AT": pl.Float64,
-        },
+        schema=keyed_schema("LEDGER_KNOWN", "LEDGER_SUSPECTED", "LEDGER_LAST_HARD_AT"),
     )
     return rows.join(table, on="KEY", how="left", maintain_order="left")
 

@@ -10,7 +10,7 @@ a run killed and started again reaches the same ones.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -24,6 +24,7 @@ from pipeline.core.lists import DomainLists
 from pipeline.core.mailbox_store import MailboxCache
 from pipeline.core.probe import Budget, MailboxResult, Prober, ProbeStats, Target
 from pipeline.core.remote import QuotaLedger, RemoteAnswer, RemoteVerifier
+from pipeline.core.schema import keyed_schema
 from pipeline.core.smtp import Mailbox, SmtpSettings
 
 _PROBEABLE = (
@@ -81,6 +82,15 @@ def probe_order(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _unanswered(ordered: pl.DataFrame, answered: Mapping[str, object]) -> list[Target]:
+    """The rows of :func:`probe_order` still without an answer, as targets, in that order."""
+    return [
+        Target(key, email, domain, DnsStatus(status))
+        for key, email, domain, status in ordered.iter_rows()
+        if key not in answered
+    ]
+
+
 def allocate(
     targets: Sequence[Target], budget: Budget, known_catch_all: set[str]
 ) -> tuple[list[Target], list[Target]]:
@@ -89,9 +99,9 @@ def allocate(
     Each address costs one RCPT, and the first address of a domain whose catch-all behaviour is
     not known costs one more (the random local part).
     """
-    if budget.limit is None:
+    left = budget.left
+    if left is None:
         return list(targets), []
-    left = budget.limit - budget.spent
     reached: list[Target] = []
     counted = set(known_catch_all)
     for i, target in enumerate(targets):
@@ -113,27 +123,12 @@ async def check_mailboxes(
 ) -> pl.DataFrame:
     """MAILBOX (a Mailbox value or null) and MAILBOX_REPLY for every row."""
     ordered = probe_order(rows)
-    keys = ordered.get_column("KEY").to_list()
-    answers = checker.cache.get_many(keys)
-    targets = [
-        Target(key, email, domain, DnsStatus(status))
-        for key, email, domain, status in ordered.iter_rows()
-        if key not in answers
-    ]
+    answers = checker.cache.get_many(ordered.get_column("KEY").to_list())
+    targets = _unanswered(ordered, answers)
     known = checker.cache.catch_all({t.domain for t in targets})
     reached, skipped = allocate(targets, checker.budget, set(known))
     if checker.on_plan is not None:
-        checker.on_plan(
-            Plan(
-                distinct_addresses=rows.filter(pl.col("KEY") != "").get_column("KEY").n_unique(),
-                need_checks=len(targets),
-                cached=len(answers),
-                budget=None
-                if checker.budget.limit is None
-                else checker.budget.limit - checker.budget.spent,
-                covered=len(reached),
-            )
-        )
+        checker.on_plan(_plan(rows, len(targets), len(answers), checker.budget, len(reached)))
 
     def remember(key: str, result: MailboxResult) -> None:
         checker.cache.put(key, result)
@@ -187,13 +182,8 @@ async def check_remote(checker: RemoteChecker, rows: pl.DataFrame) -> pl.DataFra
     """MAILBOX (errors, budget) and the remote answer's API_* columns for every row."""
     api = checker.config.url.rstrip("/")
     ordered = probe_order(rows)
-    keys = ordered.get_column("KEY").to_list()
-    known = checker.cache.remote_answers(keys, api)
-    targets = [
-        Target(key, email, domain, DnsStatus(status))
-        for key, email, domain, status in ordered.iter_rows()
-        if key not in known
-    ]
+    known = checker.cache.remote_answers(ordered.get_column("KEY").to_list(), api)
+    targets = _unanswered(ordered, known)
     cache = checker.cache
     ledger = QuotaLedger(
         cache.quota_spent, cache.add_quota_spent, cache.quota_limit, cache.set_quota_limit
@@ -219,11 +209,7 @@ def _share_out(
     targets: Sequence[Target], budget: Budget, quota_left: int | None
 ) -> tuple[list[Target], list[Target]]:
     """One request per address, in priority order, within the run's budget and the quota."""
-    limits = [
-        n
-        for n in (quota_left, None if budget.limit is None else budget.limit - budget.spent)
-        if n is not None
-    ]
+    limits = [n for n in (quota_left, budget.left) if n is not None]
     if not limits:
         return list(targets), []
     n = max(0, min(limits))
@@ -235,7 +221,7 @@ def _plan(rows: pl.DataFrame, need: int, cached: int, budget: Budget, covered: i
         distinct_addresses=rows.filter(pl.col("KEY") != "").get_column("KEY").n_unique(),
         need_checks=need,
         cached=cached,
-        budget=None if budget.limit is None else budget.limit - budget.spent,
+        budget=budget.left,
         covered=covered,
     )
 
@@ -251,15 +237,14 @@ def _attach_remote(rows: pl.DataFrame, answers: dict[str, RemoteAnswer]) -> pl.D
             "API_KNOWN_BOUNCES": [a.known_bounces for a in answers.values()],
             "API_SUSPECTED_BOUNCES": [a.suspected_bounces for a in answers.values()],
         },
-        schema={
-            "KEY": pl.String,
-            "MAILBOX": pl.String,
-            "MAILBOX_REPLY": pl.String,
-            "API_VERDICT": pl.String,
-            "API_SCORE": pl.Float64,
-            "API_KNOWN_BOUNCES": pl.Boolean,
-            "API_SUSPECTED_BOUNCES": pl.Boolean,
-        },
+        schema=keyed_schema(
+            "MAILBOX",
+            "MAILBOX_REPLY",
+            "API_VERDICT",
+            "API_SCORE",
+            "API_KNOWN_BOUNCES",
+            "API_SUSPECTED_BOUNCES",
+        ),
     )
     return _join_answers(rows, table)
 
@@ -279,12 +264,7 @@ def _attach(rows: pl.DataFrame, answers: dict[str, MailboxResult]) -> pl.DataFra
             "MAILBOX_REPLY": [a.reply for a in answers.values()],
             "MAILBOX_AT": [a.at for a in answers.values()],
         },
-        schema={
-            "KEY": pl.String,
-            "MAILBOX": pl.String,
-            "MAILBOX_REPLY": pl.String,
-            "MAILBOX_AT": pl.Float64,
-        },
+        schema=keyed_schema("MAILBOX", "MAILBOX_REPLY", "MAILBOX_AT"),
     )
     return _join_answers(rows, table)
 

@@ -75,6 +75,11 @@ class Budget:
         return True
 
     @property
+    def left(self) -> int | None:
+        """What may still be spent; None: no limit."""
+        return None if self.limit is None else self.limit - self.spent
+
+    @property
     def exhausted(self) -> bool:
         return self.limit is not None and self.spent >= self.limit
 

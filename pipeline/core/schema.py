@@ -32,3 +32,23 @@ BOOKKEEPING_COLUMNS: Mapping[str, type[pl.DataType]] = {
 }
 
 OUTPUT_COLUMNS: Mapping[str, type[pl.DataType]] = {**SPEC_COLUMNS, **BOOKKEEPING_COLUMNS}
+
+# Work columns of the address-level step, null where a row has no address-level answer:
+# filled by the mailbox (SMTP), remote API and bounce-ledger steps, read by the verdict.
+ADDRESS_COLUMNS: Mapping[str, type[pl.DataType]] = {
+    "MAILBOX": pl.String,  # a Mailbox value: the SMTP answer, or why there is none
+    "MAILBOX_REPLY": pl.String,  # the server's words, or the remote error
+    "MAILBOX_AT": pl.Float64,  # when the mail server answered (Unix time)
+    "API_VERDICT": pl.String,  # a remote service's answer (--verify api)
+    "API_SCORE": pl.Float64,
+    "API_KNOWN_BOUNCES": pl.Boolean,
+    "API_SUSPECTED_BOUNCES": pl.Boolean,
+    "LEDGER_KNOWN": pl.Boolean,  # the bounce ledger's flags
+    "LEDGER_SUSPECTED": pl.Boolean,
+    "LEDGER_LAST_HARD_AT": pl.Float64,
+}
+
+
+def keyed_schema(*columns: str) -> dict[str, type[pl.DataType]]:
+    """The schema of an answer table: the dedupe KEY, then some of ``ADDRESS_COLUMNS``."""
+    return {"KEY": pl.String, **{c: ADDRESS_COLUMNS[c] for c in columns}}
