@@ -103,50 +103,88 @@ def _query(name: str, description: str) -> dict[str, Any]:
     }
 
 
-def _email_operation(method: str) -> dict[str, Any]:
+def _operation(
+    method: str,
+    operation_id: str,
+    summary: str,
+    description: str,
+    parameters: list[tuple[str, str]],
+    result: tuple[str, str],
+    problems: dict[str, dict[str, Any]],
+    body: dict[str, Any],
+) -> dict[str, Any]:
+    """One counted API operation: its parameters (the key last), its 200 with the rate-limit
+    headers, the problem answers every counted endpoint shares, and on POST the same fields
+    as a JSON or form body."""
+    schema, described = result
+    responses: dict[str, Any] = {
+        "200": {
+            "description": described,
+            "headers": {h: {"$ref": f"#/components/headers/{h}"} for h in _RATE_HEADERS},
+            "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
+        },
+        "401": _problem("Unknown or revoked API key (not counted).", "WWW-Authenticate"),
+        "405": _problem("Method not allowed.", "Allow"),
+        "429": _problem("Quota or burst limit exhausted.", "Retry-After"),
+        "500": _problem("Unexpected failure."),
+        **problems,
+    }
     operation: dict[str, Any] = {
-        "operationId": f"verifyEmail{method.title()}",
-        "summary": "Verify an email address, or a bare domain",
-        "description": "Exactly one of email or domain. A malformed address is a 200 with "
-        "VERDICT Invalid. Counted against the caller's quota.",
+        "operationId": f"{operation_id}{method.title()}",
+        "summary": summary,
+        "description": description,
         "parameters": [
-            _query("email", "The address to verify."),
-            _query("domain", "A bare domain to verify (domain mode)."),
+            *(_query(name, text) for name, text in parameters),
             _query("apikey", "API key, legacy; the Authorization header wins when both are sent."),
         ],
         "security": [{}, {"bearer": []}, {"apikey": []}],
-        "responses": {
-            "200": {
-                "description": "The verification result.",
-                "headers": {h: {"$ref": f"#/components/headers/{h}"} for h in _RATE_HEADERS},
-                "content": {
-                    "application/json": {"schema": {"$ref": "#/components/schemas/EmailResult"}}
-                },
-            },
-            "400": _problem("Missing, conflicting or invalid parameters (not counted)."),
-            "401": _problem("Unknown or revoked API key (not counted).", "WWW-Authenticate"),
-            "405": _problem("Method not allowed.", "Allow"),
-            "429": _problem("Quota or burst limit exhausted.", "Retry-After"),
-            "500": _problem("Unexpected failure."),
-        },
+        "responses": dict(sorted(responses.items())),
     }
     if method == "post":
-        body = {
-            "type": "object",
-            "properties": {
-                "email": {"type": "string"},
-                "domain": {"type": "string"},
-                "apikey": {"type": "string"},
-            },
-        }
+        fields = {"type": "object", "properties": {**body, "apikey": {"type": "string"}}}
         operation["requestBody"] = {
             "required": False,
             "content": {
-                "application/json": {"schema": body},
-                "application/x-www-form-urlencoded": {"schema": body},
+                "application/json": {"schema": fields},
+                "application/x-www-form-urlencoded": {"schema": fields},
             },
         }
     return operation
+
+
+def _email_operation(method: str) -> dict[str, Any]:
+    return _operation(
+        method,
+        "verifyEmail",
+        "Verify an email address, or a bare domain",
+        "Exactly one of email or domain. A malformed address is a 200 with "
+        "VERDICT Invalid. Counted against the caller's quota.",
+        [("email", "The address to verify."), ("domain", "A bare domain to verify (domain mode).")],
+        ("EmailResult", "The verification result."),
+        {"400": _problem("Missing, conflicting or invalid parameters (not counted).")},
+        {"email": {"type": "string"}, "domain": {"type": "string"}},
+    )
+
+
+def _find_operation(method: str) -> dict[str, Any]:
+    return _operation(
+        method,
+        "findContact",
+        "Find a contact by email, phone number or name",
+        "find_Contact must be the text true (the name is case-sensitive). No "
+        "match, an ambiguous match and an opted-out person all answer the same 404. Every "
+        "search is counted against the caller's quota and written to the audit log.",
+        [
+            ("search_term", "An email address, a phone number, or a name (+ city/company)."),
+            ("find_Contact", "Must be the text true."),
+        ],
+        ("Contact", "The matching contact."),
+        {
+            "400": _problem("Missing or invalid parameters (not counted)."),
+            "404": _problem("No contact matches (also: ambiguous, or opted out)."),
+        },
+        {"search_term": {"type": "string"}, "find_Contact": {"type": ["string", "boolean"]}},
+    )
 
 
 def contact_schema() -> dict[str, Any]:
@@ -167,54 +205,6 @@ def contact_schema() -> dict[str, Any]:
             },
         },
     }
-
-
-def _find_operation(method: str) -> dict[str, Any]:
-    operation: dict[str, Any] = {
-        "operationId": f"findContact{method.title()}",
-        "summary": "Find a contact by email, phone number or name",
-        "description": "find_Contact must be the text true (the name is case-sensitive). No "
-        "match, an ambiguous match and an opted-out person all answer the same 404. Every "
-        "search is counted against the caller's quota and written to the audit log.",
-        "parameters": [
-            _query("search_term", "An email address, a phone number, or a name (+ city/company)."),
-            _query("find_Contact", "Must be the text true."),
-            _query("apikey", "API key, legacy; the Authorization header wins when both are sent."),
-        ],
-        "security": [{}, {"bearer": []}, {"apikey": []}],
-        "responses": {
-            "200": {
-                "description": "The matching contact.",
-                "headers": {h: {"$ref": f"#/components/headers/{h}"} for h in _RATE_HEADERS},
-                "content": {
-                    "application/json": {"schema": {"$ref": "#/components/schemas/Contact"}}
-                },
-            },
-            "400": _problem("Missing or invalid parameters (not counted)."),
-            "401": _problem("Unknown or revoked API key (not counted).", "WWW-Authenticate"),
-            "404": _problem("No contact matches (also: ambiguous, or opted out)."),
-            "405": _problem("Method not allowed.", "Allow"),
-            "429": _problem("Quota or burst limit exhausted.", "Retry-After"),
-            "500": _problem("Unexpected failure."),
-        },
-    }
-    if method == "post":
-        body = {
-            "type": "object",
-            "properties": {
-                "search_term": {"type": "string"},
-                "find_Contact": {"type": ["string", "boolean"]},
-                "apikey": {"type": "string"},
-            },
-        }
-        operation["requestBody"] = {
-            "required": False,
-            "content": {
-                "application/json": {"schema": body},
-                "application/x-www-form-urlencoded": {"schema": body},
-            },
-        }
-    return operation
 
 
 def openapi_document(config: ServiceConfig) -> dict[str, Any]:
