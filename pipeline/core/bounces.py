@@ -63,7 +63,13 @@ from pipeline.core.address import ParsedAddress, Syntax, normalize_column, parse
 from pipeline.core.config import BouncesConfig
 from pipeline.core.errors import InputError
 from pipeline.core.sqlite import SqliteFile
-from pipeline.core.textfile import decode, read_parquet, read_rows, sniff_delimiter
+from pipeline.core.textfile import (
+    decode,
+    find_column,
+    read_parquet,
+    read_rows,
+    sniff_delimiter,
+)
 
 __all__ = [
     "BounceEvent",
@@ -226,17 +232,8 @@ def _read_csv(path: Path) -> _Table:
     return _Table(columns, where, rejected)
 
 
-def _find_column(columns: Iterable[str], names: tuple[str, ...]) -> str | None:
-    folded = {column: re.sub(r"[\s_\-]+", "", column.casefold()) for column in columns}
-    for name in names:
-        for column, key in folded.items():
-            if key == name:
-                return column
-    return None
-
-
 def _table_events(table: _Table, path: Path, mtime: float) -> tuple[list[BounceEvent], Rejected]:
-    email_column = _find_column(table.columns, _EMAIL_NAMES)
+    email_column = find_column(table.columns, _EMAIL_NAMES)
     if email_column is None:
         listing = ", ".join(repr(c) for c in table.columns) or "(none)"
         raise InputError(
@@ -245,7 +242,7 @@ def _table_events(table: _Table, path: Path, mtime: float) -> tuple[list[BounceE
             "Rename the address column to one of those."
         )
     rejected = list(table.rejected)
-    if not any(_find_column(table.columns, n) for n in (_TYPE_NAMES, _STATUS_NAMES)):
+    if not any(find_column(table.columns, n) for n in (_TYPE_NAMES, _STATUS_NAMES)):
         why = "the file has no type or status column: hard or soft?"
         return [], rejected + [(where, why) for where in table.where]
     raw = table.columns[email_column]
@@ -293,7 +290,7 @@ def _row_event(
 
 
 def _column(table: _Table, names: tuple[str, ...]) -> list[Any]:
-    found = _find_column(table.columns, names)
+    found = find_column(table.columns, names)
     return table.columns[found] if found is not None else [None] * len(table.where)
 
 

@@ -31,7 +31,6 @@ Merging
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,7 @@ import polars as pl
 from pipeline.core.address import Syntax, normalize_column
 from pipeline.core.contacts_search import normalize_phone, person_key
 from pipeline.core.errors import InputError
-from pipeline.core.textfile import decode, read_rows, sniff_delimiter
+from pipeline.core.textfile import decode, find_column, read_rows, sniff_delimiter
 
 __all__ = [
     "ContactImport",
@@ -158,10 +157,9 @@ def _read_csv(path: Path) -> Table:
 
 
 def _find_columns(table: Table, path: Path) -> dict[str, str]:
-    folded = {column: re.sub(r"[\s_\-]+", "", column.casefold()) for column in table.columns}
     found: dict[str, str] = {}
     for field, names in _COLUMN_NAMES.items():
-        column = next((c for name in names for c, key in folded.items() if key == name), None)
+        column = find_column(table.columns, names)
         if column is not None:
             found[field] = column
     if not any(field in found for field in _IDENTIFYING):

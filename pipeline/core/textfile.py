@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,6 +82,18 @@ def read_rows(text: str, delimiter: str) -> Rows:
     except csv.Error as exc:  # e.g. a field over csv.field_size_limit(): the rest is unusable
         result.rejects.append((line, f"unreadable CSV from here on: {exc}", ""))
     return result
+
+
+def find_column(columns: Iterable[str], names: Sequence[str]) -> str | None:
+    """The first of *columns* called one of *names* (in the order of *names*), comparing
+    without case, spaces, ``-`` or ``_``: "E-Mail", "email_address" and "Email Address" are
+    how exports spell the same header. *names* are given in that folded form."""
+    folded = {column: re.sub(r"[\s_\-]+", "", column.casefold()) for column in columns}
+    for name in names:
+        for column, key in folded.items():
+            if key == name:
+                return column
+    return None
 
 
 def read_parquet(path: Path) -> pl.DataFrame:

@@ -9,7 +9,6 @@ rows in = rows out + rows rejected, always.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +16,13 @@ import polars as pl
 
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS
-from pipeline.core.textfile import decode, read_parquet, read_rows, sniff_delimiter
+from pipeline.core.textfile import (
+    decode,
+    find_column,
+    read_parquet,
+    read_rows,
+    sniff_delimiter,
+)
 
 _SNIFF_BYTES = 64 * 1024
 _PARQUET_MAGIC = b"PAR1"
@@ -70,11 +75,9 @@ def find_email_column(columns: list[str], wanted: str | None, path: Path) -> str
             f"{path} has no column named {wanted!r}. Its columns are: {_listing(columns)}. "
             "Pass one of them with --email-column."
         )
-    keys = {c: re.sub(r"[\s_\-]+", "", c.casefold()) for c in columns}
-    for name in _EMAIL_NAMES:
-        for column, key in keys.items():
-            if key == name:
-                return column
+    found = find_column(columns, _EMAIL_NAMES)
+    if found is not None:
+        return found
     raise InputError(
         f"Cannot tell which column of {path} holds the email addresses. Its columns are: "
         f"{_listing(columns)}. Name it with --email-column."
