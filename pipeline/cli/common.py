@@ -16,7 +16,7 @@ from pathlib import Path
 import platformdirs
 from tqdm import tqdm
 
-from pipeline.core.bounces import BounceLedger, ledger_path
+from pipeline.core.bounces import BounceLedger
 from pipeline.core.config import Config, VerifyConfig, load_config
 from pipeline.core.engine import Engine, Progress
 from pipeline.core.errors import UsageError
@@ -25,6 +25,7 @@ from pipeline.core.mailbox_store import MailboxCache
 from pipeline.core.mailboxes import MailboxChecker, Plan, RemoteChecker
 from pipeline.core.probe import Budget
 from pipeline.core.smtp import SmtpSettings
+from pipeline.core.sqlite import store_beside
 from pipeline.core.store import DomainCache
 from pipeline.stages.workdir import WorkDir
 
@@ -170,13 +171,7 @@ def cache_path(args: argparse.Namespace, config: Config) -> Path:
 
 
 def bounce_ledger_path(args: argparse.Namespace, config: Config) -> Path:
-    cache = cache_path(args, config)
-    default = ledger_path(config.bounces, cache.parent)
-    return (
-        default.with_name("sandbox-" + default.name)
-        if args.sandbox and not config.bounces.db
-        else default
-    )
+    return store_beside(cache_path(args, config), "bounces", config.bounces.db)
 
 
 # --- the engine -------------------------------------------------------------------------------
@@ -204,9 +199,7 @@ def _mailbox_checker(
     stack: contextlib.ExitStack, args: argparse.Namespace, config: Config, work: WorkDir | None
 ) -> MailboxChecker:
     verify = config.verify
-    path = cache_path(args, config).with_name(
-        ("sandbox-" if args.sandbox else "") + "mailboxes.sqlite"
-    )
+    path = store_beside(cache_path(args, config), "mailboxes")
     helo = verify.helo or socket.getfqdn()
     # In the sandbox, probes may only go to loopback: the world's made-up addresses
     # (192.0.2.x and the like) must never be connected to.
@@ -236,9 +229,7 @@ def _remote_checker(
     if not api.url:
         raise UsageError("--verify api needs the service's address: pass --api-url URL.")
     key = getattr(args, "api_key", None) or os.environ.get("LISTCLEAN_API_KEY") or None
-    path = cache_path(args, config).with_name(
-        ("sandbox-" if args.sandbox else "") + "mailboxes.sqlite"
-    )
+    path = store_beside(cache_path(args, config), "mailboxes")
     budget = Budget(config.verify.budget or None, work.spent if work else 0)
     quiet = args.quiet
 

@@ -15,6 +15,7 @@ from pipeline.core.bounces import BounceLedger
 from pipeline.core.config import Config, load_config
 from pipeline.core.contacts import ContactStore
 from pipeline.core.errors import UsageError
+from pipeline.core.sqlite import store_beside
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,13 +103,12 @@ def _bounces_list(args: argparse.Namespace) -> int:
 
 def _contact_store(args: argparse.Namespace) -> ContactStore:
     config = load_config(args.config)
-    if args.db:
-        path = Path(args.db)
-    elif config.contacts.db:
-        path = Path(config.contacts.db)
-    else:
-        cache = cache_path(args, config)  # the service looks beside its domain cache too
-        path = cache.with_name(("sandbox-" if args.sandbox else "") + "contacts.sqlite")
+    # The service looks beside its domain cache too: both find the same store.
+    path = (
+        Path(args.db)
+        if args.db
+        else store_beside(cache_path(args, config), "contacts", config.contacts.db)
+    )
     return ContactStore(path, config.contacts)
 
 

@@ -77,7 +77,6 @@ __all__ = [
     "BounceKind",
     "BounceLedger",
     "ImportReport",
-    "ledger_path",
     "read_bounce_file",
 ]
 
@@ -113,11 +112,6 @@ class BounceFlags:
     known: bool
     suspected: bool
     last_hard_at: float | None  # Unix time of the latest hard bounce, None when there is none
-
-
-def ledger_path(config: BouncesConfig, cache_dir: Path) -> Path:
-    """Where the ledger lives: ``bounces.db`` if set, else ``bounces.sqlite`` in *cache_dir*."""
-    return Path(config.db) if config.db else cache_dir / "bounces.sqlite"
 
 
 # --------------------------------------------------------------------------- reading

@@ -105,13 +105,7 @@ __all__ = [
     "Outcome",
     "TermKind",
     "classify_term",
-    "contacts_path",
 ]
-
-
-def contacts_path(config: ContactsConfig, cache_dir: Path) -> Path:
-    """Where the store lives: ``contacts.db`` if set, else ``contacts.sqlite`` in *cache_dir*."""
-    return Path(config.db) if config.db else cache_dir / "contacts.sqlite"
 
 
 # --------------------------------------------------------------------------- import batches

@@ -29,6 +29,7 @@ from pipeline.core.mailbox_store import MailboxCache
 from pipeline.core.mailboxes import MailboxChecker
 from pipeline.core.probe import Budget
 from pipeline.core.smtp import SmtpSettings
+from pipeline.core.sqlite import store_beside
 from pipeline.core.store import DomainCache
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
@@ -123,11 +124,11 @@ def _resources(
                 if config.engine.verify.mode == "smtp":
                     mailboxes = _mailbox_checker(config, paths, loopback_only)
                 bounces = config.engine.bounces
-                ledger_file = Path(bounces.db) if bounces.db else _beside(paths.cache, "bounces")
+                ledger_file = store_beside(paths.cache, "bounces", bounces.db)
                 ledger = BounceLedger(ledger_file, bounces)
                 people = config.engine.contacts
                 contacts = ContactStore(
-                    Path(people.db) if people.db else _beside(paths.cache, "contacts"),
+                    store_beside(paths.cache, "contacts", people.db),
                     people,
                     clock,
                 )
@@ -179,16 +180,10 @@ def _mailbox_checker(config: ServiceConfig, paths: Paths, loopback_only: bool) -
         verify.port, helo, verify.mail_from or f"postmaster@{helo}", verify.timeout, loopback_only
     )
     # Beside the domain cache, as the batch keeps it: both fronts share what they learned.
-    path = _beside(paths.cache, "mailboxes")
+    path = store_beside(paths.cache, "mailboxes")
     cache = MailboxCache(path, verify)
     # The service has no per-run budget: its callers' quotas bound what it spends.
     return MailboxChecker(verify, settings, cache, Budget(None))
-
-
-def _beside(domain_cache: Path, name: str) -> Path:
-    """Another store next to the domain cache, in the same family (sandbox or not)."""
-    prefix = "sandbox-" if domain_cache.name.startswith("sandbox-") else ""
-    return domain_cache.with_name(f"{prefix}{name}.sqlite")
 
 
 @web.middleware

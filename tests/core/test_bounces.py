@@ -16,7 +16,6 @@ from pipeline.core.bounces import (
     BounceKind,
     BounceLedger,
     ImportReport,
-    ledger_path,
     read_bounce_file,
 )
 from pipeline.core.config import BouncesConfig
@@ -616,9 +615,16 @@ def test_events_newest_first_by_any_spelling(ledger: BounceLedger) -> None:
     assert ledger.events("ann@gmail.com", limit=1) == [event("ann@gmail.com", HARD, 3.0, "5.1.1")]
 
 
-def test_ledger_path(tmp_path: Path) -> None:
-    assert ledger_path(BouncesConfig(), tmp_path) == tmp_path / "bounces.sqlite"
-    assert ledger_path(BouncesConfig(db="/srv/b.sqlite"), tmp_path) == Path("/srv/b.sqlite")
+def test_ledger_store_location(tmp_path: Path) -> None:
+    from pipeline.core.sqlite import store_beside
+
+    cache = tmp_path / "domains.sqlite"
+    assert store_beside(cache, "bounces", BouncesConfig().db) == tmp_path / "bounces.sqlite"
+    assert store_beside(cache, "bounces", BouncesConfig(db="/srv/b.sqlite").db) == Path(
+        "/srv/b.sqlite"
+    )
+    sandbox = tmp_path / "sandbox-domains.sqlite"
+    assert store_beside(sandbox, "bounces") == tmp_path / "sandbox-bounces.sqlite"
 
 
 def test_an_unusable_ledger_file_is_a_store_error(tmp_path: Path) -> None:

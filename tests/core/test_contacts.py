@@ -19,7 +19,6 @@ from pipeline.core.contacts import (
     Outcome,
     TermKind,
     classify_term,
-    contacts_path,
 )
 from pipeline.core.errors import ConfigError, InputError, UsageError
 from tests.conftest import REPO
@@ -431,6 +430,13 @@ def test_unknown_region_is_a_config_error(tmp_path: Path) -> None:
         ContactStore(tmp_path / "c.sqlite", ContactsConfig(region="XX"))
 
 
-def test_contacts_path(tmp_path: Path) -> None:
-    assert contacts_path(ContactsConfig(), tmp_path) == tmp_path / "contacts.sqlite"
-    assert contacts_path(ContactsConfig(db="/x/y.sqlite"), tmp_path) == Path("/x/y.sqlite")
+def test_contacts_store_location(tmp_path: Path) -> None:
+    from pipeline.core.sqlite import store_beside
+
+    cache = tmp_path / "domains.sqlite"
+    assert store_beside(cache, "contacts", ContactsConfig().db) == tmp_path / "contacts.sqlite"
+    assert store_beside(cache, "contacts", ContactsConfig(db="/x/y.sqlite").db) == Path(
+        "/x/y.sqlite"
+    )
+    sandbox = tmp_path / "sandbox-domains.sqlite"
+    assert store_beside(sandbox, "contacts") == tmp_path / "sandbox-contacts.sqlite"
