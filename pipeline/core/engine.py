@@ -234,16 +234,24 @@ async def check_addresses(engine: Engine, rows: pl.DataFrame) -> pl.DataFrame:
     return with_address_columns(await _check_smtp(engine, checker, rows))
 
 
+_LEDGER_SCOPE_FROM = 10_000  # rows; see attach_bounces
+
+
 def attach_bounces(ledger: BounceLedger | None, rows: pl.DataFrame) -> pl.DataFrame:
     """LEDGER_KNOWN / LEDGER_SUSPECTED per row from the ledger (one query for all keys)."""
     if ledger is None:
         return rows
-    with_events, dead_domains = ledger.scope()
-    if not with_events and not dead_domains:
+    wanted = rows.filter(pl.col("KEY") != "")
+    if wanted.height > _LEDGER_SCOPE_FROM:
+        # A big list: ask only about the keys the ledger could flag. Reading the ledger's scope
+        # costs a scan of it, so small batches (the service) ask about their keys directly.
+        with_events, dead_domains = ledger.scope()
+        wanted = wanted.filter(
+            pl.col("KEY").is_in(list(with_events)) | pl.col("DOMAIN").is_in(list(dead_domains))
+        )
+    flags = ledger.flags(wanted.get_column("KEY").unique().to_list()) if wanted.height else {}
+    if not flags:
         return rows
-    in_scope = pl.col("KEY").is_in(list(with_events)) | pl.col("DOMAIN").is_in(list(dead_domains))
-    keys = rows.filter((pl.col("KEY") != "") & in_scope).get_column("KEY").unique().to_list()
-    flags = ledger.flags(keys)
     table = pl.DataFrame(
         {
             "KEY": list(flags),
