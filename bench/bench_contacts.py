@@ -40,7 +40,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.config import ContactsConfig
-from pipeline.core.contacts import ContactStore
+from pipeline.core.contacts.store import ContactStore
 
 HERE = Path(__file__).resolve().parent
 

@@ -14,8 +14,8 @@ greylisting, throttling or blocking: those are functional-test matters, this mea
 The DNS server and the mail servers each run in their own process (this file with ``--serve``),
 so they do not share the measured process's interpreter lock. Then, in one run:
 
-1. the project's prober (``pipeline.core.probe.Prober``) over every address, with the project's
-   session settings (``--sessions-per-host``, ``--rcpts-per-session``) and pacing turned off;
+1. the project's prober (``pipeline.core.mailboxes.prober.Prober``) over every address, with
+   the project's session settings (``--sessions-per-host``, ``--rcpts-per-session``) and pacing turned off;
    it resolves MX hosts itself, so its time includes those DNS queries;
 2. a naive prober over a random sample of ``--naive-sample`` addresses: one connection per
    address (EHLO, MAIL FROM, RCPT TO, RSET, QUIT with ``probe_session`` and one recipient) to the
@@ -281,8 +281,8 @@ async def run_project(
     from pipeline.core.config import DnsConfig, VerifyConfig
     from pipeline.core.dns import DnsStatus, Resolver
     from pipeline.core.lists import load_lists
-    from pipeline.core.probe import Budget, Prober, Target
-    from pipeline.core.smtp import SmtpSettings
+    from pipeline.core.mailboxes.prober import Budget, Prober, Target
+    from pipeline.core.mailboxes.smtp import SmtpSettings
 
     resolver = Resolver(DnsConfig(nameservers=(dns_address,), timeout=2.0))
     config = VerifyConfig(
@@ -360,7 +360,7 @@ async def resolve_first_mx(dns_address: str, domains: set[str]) -> dict[str, str
 async def run_naive(
     args: argparse.Namespace, port: int, sample: list[tuple[str, str]], mx: dict[str, str]
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    from pipeline.core.smtp import Mailbox, SmtpSettings, classify, probe_session
+    from pipeline.core.mailboxes.smtp import Mailbox, SmtpSettings, classify, probe_session
 
     settings = SmtpSettings(port, HELO, MAIL_FROM, SMTP_TIMEOUT, loopback_only=True)
     concurrency = args.sessions_per_host * args.hosts

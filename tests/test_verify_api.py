@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 
 from pipeline.cli import main
-from pipeline.core.remote import read_quota
+from pipeline.core.mailboxes.remote import read_quota
 from pipeline.sandbox.loop_thread import LoopThreadServer
 from pipeline.service.store import ServiceStore
 from tests.conftest import REPO, SAMPLE_CSV

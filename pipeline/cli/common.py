@@ -16,17 +16,17 @@ from pathlib import Path
 import platformdirs
 from tqdm import tqdm
 
-from pipeline.core.bounces import BounceLedger
+from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config, VerifyConfig, load_config
+from pipeline.core.domain_cache import DomainCache
 from pipeline.core.engine import Engine, Progress
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
-from pipeline.core.mailbox_store import MailboxCache
-from pipeline.core.mailboxes import MailboxChecker, Plan, RemoteChecker
-from pipeline.core.probe import Budget
-from pipeline.core.smtp import SmtpSettings
+from pipeline.core.mailboxes.cache import MailboxCache
+from pipeline.core.mailboxes.prober import Budget
+from pipeline.core.mailboxes.smtp import SmtpSettings
+from pipeline.core.mailboxes.step import MailboxChecker, Plan, RemoteChecker
 from pipeline.core.sqlite import store_beside
-from pipeline.core.store import DomainCache
 from pipeline.stages.workdir import WorkDir
 
 REPO_WORLD = Path(__file__).resolve().parents[2] / "sample_data" / "world.json"

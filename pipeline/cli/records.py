@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 from pipeline.cli.common import bounce_ledger_path, cache_path
-from pipeline.core.bounces import BounceLedger
+from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config, load_config
-from pipeline.core.contacts import ContactStore
+from pipeline.core.contacts.store import ContactStore
 from pipeline.core.errors import UsageError
 from pipeline.core.sqlite import store_beside
 

@@ -20,7 +20,7 @@ from typing import Protocol
 import polars as pl
 
 from pipeline.core.address import Syntax, normalize_column, normalize_domain
-from pipeline.core.bounces import BounceLedger
+from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
 from pipeline.core.dns import (
     DnsAnswer,
@@ -29,11 +29,16 @@ from pipeline.core.dns import (
     check_health,
     lookup_domains,
 )
+from pipeline.core.domain_cache import DomainCache
 from pipeline.core.lists import DomainLists
-from pipeline.core.mailboxes import MailboxChecker, RemoteChecker, check_mailboxes, check_remote
+from pipeline.core.mailboxes.smtp import Mailbox
+from pipeline.core.mailboxes.step import (
+    MailboxChecker,
+    RemoteChecker,
+    check_mailboxes,
+    check_remote,
+)
 from pipeline.core.schema import ADDRESS_COLUMNS, SPEC_COLUMNS, keyed_schema
-from pipeline.core.smtp import Mailbox
-from pipeline.core.store import DomainCache
 from pipeline.core.suggest import suggest_domain
 from pipeline.core.verdict import Reason, Verdict, judge
 

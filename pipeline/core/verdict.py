@@ -46,7 +46,7 @@ class Reason(enum.StrEnum):
     TYPO_SUSPECTED = "typo_suspected"
     ROLE = "role"
     FREE_PROVIDER = "free_provider"
-    # Address level (SMTP): the values match pipeline.core.smtp.Mailbox.
+    # Address level (SMTP): the values match pipeline.core.mailboxes.smtp.Mailbox.
     NO_SUCH_USER = "no_such_user"
     MAILBOX_DISABLED = "mailbox_disabled"
     MAILBOX_FULL = "mailbox_full"

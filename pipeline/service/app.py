@@ -20,17 +20,17 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Handler
 
-from pipeline.core.bounces import BounceLedger
-from pipeline.core.contacts import ContactStore
+from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core.contacts.store import ContactStore
 from pipeline.core.dns import Resolver, check_health
+from pipeline.core.domain_cache import DomainCache
 from pipeline.core.engine import Engine, verify_many
 from pipeline.core.lists import load_lists
-from pipeline.core.mailbox_store import MailboxCache
-from pipeline.core.mailboxes import MailboxChecker
-from pipeline.core.probe import Budget
-from pipeline.core.smtp import SmtpSettings
+from pipeline.core.mailboxes.cache import MailboxCache
+from pipeline.core.mailboxes.prober import Budget
+from pipeline.core.mailboxes.smtp import SmtpSettings
+from pipeline.core.mailboxes.step import MailboxChecker
 from pipeline.core.sqlite import store_beside
-from pipeline.core.store import DomainCache
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
     InternalError,

@@ -6,7 +6,7 @@ import time
 
 from aiohttp import web
 
-from pipeline.core.contacts import Outcome
+from pipeline.core.contacts.store import Outcome
 from pipeline.service.app import DECISION, IDENTITY, SERVICES
 from pipeline.service.errors import (
     ConflictingParameters,

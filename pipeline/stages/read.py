@@ -16,7 +16,7 @@ import polars as pl
 
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS
-from pipeline.core.textfile import (
+from pipeline.core.tables import (
     decode,
     find_column,
     read_parquet,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core.engine import Engine, check_addresses, decide
-from pipeline.core.mailboxes import MailboxChecker, RemoteChecker
+from pipeline.core.mailboxes.step import MailboxChecker, RemoteChecker
 
 
 async def verify(

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import aiohttp
 
-from pipeline.core.bounces import BounceLedger
+from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import BouncesConfig
 from tests.conftest import REPO
 from tests.service.conftest import Env, fetch, run

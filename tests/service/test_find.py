@@ -9,7 +9,7 @@ import aiohttp
 import pytest
 
 from pipeline.core.config import ContactsConfig
-from pipeline.core.contacts import ContactStore
+from pipeline.core.contacts.store import ContactStore
 from pipeline.service.settings import AnonymousConfig, PlanConfig
 from tests.conftest import REPO
 from tests.service.conftest import PROBLEM_KEYS, Env, Reply, create_key, fetch, run, service_config

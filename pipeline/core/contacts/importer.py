@@ -1,12 +1,12 @@
 """Contact files for the import: what is read, how columns are found, how rows become contacts.
 
-:meth:`ContactStore.import_file <pipeline.core.contacts.ContactStore.import_file>` writes what
+:meth:`ContactStore.import_file <pipeline.core.contacts.store.ContactStore.import_file>` writes what
 this module reads, without the database: a file's rows normalized (:func:`normalize_rows`) and
 the rule for merging one into a record (:func:`merge_row`).
 
 Files
     A file that starts with Parquet's magic ``PAR1`` or is named ``*.parquet`` is read as
-    Parquet, every column as text; any other as delimited text (:mod:`pipeline.core.textfile`
+    Parquet, every column as text; any other as delimited text (:mod:`pipeline.core.tables`
     finds the encoding and the delimiter), skipping blank lines.
 
 Columns
@@ -39,9 +39,9 @@ from typing import Final
 import polars as pl
 
 from pipeline.core.address import Syntax, normalize_column
-from pipeline.core.contacts_search import normalize_phone, person_key
+from pipeline.core.contacts.search import normalize_phone, person_key
 from pipeline.core.errors import InputError
-from pipeline.core.textfile import decode, find_column, read_rows, sniff_delimiter
+from pipeline.core.tables import decode, find_column, read_rows, sniff_delimiter
 
 __all__ = [
     "ContactImport",

@@ -8,8 +8,8 @@ import pytest
 
 from pipeline.core.config import CacheConfig
 from pipeline.core.dns import DnsAnswer, DnsStatus
+from pipeline.core.domain_cache import DomainCache
 from pipeline.core.errors import StoreError
-from pipeline.core.store import DomainCache
 
 CONFIG = CacheConfig(ttl_good=1000, ttl_negative=100, ttl_temporary=10)
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.core.config import ApiConfig
 from pipeline.core.errors import UsageError
-from pipeline.core.probe import Budget, Target
+from pipeline.core.mailboxes.prober import Budget, Target
 from pipeline.core.verdict import Verdict
 
 if TYPE_CHECKING:  # imported when a run uses the API: every `listclean` start would pay for it

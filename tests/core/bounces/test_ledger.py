@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.core.bounces import (
+from pipeline.core.bounces.ledger import (
     BounceEvent,
     BounceFlags,
     BounceKind,
@@ -634,12 +634,12 @@ def test_an_unusable_ledger_file_is_a_store_error(tmp_path: Path) -> None:
 
 
 def test_scope_is_the_keys_with_events_and_the_dead_domains(tmp_path: Path) -> None:
-    from pipeline.core.bounces import BounceLedger
+    from pipeline.core.bounces.ledger import BounceLedger
     from pipeline.core.config import BouncesConfig
 
     with BounceLedger(tmp_path / "scope.sqlite", BouncesConfig()) as ledger:
         assert ledger.scope() == (set(), set())  # an empty ledger costs a batch nothing
-        ledger.import_file(Path(__file__).resolve().parents[2] / "sample_data" / "bounces.csv")
+        ledger.import_file(REPO / "sample_data" / "bounces.csv")
         keys, dead = ledger.scope()
     assert "dlopez@gmail.com" in keys
     assert dead == {"oldtown-isp.net"}

@@ -11,8 +11,8 @@ import pytest
 from pipeline.core.config import VerifyConfig
 from pipeline.core.dns import DnsStatus, Resolver
 from pipeline.core.lists import DomainLists
-from pipeline.core.probe import Budget, MailboxResult, Prober, Target
-from pipeline.core.smtp import Mailbox, SmtpSettings
+from pipeline.core.mailboxes.prober import Budget, MailboxResult, Prober, Target
+from pipeline.core.mailboxes.smtp import Mailbox, SmtpSettings
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from pipeline.sandbox.smtp_server import SandboxSMTP
 from tests.conftest import fast_dns
@@ -226,7 +226,7 @@ def test_never_data(loopback: Loopback) -> None:
 
 
 def test_pacing_spaces_rcpts_per_host() -> None:
-    from pipeline.core.probe import Pacer
+    from pipeline.core.mailboxes.prober import Pacer
 
     now = [0.0]
     slept: list[float] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.core.smtp import Mailbox, Reply, classify
+from pipeline.core.mailboxes.smtp import Mailbox, Reply, classify
 
 
 @pytest.mark.parametrize(

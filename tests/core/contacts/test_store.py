@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from pipeline.core.config import ContactsConfig
-from pipeline.core.contacts import (
+from pipeline.core.contacts.store import (
     Contact,
     ContactImport,
     ContactStore,

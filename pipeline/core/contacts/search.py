@@ -1,6 +1,6 @@
 """Contact search without the database: what a term is, and how well a record answers it.
 
-:mod:`pipeline.core.contacts` runs the queries and documents the rules; this module holds the
+:mod:`pipeline.core.contacts.store` runs the queries and documents the rules; this module holds the
 pure parts it applies to their results: term classification, phone and name normalization, the
 full-text query, the name score and the final decision (match, no match, ambiguous, suppressed).
 """

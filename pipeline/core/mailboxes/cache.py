@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.probe import MailboxResult
-from pipeline.core.remote import RemoteAnswer
-from pipeline.core.smtp import Mailbox
+from pipeline.core.mailboxes.prober import MailboxResult
+from pipeline.core.mailboxes.remote import RemoteAnswer
+from pipeline.core.mailboxes.smtp import Mailbox
 from pipeline.core.sqlite import SqliteFile
 from pipeline.core.verdict import Verdict
 

@@ -21,7 +21,7 @@ Name search
     word of the term, up to ``contacts.candidates``; when none of them reaches
     ``contacts.min_confidence``, also the ``contacts.candidates`` best by bm25 that hold any word,
     which lets a misspelt word through. Each candidate is scored from 0 to 1
-    (:func:`~pipeline.core.contacts_search.name_confidence`): term words that match a word of the
+    (:func:`~pipeline.core.contacts.search.name_confidence`): term words that match a word of the
     record's address (city included) or employer narrow the search to that place or employer and
     leave the comparison; the other words are compared with the record's name by rapidfuzz's
     token_sort_ratio (order free, typos cost a little; a middle name may be left out), so a word
@@ -46,7 +46,7 @@ Opt-out (:meth:`ContactStore.suppress`) and erasure (:meth:`ContactStore.erase`)
     suppressed identifier, so importing the person again does not bring them back. Erasure
     suppresses the same way and deletes the records (and their full-text rows).
 
-Import (:meth:`ContactStore.import_file`): see :mod:`pipeline.core.contacts_import`.
+Import (:meth:`ContactStore.import_file`): see :mod:`pipeline.core.contacts.importer`.
 
 Audit (:meth:`ContactStore.audit`)
     One record per search: time, API key id (or "anonymous" with the client's IP address), the
@@ -72,7 +72,7 @@ import phonenumbers
 
 from pipeline.core.address import Syntax, parse_address
 from pipeline.core.config import ContactsConfig
-from pipeline.core.contacts_import import (
+from pipeline.core.contacts.importer import (
     ContactImport,
     Rejected,
     Row,
@@ -80,7 +80,7 @@ from pipeline.core.contacts_import import (
     normalize_rows,
     read_table,
 )
-from pipeline.core.contacts_search import (
+from pipeline.core.contacts.search import (
     Candidate,
     Contact,
     Lookup,

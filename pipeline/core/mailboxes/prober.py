@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pipeline.core.config import VerifyConfig
 from pipeline.core.dns import DnsStatus, Resolver, host_addresses, mail_hosts
 from pipeline.core.lists import DomainLists
-from pipeline.core.smtp import (
+from pipeline.core.mailboxes.smtp import (
     Mailbox,
     Reply,
     SessionResult,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from pipeline.core.bounces import BounceLedger
+from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import BouncesConfig
 from pipeline.core.engine import attach_bounces
 from tests.conftest import REPO

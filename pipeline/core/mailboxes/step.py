@@ -21,11 +21,11 @@ from pipeline.core.dns import DnsStatus, Resolver
 from pipeline.core.doctor import smtp_reachable
 from pipeline.core.errors import SmtpUnavailableError
 from pipeline.core.lists import DomainLists
-from pipeline.core.mailbox_store import MailboxCache
-from pipeline.core.probe import Budget, MailboxResult, Prober, ProbeStats, Target
-from pipeline.core.remote import QuotaLedger, RemoteAnswer, RemoteVerifier
+from pipeline.core.mailboxes.cache import MailboxCache
+from pipeline.core.mailboxes.prober import Budget, MailboxResult, Prober, ProbeStats, Target
+from pipeline.core.mailboxes.remote import QuotaLedger, RemoteAnswer, RemoteVerifier
+from pipeline.core.mailboxes.smtp import Mailbox, SmtpSettings
 from pipeline.core.schema import keyed_schema
-from pipeline.core.smtp import Mailbox, SmtpSettings
 
 _PROBEABLE = (
     ~pl.col("DUPLICATE")

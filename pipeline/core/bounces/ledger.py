@@ -63,7 +63,7 @@ from pipeline.core.address import ParsedAddress, Syntax, normalize_column, parse
 from pipeline.core.config import BouncesConfig
 from pipeline.core.errors import InputError
 from pipeline.core.sqlite import SqliteFile
-from pipeline.core.textfile import (
+from pipeline.core.tables import (
     decode,
     find_column,
     read_parquet,
