@@ -15,8 +15,8 @@ The DNS server and the mail servers each run in their own process (this file wit
 so they do not share the measured process's interpreter lock. Then, in one run:
 
 1. the project's prober (``pipeline.core.mailboxes.prober.Prober``) over every address, with
-   the project's session settings (``--sessions-per-host``, ``--rcpts-per-session``) and pacing turned off;
-   it resolves MX hosts itself, so its time includes those DNS queries;
+   the project's session settings (``--sessions-per-host``, ``--rcpts-per-session``) and pacing
+   turned off; it resolves MX hosts itself, so its time includes those DNS queries;
 2. a naive prober over a random sample of ``--naive-sample`` addresses: one connection per
    address (EHLO, MAIL FROM, RCPT TO, RSET, QUIT with ``probe_session`` and one recipient) to the
    domain's first MX address, resolved beforehand (outside the timing), with at most
