@@ -8,7 +8,6 @@ import contextlib
 import dataclasses
 import ipaddress
 import os
-import socket
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -16,16 +15,12 @@ from pathlib import Path
 import platformdirs
 from tqdm import tqdm
 
-from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core import assembly
+from pipeline.core.assembly import EngineOptions
 from pipeline.core.config import Config, VerifyConfig, load_config
-from pipeline.core.domain_cache import DomainCache
 from pipeline.core.engine import Engine, Progress
 from pipeline.core.errors import UsageError
-from pipeline.core.lists import load_lists
-from pipeline.core.mailboxes.cache import MailboxCache
-from pipeline.core.mailboxes.prober import Budget
-from pipeline.core.mailboxes.smtp import SmtpSettings
-from pipeline.core.mailboxes.step import MailboxChecker, Plan, RemoteChecker
+from pipeline.core.mailboxes.types import Plan
 from pipeline.core.sqlite import store_beside
 from pipeline.stages.workdir import WorkDir
 
@@ -179,81 +174,34 @@ def bounce_ledger_path(args: argparse.Namespace, config: Config) -> Path:
 
 @contextlib.contextmanager
 def open_engine(args: argparse.Namespace, work: WorkDir | None = None) -> Iterator[Engine]:
+    """The engine the command's arguments describe (see :mod:`pipeline.core.assembly`)."""
     with contextlib.ExitStack() as stack:
         config = sandbox_world(stack, args, effective_config(args))
-        cache = stack.enter_context(DomainCache(cache_path(args, config), config.cache))
-        lists = load_lists(config.lists.extra_disposable, config.lists.extra_free)
-        show = not args.quiet and sys.stderr.isatty()
-        checker: MailboxChecker | RemoteChecker | None = None
-        if config.verify.mode == "smtp" and not args.offline:
-            checker = _mailbox_checker(stack, args, config, work)
-        elif config.verify.mode == "api" and not args.offline:
-            checker = _remote_checker(stack, args, config, work)
-        ledger = stack.enter_context(BounceLedger(bounce_ledger_path(args, config), config.bounces))
-        yield Engine(
-            config, lists, cache, args.offline, _progress if show else None, None, checker, ledger
+        quiet = args.quiet
+        options = EngineOptions(
+            offline=args.offline,
+            loopback_only=args.sandbox,
+            progress=_progress if not quiet and sys.stderr.isatty() else None,
+            api_key=getattr(args, "api_key", None) or os.environ.get("LISTCLEAN_API_KEY") or None,
+            spent=work.spent if work else 0,
+            on_plan=None if quiet else _show_plan,
+            on_spent=work.record_spent if work else None,
         )
+        yield assembly.open_engine(stack, config, cache_path(args, config), options)
 
 
-def _mailbox_checker(
-    stack: contextlib.ExitStack, args: argparse.Namespace, config: Config, work: WorkDir | None
-) -> MailboxChecker:
-    verify = config.verify
-    path = store_beside(cache_path(args, config), "mailboxes")
-    helo = verify.helo or socket.getfqdn()
-    # In the sandbox, probes may only go to loopback: the world's made-up addresses
-    # (192.0.2.x and the like) must never be connected to.
-    sender = verify.mail_from or f"postmaster@{helo}"
-    settings = SmtpSettings(verify.port, helo, sender, verify.timeout, loopback_only=args.sandbox)
-    budget = Budget(verify.budget or None, work.spent if work else 0)
-    quiet = args.quiet
-
-    def show_plan(plan: Plan) -> None:
-        if not quiet:
-            print(plan_text(plan), file=sys.stderr)
-
-    return MailboxChecker(
-        verify,
-        settings,
-        stack.enter_context(MailboxCache(path, verify)),
-        budget,
-        on_plan=show_plan,
-        on_spent=work.record_spent if work else None,
-    )
-
-
-def _remote_checker(
-    stack: contextlib.ExitStack, args: argparse.Namespace, config: Config, work: WorkDir | None
-) -> RemoteChecker:
-    api = config.api
-    if not api.url:
-        raise UsageError("--verify api needs the service's address: pass --api-url URL.")
-    key = getattr(args, "api_key", None) or os.environ.get("LISTCLEAN_API_KEY") or None
-    path = store_beside(cache_path(args, config), "mailboxes")
-    budget = Budget(config.verify.budget or None, work.spent if work else 0)
-    quiet = args.quiet
-
-    def show_plan(plan: Plan) -> None:
-        if not quiet:
-            print(plan_text(plan).replace("SMTP check", "API request"), file=sys.stderr)
-
-    return RemoteChecker(
-        api,
-        key,
-        stack.enter_context(MailboxCache(path, config.verify)),
-        budget,
-        on_plan=show_plan,
-        on_spent=work.record_spent if work else None,
-    )
+def _show_plan(plan: Plan) -> None:
+    print(plan_text(plan), file=sys.stderr)
 
 
 def plan_text(plan: Plan) -> str:
     budget = "no limit" if plan.budget is None else f"{plan.budget:,} RCPTs"
-    return (
+    text = (
         f"pre-flight: {plan.distinct_addresses:,} distinct addresses; "
         f"{plan.cached:,} answered from the cache; {plan.need_checks:,} need an SMTP check; "
         f"budget {budget} covers {plan.covered:,} of them."
     )
+    return text.replace("SMTP check", "API request") if plan.kind == "api" else text
 
 
 def _progress(total: int, label: str) -> Progress:

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import socket
 import sys
 from pathlib import Path
 from typing import TextIO
@@ -21,7 +20,8 @@ from pipeline.cli.common import (
 )
 from pipeline.core.config import load_config
 from pipeline.core.doctor import run_doctor
-from pipeline.core.engine import verify_one
+from pipeline.core.engine import verify_once
+from pipeline.core.mailboxes.smtp import smtp_settings
 from pipeline.stages.runner import CleanJob, RunSummary, run_clean
 from pipeline.stages.workdir import WorkDir, fingerprint
 from pipeline.stages.write import default_output
@@ -72,7 +72,7 @@ def _clean(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     with open_engine(args) as engine:
-        record = asyncio.run(verify_one(engine, args.address, domain_mode=args.domain))
+        record = asyncio.run(verify_once(engine, args.address, domain_mode=args.domain))
     print(json.dumps(record, ensure_ascii=False, indent=2))
     return 0
 
@@ -80,8 +80,8 @@ def _verify(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         config = sandbox_world(stack, args, effective_config(args))
-        helo = config.verify.helo or socket.getfqdn()
-        checks = asyncio.run(run_doctor(config, helo, loopback_only=args.sandbox))
+        settings = smtp_settings(config.verify, loopback_only=args.sandbox)
+        checks = asyncio.run(run_doctor(config, settings))
     for check in checks:
         print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
     return 0 if all(c.ok for c in checks) else 1
@@ -92,14 +92,14 @@ def print_summary(summary: RunSummary, out: TextIO) -> None:
         f"{'rows in':<22}{summary.rows_in:>12,}",
         f"{'rows out':<22}{summary.rows_out:>12,}",
         f"{'rows rejected':<22}{summary.rows_rejected:>12,}",
-        f"{'distinct addresses':<22}{summary.distinct_addresses:>12,}",
-        f"{'duplicates':<22}{summary.duplicates:>12,}",
-        f"{'distinct domains':<22}{summary.distinct_domains:>12,}",
+        f"{'distinct addresses':<22}{summary.normalized.distinct_addresses:>12,}",
+        f"{'duplicates':<22}{summary.normalized.duplicates:>12,}",
+        f"{'distinct domains':<22}{summary.domains.distinct_domains:>12,}",
         f"{'DNS queries sent':<22}{summary.dns_queries:>12,}",
-        f"{'domain cache hits':<22}{summary.cache_hits:>12,}",
-        f"{'SMTP RCPTs sent':<22}{summary.rcpts_sent:>12,}",
+        f"{'domain cache hits':<22}{summary.domains.cache_hits:>12,}",
+        f"{'SMTP RCPTs sent':<22}{summary.sent('smtp'):>12,}",
         f"{'SMTP sessions':<22}{summary.smtp_sessions:>12,}",
-        f"{'API requests':<22}{summary.api_requests:>12,}",
+        f"{'API requests':<22}{summary.sent('api'):>12,}",
         "",
         "VERDICT",
         *(f"  {k:<20}{v:>12,}" for k, v in summary.verdicts.items()),

@@ -219,3 +219,51 @@ async def check_health(resolver: Resolver, canaries: Sequence[str]) -> None:
         "Point listclean at a working resolver with --resolver HOST[:PORT], "
         "or run with --offline to skip DNS checks."
     )
+
+
+class SharedResolver:
+    """The one resolver of a run or of a service: made on first use, health-checked once.
+
+    Nothing is sent until a lookup needs the network, so a run whose answers all come from the
+    caches sends no query at all, canaries included. Every query it sends, the canaries' too, is
+    counted in :attr:`queries_sent`. An aiodns resolver belongs to the event loop it was made
+    in: :meth:`close` it before that loop ends (a later loop then gets a fresh one).
+    """
+
+    def __init__(self, config: DnsConfig, *, check: bool = True) -> None:
+        self._config = config
+        self._check = check  # False: trust it unchecked (tests of the checks themselves)
+        self._resolver: Resolver | None = None
+        self._lock = asyncio.Lock()
+        self._closed_count = 0
+
+    @property
+    def config(self) -> DnsConfig:
+        return self._config
+
+    @property
+    def queries_sent(self) -> int:
+        live = self._resolver.queries_sent if self._resolver is not None else 0
+        return self._closed_count + live
+
+    async def get(self) -> Resolver:
+        """The resolver, made and checked against the canaries on the first call."""
+        async with self._lock:
+            if self._resolver is None:
+                resolver = Resolver(self._config)
+                try:
+                    if self._check:
+                        await check_health(resolver, self._config.canaries)
+                except BaseException:
+                    self._closed_count += resolver.queries_sent
+                    await resolver.close()
+                    raise
+                self._resolver = resolver
+            return self._resolver
+
+    async def close(self) -> None:
+        self._lock = asyncio.Lock()  # a lock, like the resolver, belongs to one event loop
+        if self._resolver is not None:
+            resolver, self._resolver = self._resolver, None
+            self._closed_count += resolver.queries_sent
+            await resolver.close()

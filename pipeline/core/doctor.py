@@ -1,4 +1,4 @@
-"""Can this host verify? The checks behind ``listclean doctor`` and the SMTP start-up check.
+"""Can this host verify? The checks behind ``listclean doctor``.
 
 Address-level verification needs a resolver that answers, outbound connections to port 25
 (many networks and clouds block it), and an EHLO name that mail servers will accept (a fully
@@ -8,14 +8,12 @@ only the network's owner can see and set).
 
 from __future__ import annotations
 
-import asyncio
-import ipaddress
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipeline.core.config import Config
-from pipeline.core.dns import Resolver, check_health, host_addresses, lookup_domain, mail_hosts
+from pipeline.core.dns import Resolver, check_health, host_addresses
 from pipeline.core.errors import ResolverUnhealthyError
+from pipeline.core.mailboxes.smtp import SmtpSettings, smtp_reachable
 
 
 @dataclass(frozen=True)
@@ -23,50 +21,6 @@ class Check:
     name: str
     ok: bool
     detail: str
-
-
-async def smtp_reachable(
-    resolver: Resolver,
-    canaries: Sequence[str],
-    port: int,
-    timeout: float,
-    loopback_only: bool = False,
-) -> Check:
-    """Whether a canary domain's mail host answers with an SMTP banner on *port*."""
-    tried: list[str] = []
-    for canary in canaries:
-        answer = await lookup_domain(resolver, canary)
-        for host in (await mail_hosts(resolver, canary, answer.status))[:1]:
-            addresses = await host_addresses(resolver, host)
-            if loopback_only:  # the sandbox: nothing but loopback is ever connected to
-                addresses = [a for a in addresses if ipaddress.ip_address(a).is_loopback]
-            for address in addresses[:1]:
-                banner = await _banner(address, port, timeout)
-                if banner.startswith("220"):
-                    return Check("outbound SMTP", True, f"{host} ({address}:{port}) answered")
-                tried.append(f"{host} ({address}:{port}): {banner}")
-    return Check(
-        "outbound SMTP",
-        False,
-        "no mail server could be reached on port "
-        f"{port} ({'; '.join(tried) or 'no mail host of the canary domains resolved'}). "
-        "Outbound port 25 is blocked on many networks and clouds: verify from a host that may "
-        "send mail, or run with --verify none.",
-    )
-
-
-async def _banner(address: str, port: int, timeout: float) -> str:
-    try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(address, port), timeout)
-    except (OSError, TimeoutError) as exc:
-        return f"cannot connect ({exc.__class__.__name__})"
-    try:
-        line = await asyncio.wait_for(reader.readline(), timeout)
-        return line.decode("ascii", "replace").strip() or "no banner"
-    except (OSError, TimeoutError):
-        return "no banner in time"
-    finally:
-        writer.close()
 
 
 async def helo_name(resolver: Resolver, helo: str) -> Check:
@@ -84,7 +38,7 @@ async def helo_name(resolver: Resolver, helo: str) -> Check:
     )
 
 
-async def run_doctor(config: Config, helo: str, loopback_only: bool = False) -> list[Check]:
+async def run_doctor(config: Config, settings: SmtpSettings) -> list[Check]:
     resolver = Resolver(config.dns)
     try:
         try:
@@ -92,13 +46,12 @@ async def run_doctor(config: Config, helo: str, loopback_only: bool = False) -> 
             checks = [Check("resolver", True, f"{resolver.description} resolves the canaries")]
         except ResolverUnhealthyError as exc:
             return [Check("resolver", False, str(exc))]
-        timeout = min(config.verify.timeout, 10.0)
-        checks.append(
-            await smtp_reachable(
-                resolver, config.dns.canaries, config.verify.port, timeout, loopback_only
-            )
+        timeout = min(settings.timeout, 10.0)
+        reachable = await smtp_reachable(
+            resolver, config.dns.canaries, settings.port, timeout, settings.loopback_only
         )
-        checks.append(await helo_name(resolver, helo))
+        checks.append(Check("outbound SMTP", reachable.ok, reachable.detail))
+        checks.append(await helo_name(resolver, settings.helo))
         return checks
     finally:
         await resolver.close()

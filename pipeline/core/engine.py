@@ -22,22 +22,11 @@ import polars as pl
 from pipeline.core.address import Syntax, normalize_column, normalize_domain
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
-from pipeline.core.dns import (
-    DnsAnswer,
-    DnsStatus,
-    Resolver,
-    check_health,
-    lookup_domains,
-)
+from pipeline.core.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains
 from pipeline.core.domain_cache import DomainCache
 from pipeline.core.lists import DomainLists
-from pipeline.core.mailboxes.smtp import Mailbox
-from pipeline.core.mailboxes.step import (
-    MailboxChecker,
-    RemoteChecker,
-    check_mailboxes,
-    check_remote,
-)
+from pipeline.core.mailboxes.checkers import AddressChecker
+from pipeline.core.mailboxes.types import CheckStats, Mailbox
 from pipeline.core.schema import ADDRESS_COLUMNS, SPEC_COLUMNS, keyed_schema
 from pipeline.core.suggest import suggest_domain
 from pipeline.core.verdict import Reason, Verdict, judge
@@ -59,27 +48,26 @@ ProgressFactory = Callable[[int, str], Progress]
 
 @dataclass(frozen=True)
 class Engine:
-    """The resources the engine's steps run with; built by the command line or the service."""
+    """The resources the engine's steps run with; built by :mod:`pipeline.core.assembly`."""
 
     config: Config
     lists: DomainLists
+    dns: SharedResolver  # the run's (or the service's) one resolver, made on first use
     cache: DomainCache | None = None
     offline: bool = False
     progress: ProgressFactory | None = None  # (total, label) -> a progress bar
-    # A long-lived resolver whose health its owner has checked; None: one per lookup round.
-    resolver: Resolver | None = None
     # Address-level checks (SMTP or a remote API); None: decide at the domain level.
-    mailboxes: MailboxChecker | RemoteChecker | None = None
+    checker: AddressChecker | None = None
     # The bounce ledger; None: no bounce history (both bounce flags false).
     bounces: BounceLedger | None = None
 
 
 @dataclass(frozen=True)
 class DomainStats:
-    distinct: int
+    distinct_domains: int
     cache_hits: int
     looked_up: int
-    queries_sent: int
+    dns_queries: int  # sent for this step, the resolver's health check included
 
 
 def annotate_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
@@ -146,10 +134,10 @@ async def check_domains(engine: Engine, domains: Sequence[str]) -> tuple[pl.Data
         answers.update(fresh)
     frame = _domain_table(engine.lists, domains, answers)
     stats = DomainStats(
-        distinct=len(domains),
+        distinct_domains=len(domains),
         cache_hits=hits,
         looked_up=len(domains) - hits if not engine.offline else 0,
-        queries_sent=queries,
+        dns_queries=queries,
     )
     return frame, stats
 
@@ -157,20 +145,8 @@ async def check_domains(engine: Engine, domains: Sequence[str]) -> tuple[pl.Data
 async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, DnsAnswer], int]:
     if not domains:
         return {}, 0  # nothing to ask: do not even check the resolver
-    if engine.resolver is not None:  # long-lived and checked by its owner (the service)
-        return await _lookup(engine, engine.resolver, domains)
-    resolver = Resolver(engine.config.dns)
-    try:
-        await check_health(resolver, engine.config.dns.canaries)
-        return await _lookup(engine, resolver, domains)
-    finally:
-        await resolver.close()
-
-
-async def _lookup(
-    engine: Engine, resolver: Resolver, domains: Sequence[str]
-) -> tuple[dict[str, DnsAnswer], int]:
-    sent_before = resolver.queries_sent
+    sent_before = engine.dns.queries_sent
+    resolver = await engine.dns.get()
     bar = engine.progress(len(domains), "DNS") if engine.progress else None
     try:
         answers = await lookup_domains(
@@ -179,7 +155,7 @@ async def _lookup(
     finally:
         if bar:
             bar.close()
-    return answers, resolver.queries_sent - sent_before
+    return answers, engine.dns.queries_sent - sent_before
 
 
 def _domain_table(
@@ -228,15 +204,16 @@ def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
     return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
 
 
-async def check_addresses(engine: Engine, rows: pl.DataFrame) -> pl.DataFrame:
-    """Add the address-level answers (bounce ledger, SMTP or a remote API), null without them."""
+async def check_addresses(
+    engine: Engine, rows: pl.DataFrame
+) -> tuple[pl.DataFrame, CheckStats | None]:
+    """Add the address-level answers (bounce ledger, SMTP or a remote API), null without them,
+    and what the checker sent (None: no checker ran)."""
     rows = attach_bounces(engine.bounces, rows)
-    checker = engine.mailboxes
-    if checker is None or engine.offline:
-        return with_address_columns(rows)
-    if isinstance(checker, RemoteChecker):
-        return with_address_columns(await check_remote(checker, rows))
-    return with_address_columns(await _check_smtp(engine, checker, rows))
+    if engine.checker is None or engine.offline:
+        return with_address_columns(rows), None
+    checked, stats = await engine.checker.check(rows, engine.dns, engine.lists)
+    return with_address_columns(checked), stats
 
 
 _LEDGER_SCOPE_FROM = 10_000  # rows; see attach_bounces
@@ -267,19 +244,6 @@ def attach_bounces(ledger: BounceLedger | None, rows: pl.DataFrame) -> pl.DataFr
         schema=keyed_schema("LEDGER_KNOWN", "LEDGER_SUSPECTED", "LEDGER_LAST_HARD_AT"),
     )
     return rows.join(table, on="KEY", how="left", maintain_order="left")
-
-
-async def _check_smtp(engine: Engine, checker: MailboxChecker, rows: pl.DataFrame) -> pl.DataFrame:
-    if engine.resolver is not None:
-        return await check_mailboxes(
-            checker, rows, engine.resolver, engine.lists, engine.config.dns
-        )
-    resolver = Resolver(engine.config.dns)
-    try:
-        await check_health(resolver, engine.config.dns.canaries)
-        return await check_mailboxes(checker, rows, resolver, engine.lists, engine.config.dns)
-    finally:
-        await resolver.close()
 
 
 def _dns_flag(status: DnsStatus) -> pl.Expr:
@@ -327,7 +291,7 @@ def address_flags() -> dict[Reason, pl.Expr]:
 
 
 # Final address-level answers; each is also a reason code of the same name.
-_MAILBOX_REASONS = tuple(m for m in Mailbox if m not in (Mailbox.DEFERRED, Mailbox.TOO_MANY))
+_MAILBOX_REASONS = tuple(m for m in Mailbox if m.is_final)
 
 
 @functools.cache
@@ -395,11 +359,17 @@ async def verify_many(
     table, _stats = await check_domains(engine, resolvable_domains(annotated))
     rows = attach_domains(annotated, table)
     if not domain_mode:
-        rows = await check_addresses(engine, rows)
+        rows, _sent = await check_addresses(engine, rows)
     decided = decide(rows, domain_mode=domain_mode)
     return decided.select(*SPEC_COLUMNS, "REASON").to_dicts()
 
 
-async def verify_one(engine: Engine, value: str, *, domain_mode: bool = False) -> dict[str, object]:
-    """:func:`verify_many` for a single value."""
-    return (await verify_many(engine, [value], domain_mode=domain_mode))[0]
+async def verify_once(
+    engine: Engine, value: str, *, domain_mode: bool = False
+) -> dict[str, object]:
+    """:func:`verify_many` for a single value, as a whole event loop's work: the engine's
+    resolver is closed before the loop ends."""
+    try:
+        return (await verify_many(engine, [value], domain_mode=domain_mode))[0]
+    finally:
+        await engine.dns.close()

@@ -8,9 +8,9 @@ which also puts the rate-limit headers on every response of the quota-counted en
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -20,16 +20,9 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Handler
 
-from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core.assembly import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.dns import Resolver, check_health
-from pipeline.core.domain_cache import DomainCache
 from pipeline.core.engine import Engine, verify_many
-from pipeline.core.lists import load_lists
-from pipeline.core.mailboxes.cache import MailboxCache
-from pipeline.core.mailboxes.prober import Budget
-from pipeline.core.mailboxes.smtp import SmtpSettings
-from pipeline.core.mailboxes.step import MailboxChecker
 from pipeline.core.sqlite import store_beside
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
@@ -40,8 +33,10 @@ from pipeline.service.errors import (
     NotFound,
     Problem,
 )
-from pipeline.service.params import client_ip, identify
+from pipeline.service.keys import DECISION, IDENTITY, SERVICES, Services
+from pipeline.service.params import identify
 from pipeline.service.quotas import Decision, Identity, Quotas
+from pipeline.service.routes import add_routes
 from pipeline.service.settings import ServiceConfig
 from pipeline.service.store import ServiceStore
 
@@ -57,28 +52,6 @@ class Paths:
     cache: Path  # the domain cache shared with the batch pipeline
 
 
-@dataclass
-class Services:
-    """What the handlers use; built on start-up, closed on shutdown."""
-
-    config: ServiceConfig
-    store: ServiceStore
-    quotas: Quotas
-    addresses: MicroBatcher[str, dict[str, object]]
-    domains: MicroBatcher[str, dict[str, object]]
-    trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
-    contacts: ContactStore
-
-    def client_ip(self, request: web.Request) -> str:
-        return client_ip(request, self.trusted)
-
-
-SERVICES = web.AppKey("services", Services)
-# Per-request state: who is counted, and what the quota decided.
-IDENTITY = web.RequestKey("listclean.identity", Identity)
-DECISION = web.RequestKey("listclean.decision", Decision)
-
-
 def create_app(
     config: ServiceConfig,
     paths: Paths,
@@ -92,8 +65,6 @@ def create_app(
     With ``[verify] mode = "smtp"`` addresses are also probed by SMTP (slow: seconds per new
     address); *loopback_only* keeps those probes on 127.0.0.0/8 (the sandbox).
     """
-    from pipeline.service.routes import add_routes
-
     app = web.Application(middlewares=[problem_middleware])
     app.cleanup_ctx.append(_resources(config, paths, offline, clock, loopback_only))
     add_routes(app)
@@ -108,82 +79,52 @@ def _resources(
     loopback_only: bool,
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
-        resolver = Resolver(config.engine.dns)
-        try:
-            if not offline:
-                # Refuse to start on a resolver that would make every domain look missing.
-                await check_health(resolver, config.engine.dns.canaries)
-            with (
-                ServiceStore(paths.db, clock) as store,
-                DomainCache(paths.cache, config.engine.cache, clock) as cache,
-            ):
-                lists = load_lists(
-                    config.engine.lists.extra_disposable, config.engine.lists.extra_free
-                )
-                mailboxes = None
-                if config.engine.verify.mode == "smtp":
-                    mailboxes = _mailbox_checker(config, paths, loopback_only)
-                bounces = config.engine.bounces
-                ledger_file = store_beside(paths.cache, "bounces", bounces.db)
-                ledger = BounceLedger(ledger_file, bounces)
-                people = config.engine.contacts
-                contacts = ContactStore(
-                    store_beside(paths.cache, "contacts", people.db),
-                    people,
-                    clock,
-                )
-                contacts.purge_audit()  # retention: old audit records go at every start
-                engine = Engine(
-                    config.engine,
-                    lists,
-                    cache,
-                    offline,
-                    resolver=resolver,
-                    mailboxes=mailboxes,
-                    bounces=ledger,
-                )
-                size, wait = config.service.batch_size, config.service.batch_wait
-
-                async def addresses(values: Sequence[str]) -> list[dict[str, object]]:
-                    return await verify_many(engine, values)
-
-                async def domains(values: Sequence[str]) -> list[dict[str, object]]:
-                    return await verify_many(engine, values, domain_mode=True)
-
-                services = Services(
-                    config,
-                    store,
-                    Quotas(config, store, clock),
-                    MicroBatcher(addresses, size, wait),
-                    MicroBatcher(domains, size, wait),
-                    [ipaddress.ip_network(p, strict=False) for p in config.service.trusted_proxies],
-                    contacts,
-                )
-                app[SERVICES] = services
+        with contextlib.ExitStack() as stack:
+            options = EngineOptions(offline=offline, loopback_only=loopback_only, clock=clock)
+            engine = open_engine(stack, config.engine, paths.cache, options)
+            try:
+                if not offline:
+                    # Refuse to start on a resolver that would make every domain look missing.
+                    await engine.dns.get()
+                app[SERVICES] = _services(stack, config, paths, engine, clock)
                 yield
-                await services.addresses.drain()
-                await services.domains.drain()
-                if mailboxes is not None:
-                    mailboxes.cache.close()
-                ledger.close()
-                contacts.close()
-        finally:
-            await resolver.close()
+                await app[SERVICES].addresses.drain()
+                await app[SERVICES].domains.drain()
+            finally:
+                await engine.dns.close()
 
     return ctx
 
 
-def _mailbox_checker(config: ServiceConfig, paths: Paths, loopback_only: bool) -> MailboxChecker:
-    verify = config.engine.verify
-    helo = verify.helo or socket.getfqdn()
-    settings = SmtpSettings(
-        verify.port, helo, verify.mail_from or f"postmaster@{helo}", verify.timeout, loopback_only
+def _services(
+    stack: contextlib.ExitStack,
+    config: ServiceConfig,
+    paths: Paths,
+    engine: Engine,
+    clock: Callable[[], float],
+) -> Services:
+    store = stack.enter_context(ServiceStore(paths.db, clock))
+    people = config.engine.contacts
+    contacts_path = store_beside(paths.cache, "contacts", people.db)
+    contacts = stack.enter_context(ContactStore(contacts_path, people, clock))
+    contacts.purge_audit()  # retention: old audit records go at every start
+    size, wait = config.service.batch_size, config.service.batch_wait
+
+    async def addresses(values: Sequence[str]) -> list[dict[str, object]]:
+        return await verify_many(engine, values)
+
+    async def domains(values: Sequence[str]) -> list[dict[str, object]]:
+        return await verify_many(engine, values, domain_mode=True)
+
+    return Services(
+        config,
+        store,
+        Quotas(config, store, clock),
+        MicroBatcher(addresses, size, wait),
+        MicroBatcher(domains, size, wait),
+        [ipaddress.ip_network(p, strict=False) for p in config.service.trusted_proxies],
+        contacts,
     )
-    # Beside the domain cache, as the batch keeps it: both fronts share what they learned.
-    path = store_beside(paths.cache, "mailboxes")
-    cache = MailboxCache(path, verify)
-    # The service has no per-run budget: its callers' quotas bound what it spends.
-    return MailboxChecker(verify, settings, cache, Budget(None))
 
 
 @web.middleware

@@ -17,35 +17,14 @@ Headers, on every API response (draft-ietf-httpapi-ratelimit-headers, structured
 
 from __future__ import annotations
 
-import calendar
-import enum
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pipeline.core.windows import Window, window_bounds
 from pipeline.service.settings import ServiceConfig
 from pipeline.service.store import ApiKey, ServiceStore
-
-
-class Window(enum.StrEnum):
-    SECOND = "second"
-    DAY = "day"
-    MONTH = "month"
-
-
-def window_bounds(window: Window, now: float) -> tuple[int, int]:
-    """[start, end) of the UTC window holding *now*, as Unix seconds."""
-    t = int(now)
-    if window is Window.SECOND:
-        return t, t + 1
-    if window is Window.DAY:
-        start = t - t % 86400
-        return start, start + 86400
-    year, month = time.gmtime(t)[:2]
-    start = calendar.timegm((year, month, 1, 0, 0, 0))
-    year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-    return start, calendar.timegm((year, month, 1, 0, 0, 0))
 
 
 @dataclass(frozen=True)

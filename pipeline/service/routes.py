@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from aiohttp import web
 
 from pipeline.core.contacts.store import Outcome
-from pipeline.service.app import DECISION, IDENTITY, SERVICES
 from pipeline.service.errors import (
     ConflictingParameters,
     InvalidParameter,
@@ -15,9 +16,12 @@ from pipeline.service.errors import (
     NotFound,
     QuotaExceeded,
 )
+from pipeline.service.keys import DECISION, IDENTITY, SERVICES
 from pipeline.service.openapi import openapi_document
 from pipeline.service.params import identify, read_params
-from pipeline.service.quotas import Decision
+from pipeline.service.quotas import Decision, Identity
+
+T = TypeVar("T")
 
 
 def add_routes(app: web.Application) -> None:
@@ -30,17 +34,29 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/openapi.json", openapi)
 
 
-async def email(request: web.Request) -> web.Response:
-    """``/api/email``: verify an address (``email``) or a bare domain (``domain``)."""
+async def admit(
+    request: web.Request, endpoint: str, subject: Callable[[dict[str, str]], T]
+) -> tuple[T, Identity]:
+    """Read the parameters, identify the caller, read the request's subject and take a unit of
+    the caller's quota, in that order: a request that fails validation or authentication is
+    refused before it is counted. The identity and the quota decision stay on the request for
+    the rate-limit headers."""
     services = request.app[SERVICES]
     params = await read_params(request, services.config.service.max_value_length)
     identity = identify(request, params, services.store, services.client_ip(request))
     request[IDENTITY] = identity
-    value, domain_mode = _email_or_domain(params)
-    decision = services.quotas.take(identity, "email")
+    wanted = subject(params)
+    decision = services.quotas.take(identity, endpoint)
     request[DECISION] = decision
     if not decision.allowed:
         raise QuotaExceeded(_quota_detail(decision, identity.key is not None))
+    return wanted, identity
+
+
+async def email(request: web.Request) -> web.Response:
+    """``/api/email``: verify an address (``email``) or a bare domain (``domain``)."""
+    (value, domain_mode), _ = await admit(request, "email", _email_or_domain)
+    services = request.app[SERVICES]
     batcher = services.domains if domain_mode else services.addresses
     return web.json_response(await batcher.submit(value))
 
@@ -73,15 +89,8 @@ NO_CONTACT = "No contact matches this search."
 
 async def find(request: web.Request) -> web.Response:
     """``/api/find``: the contact record for a search term, or the uniform 404."""
+    term, identity = await admit(request, "find", _search_term)
     services = request.app[SERVICES]
-    params = await read_params(request, services.config.service.max_value_length)
-    identity = identify(request, params, services.store, services.client_ip(request))
-    request[IDENTITY] = identity
-    term = _search_term(params)
-    decision = services.quotas.take(identity, "find")
-    request[DECISION] = decision
-    if not decision.allowed:
-        raise QuotaExceeded(_quota_detail(decision, identity.key is not None))
     # A search without a match is still a search: it was counted above, which is what keeps
     # the endpoint from being used to enumerate who is in the store.
     lookup = services.contacts.search(term)

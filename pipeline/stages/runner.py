@@ -1,25 +1,31 @@
-"""The batch runner: read -> normalize -> domains -> verify -> write, timed and summarized."""
+"""The batch runner: read -> normalize -> domains -> verify -> write, timed and summarized.
+
+A run is one event loop: the engine's one resolver is made (and health-checked) the first time
+a stage needs the network, and closed when the run ends.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipeline.core.engine import Engine
+from pipeline.core.engine import DomainStats, Engine
+from pipeline.core.mailboxes.types import CheckStats
 from pipeline.stages.base import Batch, StageSummary
 from pipeline.stages.domains import domains
-from pipeline.stages.normalize import normalize
+from pipeline.stages.normalize import NormalizeStats, normalize
 from pipeline.stages.read import read_list
 from pipeline.stages.verify import verify
 from pipeline.stages.write import OutputPaths, output_frame, write_outputs, write_summary
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 @dataclass(frozen=True)
@@ -31,73 +37,100 @@ class CleanJob:
 
 @dataclass(frozen=True)
 class RunSummary:
+    """What a run did, from its stages' typed results; :meth:`as_dict` is ``summary.json``."""
+
     input: str
     output: str
     rejects_file: str
     rows_in: int
     rows_out: int
     rows_rejected: int
-    distinct_addresses: int
-    duplicates: int
-    distinct_domains: int
-    dns_queries: int
-    cache_hits: int
-    rcpts_sent: int
-    smtp_sessions: int
-    api_requests: int
+    normalized: NormalizeStats
+    domains: DomainStats
+    checks: CheckStats | None  # None: no address-level checker ran
+    dns_queries: int  # every query the run sent: domains, mail hosts, canaries
     verdicts: dict[str, int]
     reasons: dict[str, int]
     stages: list[StageSummary]
     warnings: list[str] = field(default_factory=list)
 
+    def sent(self, kind: str) -> int:
+        """Requests the *kind* ("smtp" or "api") checker sent."""
+        return self.checks.requests if self.checks and self.checks.kind == kind else 0
+
+    @property
+    def smtp_sessions(self) -> int:
+        return self.checks.sessions if self.checks else 0
+
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "input": self.input,
+            "output": self.output,
+            "rejects_file": self.rejects_file,
+            "rows_in": self.rows_in,
+            "rows_out": self.rows_out,
+            "rows_rejected": self.rows_rejected,
+            "distinct_addresses": self.normalized.distinct_addresses,
+            "duplicates": self.normalized.duplicates,
+            "distinct_domains": self.domains.distinct_domains,
+            "dns_queries": self.dns_queries,
+            "cache_hits": self.domains.cache_hits,
+            "rcpts_sent": self.sent("smtp"),
+            "smtp_sessions": self.smtp_sessions,
+            "api_requests": self.sent("api"),
+            "verdicts": self.verdicts,
+            "reasons": self.reasons,
+            "stages": [dataclasses.asdict(s) for s in self.stages],
+            "warnings": self.warnings,
+        }
 
 
 class _Clock:
-    """Times each stage and keeps its summary."""
+    """Times each stage from the end of the one before."""
 
     def __init__(self) -> None:
         self.stages: list[StageSummary] = []
+        self._last = time.perf_counter()
 
-    def run(
-        self, name: str, rows_in: int, step: Callable[[], T], rows_out: Callable[[T], int]
-    ) -> T:
-        started = time.perf_counter()
-        result = step()
-        seconds = time.perf_counter() - started
-        self.stages.append(StageSummary(name, rows_in, rows_out(result), round(seconds, 3)))
-        return result
+    def lap(
+        self, name: str, rows_in: int, rows_out: int, stats: DataclassInstance | None = None
+    ) -> None:
+        now = time.perf_counter()
+        details = dataclasses.asdict(stats) if stats is not None else {}
+        seconds = round(now - self._last, 3)
+        self.stages.append(StageSummary(name, rows_in, rows_out, seconds, details))
+        self._last = now
 
 
 def run_clean(job: CleanJob, engine: Engine) -> RunSummary:
+    """Clean one list in one event loop."""
+    return asyncio.run(_clean(job, engine))
+
+
+async def _clean(job: CleanJob, engine: Engine) -> RunSummary:
+    try:
+        return await _stages(job, engine)
+    finally:
+        await engine.dns.close()
+
+
+async def _stages(job: CleanJob, engine: Engine) -> RunSummary:
     clock = _Clock()
-    read = clock.run(
-        "read", 0, lambda: read_list(job.input, job.email_column), lambda r: r.frame.height
-    )
+    read = read_list(job.input, job.email_column)
     originals = read.frame
-    work, norm = clock.run(
-        "normalize",
-        originals.height,
-        lambda: normalize(originals, read.email_column, engine.lists),
-        lambda r: r[0].height,
-    )
-    work, dom = clock.run(
-        "domains", work.height, lambda: asyncio.run(domains(engine, work)), lambda r: r[0].height
-    )
-    work, ver = clock.run(
-        "verify", work.height, lambda: asyncio.run(verify(engine, work)), lambda r: r[0].height
-    )
+    clock.lap("read", 0, originals.height)
+    work, norm = normalize(originals, read.email_column, engine.lists)
+    clock.lap("normalize", originals.height, work.height, norm)
+    work, dom = await domains(engine, work)
+    clock.lap("domains", work.height, work.height, dom)
+    work, checks = await verify(engine, work)
+    clock.lap("verify", work.height, work.height, checks)
     if work.height != originals.height:  # a bug, never an input problem
         raise AssertionError(f"{originals.height} rows read but {work.height} rows decided")
     paths = OutputPaths.for_output(job.output)
     frame = output_frame(Batch(originals, work))
-    clock.run(
-        "write",
-        frame.height,
-        lambda: write_outputs(frame, read.rejects, paths),
-        lambda _: frame.height,
-    )
+    write_outputs(frame, read.rejects, paths)
+    clock.lap("write", frame.height, frame.height)
     summary = RunSummary(
         input=str(job.input),
         output=str(paths.parquet),
@@ -105,14 +138,10 @@ def run_clean(job: CleanJob, engine: Engine) -> RunSummary:
         rows_in=originals.height + read.rejects.height,
         rows_out=frame.height,
         rows_rejected=read.rejects.height,
-        distinct_addresses=int(norm["distinct_addresses"]),
-        duplicates=int(norm["duplicates"]),
-        distinct_domains=int(dom["distinct_domains"]),
-        dns_queries=int(dom["dns_queries"]),
-        cache_hits=int(dom["cache_hits"]),
-        rcpts_sent=int(ver.get("rcpts_sent", 0)),
-        smtp_sessions=int(ver.get("smtp_sessions", 0)),
-        api_requests=int(ver.get("api_requests", 0)),
+        normalized=norm,
+        domains=dom,
+        checks=checks,
+        dns_queries=engine.dns.queries_sent,
         verdicts=_counts(work.get_column("VERDICT")),
         reasons=_reason_counts(work.get_column("REASON")),
         stages=clock.stages,

@@ -10,22 +10,9 @@ from __future__ import annotations
 import polars as pl
 
 from pipeline.core.engine import Engine, check_addresses, decide
-from pipeline.core.mailboxes.step import MailboxChecker, RemoteChecker
+from pipeline.core.mailboxes.types import CheckStats
 
 
-async def verify(
-    engine: Engine, work: pl.DataFrame
-) -> tuple[pl.DataFrame, dict[str, int | float | str]]:
-    checked = await check_addresses(engine, work)
-    details: dict[str, int | float | str] = {}
-    checker = engine.mailboxes
-    if isinstance(checker, MailboxChecker):
-        stats = checker.stats
-        details = {
-            "rcpts_sent": stats.rcpts,
-            "smtp_sessions": stats.sessions,
-            "busiest_host_sessions": max(stats.sessions_per_host.values(), default=0),
-        }
-    elif isinstance(checker, RemoteChecker):
-        details = {"api_requests": checker.requests}
-    return decide(checked), details
+async def verify(engine: Engine, work: pl.DataFrame) -> tuple[pl.DataFrame, CheckStats | None]:
+    checked, stats = await check_addresses(engine, work)
+    return decide(checked), stats

@@ -8,7 +8,6 @@ from collections import Counter
 
 import aiohttp
 
-from pipeline.service.quotas import Window, window_bounds
 from pipeline.service.settings import PlanConfig
 from tests.service.conftest import (
     NOON,
@@ -38,19 +37,6 @@ def rate_headers(reply: Reply) -> dict[str, str]:
         for name in (*RATE_HEADERS, "Retry-After")
         if name in reply.headers
     }
-
-
-def test_window_bounds_are_utc_calendar_days_and_months() -> None:
-    assert window_bounds(Window.SECOND, NOON + 0.75) == (NOON, NOON + 1)
-    assert window_bounds(Window.DAY, NOON) == (utc("2026-01-15T00:00:00Z"), JAN_16)
-    assert window_bounds(Window.DAY, JAN_16 - 1) == (utc("2026-01-15T00:00:00Z"), JAN_16)
-    assert window_bounds(Window.DAY, JAN_16) == (JAN_16, utc("2026-01-17T00:00:00Z"))
-    assert window_bounds(Window.MONTH, FEB - 1) == (JAN, FEB)
-    assert window_bounds(Window.MONTH, FEB) == (FEB, MAR)
-    assert window_bounds(Window.MONTH, utc("2026-12-31T23:59:59Z")) == (
-        utc("2026-12-01T00:00:00Z"),
-        utc("2027-01-01T00:00:00Z"),
-    )
 
 
 # --- headers ------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from pipeline.core.address import ParsedAddress, Syntax, normalize_column, parse
 from pipeline.core.config import BouncesConfig
 from pipeline.core.errors import InputError
 from pipeline.core.sqlite import SqliteFile
+from pipeline.core.status_codes import find_status, leading_status, status_class
 from pipeline.core.tables import (
     decode,
     find_column,
@@ -138,8 +139,6 @@ _TYPE_WORDS: Final = {
 }
 # RFC 3463 §3.1 status classes and RFC 5321 §4.2.1 reply-code first digits mean the same.
 _CLASSES: Final = {"2": BounceKind.DELIVERED, "4": BounceKind.SOFT, "5": BounceKind.HARD}
-# RFC 3463 §2: class "." subject "." detail, subject and detail of 1 to 3 digits.
-_ENHANCED: Final = re.compile(r"(?<![\d.])([245])\.\d{1,3}\.\d{1,3}(?![\d.])")
 # RFC 5321 §4.2: a three-digit reply code at the start ("550", "450 Mailbox busy").
 _REPLY_CODE: Final = re.compile(r"\s*([245])[0-5]\d(?![\d.])")
 _UNIX_TIME: Final = re.compile(r"[+-]?\d+(?:\.\d+)?")
@@ -291,8 +290,7 @@ def _column(table: _Table, names: tuple[str, ...]) -> list[Any]:
 def _classify(kind_value: object, status_value: object) -> tuple[BounceKind, str] | str:
     """(kind, enhanced status) from a row's type and status cells, or why neither tells."""
     status_text = _text(status_value)
-    enhanced = _ENHANCED.search(status_text)
-    status = enhanced.group(0) if enhanced else ""
+    status = find_status(status_text)
     word = _text(kind_value)
     if word:
         # "HardBounce", "soft_bounce", "Permanent" -> hard, soft, permanent.
@@ -300,8 +298,8 @@ def _classify(kind_value: object, status_value: object) -> tuple[BounceKind, str
         if kind is None:
             return f"unknown bounce type {word!r}: hard, soft or delivered expected"
         return kind, status
-    if enhanced:
-        return _CLASSES[enhanced.group(1)], status
+    if status:
+        return _CLASSES[status_class(status)], status
     reply = _REPLY_CODE.match(status_text)
     if reply:
         return _CLASSES[reply.group(1)], ""
@@ -431,8 +429,7 @@ def _recipient_event(block: Message, source: str, fallback: float) -> BounceEven
     action_text = _text(block.get("Action"))
     # RFC 3464 §2.3.3: the action value may be followed by a comment.
     action = action_text.split(" ", 1)[0].casefold()
-    found = _ENHANCED.match(_text(block.get("Status")))
-    status = found.group(0) if found else ""
+    status = leading_status(_text(block.get("Status")))
     if action in _SKIPPED_ACTIONS:
         return ""  # handed on, not delivered or refused: says nothing about the mailbox
     if action == "failed":

@@ -13,9 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.mailboxes.prober import MailboxResult
-from pipeline.core.mailboxes.remote import RemoteAnswer
-from pipeline.core.mailboxes.smtp import Mailbox
+from pipeline.core.mailboxes.types import Mailbox, MailboxResult, RemoteAnswer
 from pipeline.core.sqlite import SqliteFile
 from pipeline.core.verdict import Verdict
 

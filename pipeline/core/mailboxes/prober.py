@@ -30,58 +30,17 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.dns import DnsStatus, Resolver, host_addresses, mail_hosts
+from pipeline.core.dns import Resolver, host_addresses, mail_hosts
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.smtp import (
-    Mailbox,
     Reply,
     SessionResult,
     SmtpSettings,
     classify,
     probe_session,
+    result_of,
 )
-
-
-@dataclass(frozen=True)
-class Target:
-    key: str  # the dedupe key: one probe per distinct address
-    address: str  # as sent in RCPT TO
-    domain: str
-    dns_status: DnsStatus
-
-
-@dataclass(frozen=True)
-class MailboxResult:
-    outcome: Mailbox
-    reply: str = ""  # the server's words, e.g. "550 5.1.1 No such user"
-    at: float = field(default_factory=time.time)  # when the server said it (Unix time)
-
-    @classmethod
-    def of(cls, reply: Reply, outcome: Mailbox | None = None) -> MailboxResult:
-        return cls(outcome or classify(reply), f"{reply.code} {reply.message}".strip())
-
-
-class Budget:
-    """The RCPTs a run may still send (``None``: no limit)."""
-
-    def __init__(self, limit: int | None, spent: int = 0) -> None:
-        self.limit = limit
-        self.spent = spent
-
-    def take(self) -> bool:
-        if self.limit is not None and self.spent >= self.limit:
-            return False
-        self.spent += 1
-        return True
-
-    @property
-    def left(self) -> int | None:
-        """What may still be spent; None: no limit."""
-        return None if self.limit is None else self.limit - self.spent
-
-    @property
-    def exhausted(self) -> bool:
-        return self.limit is not None and self.spent >= self.limit
+from pipeline.core.mailboxes.types import Budget, Mailbox, MailboxResult, Target
 
 
 class Pacer:
@@ -243,7 +202,7 @@ class Prober:
                 if outcome is Mailbox.DEFERRED:
                     deferred.append(by_address[address])
                 else:
-                    finish(by_address[address], MailboxResult.of(reply, outcome))
+                    finish(by_address[address], result_of(reply, outcome))
             rest = pending[len(chunk) :]
             if failure is None and unasked and self.budget.exhausted:
                 failure = _NOT_VERIFIED
@@ -278,7 +237,7 @@ class Prober:
             closing = session.closing_reply
             outcome = Mailbox.BLOCKED if session.failure is Mailbox.TOO_MANY else session.failure
             failure = (
-                MailboxResult.of(closing, outcome)
+                result_of(closing, outcome)
                 if closing
                 else MailboxResult(outcome, f"{host}: {outcome.value}")
             )

@@ -18,7 +18,6 @@ running over it costs money or gets the key blocked. So the client:
 from __future__ import annotations
 
 import asyncio
-import calendar
 import collections
 import hashlib
 import json
@@ -31,24 +30,14 @@ from typing import TYPE_CHECKING
 
 from pipeline.core.config import ApiConfig
 from pipeline.core.errors import UsageError
-from pipeline.core.mailboxes.prober import Budget, Target
+from pipeline.core.mailboxes.types import Budget, RemoteAnswer, Target
 from pipeline.core.verdict import Verdict
+from pipeline.core.windows import Window, window_bounds
 
 if TYPE_CHECKING:  # imported when a run uses the API: every `listclean` start would pay for it
     import aiohttp
 
 _PARAM = re.compile(r";\s*([a-z]+)=([^;,]+)")
-
-
-@dataclass(frozen=True)
-class RemoteAnswer:
-    """What the remote service said about one address, or why it could not say."""
-
-    verdict: Verdict | None  # None: no usable answer (see error)
-    score: float = 0.0
-    known_bounces: bool = False
-    suspected_bounces: bool = False
-    error: str = ""  # "": answered; otherwise api_error / not_verified_budget with detail
 
 
 @dataclass(frozen=True)
@@ -102,14 +91,6 @@ def _reset_seconds(value: str | None, now: float) -> float | None:
     return max(0.0, number - now) if number > 1_000_000_000 else float(number)
 
 
-def quota_window(now: float) -> tuple[int, int]:
-    """The UTC calendar month holding *now*: the spec's plans count per month."""
-    year, month = time.gmtime(now)[:2]
-    start = calendar.timegm((year, month, 1, 0, 0, 0))
-    year, month = (year + 1, 1) if month == 12 else (year, month + 1)
-    return start, calendar.timegm((year, month, 1, 0, 0, 0))
-
-
 def key_fingerprint(key: str) -> str:
     """How the ledger names a key without storing it."""
     return hashlib.sha256(key.encode()).hexdigest()[:16]
@@ -156,7 +137,8 @@ class RemoteVerifier:
         self._sleep = sleep
         self._api = config.url.rstrip("/")
         self._fingerprint = key_fingerprint(key or "")
-        self._window = quota_window(clock())
+        # The spec's plans count per UTC calendar month.
+        self._window = window_bounds(Window.MONTH, clock())
         # Spent in this window by every run so far (ours counted as we go).
         self._spent = ledger.spent(self._api, self._fingerprint, self._window[0])
         learned = ledger.limit(self._api, self._fingerprint, self._window[0])

@@ -8,35 +8,19 @@ server sends no enhanced code.
 
 from __future__ import annotations
 
-import enum
+import asyncio
+import ipaddress
 import re
+import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import aiosmtplib
 
-
-class Mailbox(enum.StrEnum):
-    """What one RCPT (or the attempt to make one) told us about one address."""
-
-    OK = "mailbox_ok"
-    NO_SUCH_USER = "no_such_user"
-    DISABLED = "mailbox_disabled"
-    FULL = "mailbox_full"
-    DEFERRED = "deferred"  # 450/451: greylisting or a transient problem; ask again later
-    GREYLISTED = "greylisted"  # still deferred after every retry
-    BLOCKED = "smtp_blocked"  # the server refuses us by policy (5.7.x, 421, 554 banner)
-    TOO_MANY = "too_many_recipients"  # 452 4.5.3: this session is full, use another
-    REJECTED = "smtp_rejected"  # a 5xx we cannot read
-    UNREACHABLE = "smtp_unreachable"
-    TIMEOUT = "smtp_timeout"
-    CATCH_ALL = "catch_all"  # the domain accepts any local part: a 250 proves nothing
-    UNVERIFIABLE = "provider_unverifiable"  # a provider known to accept every RCPT
-    NOT_VERIFIED = "not_verified_budget"  # the budget ran out before this address
-    API_ERROR = "api_error"  # the remote API backend got no usable answer for this address
-
-
-_ENHANCED = re.compile(r"^([245])\.(\d{1,3})\.(\d{1,3})\b")
+from pipeline.core.config import VerifyConfig
+from pipeline.core.dns import Resolver, host_addresses, lookup_domain, mail_hosts
+from pipeline.core.mailboxes.types import Mailbox, MailboxResult
+from pipeline.core.status_codes import leading_status, status_subject
 
 # RFC 3463 §3: class.subject.detail. The subjects and details that decide a mailbox.
 _BY_ENHANCED: dict[str, Mailbox] = {
@@ -77,8 +61,7 @@ class Reply:
 
     @property
     def enhanced(self) -> str:
-        match = _ENHANCED.match(self.message.strip())
-        return ".".join(match.groups()) if match else ""
+        return leading_status(self.message)
 
 
 def classify(reply: Reply) -> Mailbox:
@@ -90,7 +73,9 @@ def classify(reply: Reply) -> Mailbox:
         return _BY_ENHANCED[enhanced]
     if reply.code == 421:
         return Mailbox.BLOCKED  # the server is closing on us: throttling or a block
-    if enhanced[2:4] == "7.":  # x.7.x: security or policy status (RFC 3463 §3.8)
+    if status_subject(enhanced).startswith(
+        "7."
+    ):  # x.7.x: security or policy status (RFC 3463 §3.8)
         # Greylisting answers 450/451 4.7.1: it asks for patience, not for us to go away.
         return Mailbox.DEFERRED if reply.code in (450, 451) else Mailbox.BLOCKED
     for pattern, outcome in _PHRASES:
@@ -104,6 +89,11 @@ def classify(reply: Reply) -> Mailbox:
 _TRANSIENT = frozenset({Mailbox.TOO_MANY, Mailbox.FULL})
 
 
+def result_of(reply: Reply, outcome: Mailbox | None = None) -> MailboxResult:
+    """The answer a reply gives, with the server's words kept."""
+    return MailboxResult(outcome or classify(reply), f"{reply.code} {reply.message}".strip())
+
+
 @dataclass(frozen=True)
 class SmtpSettings:
     port: int = 25
@@ -111,6 +101,15 @@ class SmtpSettings:
     mail_from: str = ""
     timeout: float = 20.0
     loopback_only: bool = False  # the sandbox: never connect anywhere but 127.0.0.0/8 and ::1
+
+
+def smtp_settings(verify: VerifyConfig, *, loopback_only: bool = False) -> SmtpSettings:
+    """The session settings of a config: EHLO name defaults to this host's fully qualified
+    name, the envelope sender to postmaster at that name (RFC 5321 §4.5.1 requires every
+    domain to accept mail for postmaster, so bounces about probes have somewhere to go)."""
+    helo = verify.helo or socket.getfqdn()
+    sender = verify.mail_from or f"postmaster@{helo}"
+    return SmtpSettings(verify.port, helo, sender, verify.timeout, loopback_only)
 
 
 @dataclass
@@ -199,3 +198,52 @@ async def _ask(client: aiosmtplib.SMTP, mail_from: str, recipient: str) -> Reply
     # RSET between recipients (RFC 5321 §4.1.1.5): each probe is its own transaction.
     await client.execute_command(b"RSET")
     return Reply(reply.code, reply.message)
+
+
+@dataclass(frozen=True)
+class Reachability:
+    ok: bool
+    detail: str
+
+
+async def smtp_reachable(
+    resolver: Resolver,
+    canaries: Sequence[str],
+    port: int,
+    timeout: float,
+    loopback_only: bool = False,
+) -> Reachability:
+    """Whether a canary domain's mail host answers with an SMTP banner on *port*."""
+    tried: list[str] = []
+    for canary in canaries:
+        answer = await lookup_domain(resolver, canary)
+        for host in (await mail_hosts(resolver, canary, answer.status))[:1]:
+            addresses = await host_addresses(resolver, host)
+            if loopback_only:  # the sandbox: nothing but loopback is ever connected to
+                addresses = [a for a in addresses if ipaddress.ip_address(a).is_loopback]
+            for address in addresses[:1]:
+                banner = await _banner(address, port, timeout)
+                if banner.startswith("220"):
+                    return Reachability(True, f"{host} ({address}:{port}) answered")
+                tried.append(f"{host} ({address}:{port}): {banner}")
+    return Reachability(
+        False,
+        "no mail server could be reached on port "
+        f"{port} ({'; '.join(tried) or 'no mail host of the canary domains resolved'}). "
+        "Outbound port 25 is blocked on many networks and clouds: verify from a host that may "
+        "send mail, or run with --verify none.",
+    )
+
+
+async def _banner(address: str, port: int, timeout: float) -> str:
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(address, port), timeout)
+    except (OSError, TimeoutError) as exc:
+        return f"cannot connect ({exc.__class__.__name__})"
+    try:
+        line = await asyncio.wait_for(reader.readline(), timeout)
+        return line.decode("ascii", "replace").strip() or "no banner"
+    except (OSError, TimeoutError):
+        return "no banner in time"
+    finally:
+        writer.close()

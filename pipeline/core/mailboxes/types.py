@@ -1,0 +1,118 @@
+"""The address-level wing's value types: what is asked, what came back, and what it cost.
+
+Everything else in ``pipeline.core.mailboxes`` (the SMTP session, the prober, the remote API
+client, the cache, the frame step) builds on these; none of them imports another's types.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pipeline.core.dns import DnsStatus
+from pipeline.core.verdict import Reason, Verdict
+
+
+class Mailbox(enum.StrEnum):
+    """What one RCPT (or the attempt to make one) told us about one address.
+
+    A final answer is also a reason code of the same name: the values are taken from
+    :class:`Reason`, so the two vocabularies cannot drift apart. DEFERRED and TOO_MANY are
+    steps on the way to an answer and never reach a row.
+    """
+
+    OK = Reason.MAILBOX_OK.value
+    NO_SUCH_USER = Reason.NO_SUCH_USER.value
+    DISABLED = Reason.MAILBOX_DISABLED.value
+    FULL = Reason.MAILBOX_FULL.value
+    DEFERRED = "deferred"  # 450/451: greylisting or a transient problem; ask again later
+    GREYLISTED = Reason.GREYLISTED.value  # still deferred after every retry
+    BLOCKED = Reason.SMTP_BLOCKED.value  # the server refuses us by policy (5.7.x, 421, 554)
+    TOO_MANY = "too_many_recipients"  # 452 4.5.3: this session is full, use another
+    REJECTED = Reason.SMTP_REJECTED.value  # a 5xx we cannot read
+    UNREACHABLE = Reason.SMTP_UNREACHABLE.value
+    TIMEOUT = Reason.SMTP_TIMEOUT.value
+    CATCH_ALL = Reason.CATCH_ALL.value  # the domain accepts any local part: 250 proves nothing
+    UNVERIFIABLE = Reason.PROVIDER_UNVERIFIABLE.value  # a provider that accepts every RCPT
+    NOT_VERIFIED = Reason.NOT_VERIFIED_BUDGET.value  # the budget ran out before this address
+    API_ERROR = Reason.API_ERROR.value  # the remote API gave no usable answer for this address
+
+    @property
+    def is_final(self) -> bool:
+        return self not in (Mailbox.DEFERRED, Mailbox.TOO_MANY)
+
+
+@dataclass(frozen=True)
+class Target:
+    key: str  # the dedupe key: one check per distinct address
+    address: str  # as sent in RCPT TO or to the remote API
+    domain: str
+    dns_status: DnsStatus
+
+
+@dataclass(frozen=True)
+class MailboxResult:
+    outcome: Mailbox
+    reply: str = ""  # the server's words, e.g. "550 5.1.1 No such user"
+    at: float = field(default_factory=time.time)  # when the server said it (Unix time)
+
+
+@dataclass(frozen=True)
+class RemoteAnswer:
+    """What the remote service said about one address, or why it could not say."""
+
+    verdict: Verdict | None  # None: no usable answer (see error)
+    score: float = 0.0
+    known_bounces: bool = False
+    suspected_bounces: bool = False
+    error: str = ""  # "": answered; otherwise api_error / not_verified_budget with detail
+
+
+class Budget:
+    """The requests (RCPTs or API calls) a run may still send (``None``: no limit)."""
+
+    def __init__(self, limit: int | None, spent: int = 0) -> None:
+        self.limit = limit
+        self.spent = spent
+
+    def take(self) -> bool:
+        if self.limit is not None and self.spent >= self.limit:
+            return False
+        self.spent += 1
+        return True
+
+    @property
+    def left(self) -> int | None:
+        """What may still be spent; None: no limit."""
+        return None if self.limit is None else self.limit - self.spent
+
+    @property
+    def exhausted(self) -> bool:
+        return self.limit is not None and self.spent >= self.limit
+
+
+CheckKind = Literal["smtp", "api"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The pre-flight estimate, shown before anything is spent."""
+
+    kind: CheckKind
+    distinct_addresses: int
+    need_checks: int  # checkable and not answered in the cache
+    cached: int
+    budget: int | None  # requests this run may still send
+    covered: int  # addresses the budget reaches
+
+
+@dataclass(frozen=True)
+class CheckStats:
+    """What one pass of an address checker sent."""
+
+    kind: CheckKind
+    requests: int = 0  # RCPTs, or API requests
+    sessions: int = 0  # SMTP sessions opened
+    busiest_host_sessions: int = 0  # the most sessions opened to one mail host

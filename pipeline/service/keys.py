@@ -1,0 +1,38 @@
+"""The service's typed keys: what handlers find on the application and on each request."""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from pipeline.core.contacts.store import ContactStore
+from pipeline.service.batcher import MicroBatcher
+from pipeline.service.params import client_ip
+from pipeline.service.quotas import Decision, Identity, Quotas
+from pipeline.service.settings import ServiceConfig
+from pipeline.service.store import ServiceStore
+
+
+@dataclass
+class Services:
+    """What the handlers use; built on start-up, closed on shutdown."""
+
+    config: ServiceConfig
+    store: ServiceStore
+    quotas: Quotas
+    addresses: MicroBatcher[str, dict[str, object]]
+    domains: MicroBatcher[str, dict[str, object]]
+    trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
+    contacts: ContactStore
+
+    def client_ip(self, request: web.Request) -> str:
+        return client_ip(request, self.trusted)
+
+
+SERVICES = web.AppKey("services", Services)
+# Per-request state: who is counted, and what the quota decided.
+IDENTITY = web.RequestKey("listclean.identity", Identity)
+DECISION = web.RequestKey("listclean.decision", Decision)
