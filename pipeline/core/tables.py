@@ -1,5 +1,9 @@
 """Files of rows as people export them: one reader for lists, bounce reports and contacts.
 
+One rule tells Parquet from text (:func:`is_parquet`), one finds a column by its header
+(:func:`find_column`; each kind of table keeps its own candidate names), and one reads a record
+table of either kind column by column (:func:`read_table`).
+
 Encodings: UTF-8 with or without a BOM; otherwise Windows-1252 (what spreadsheet programs on
 Windows write), and Latin-1 as the last resort because it decodes any byte string. Delimiters:
 ``,`` ``;`` TAB ``|``, sniffed from the first lines. A row with more fields than the header is
@@ -14,6 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Final
 
 import polars as pl
 
@@ -21,6 +26,9 @@ from pipeline.core.errors import InputError
 
 DELIMITERS = (",", ";", "\t", "|")
 _SNIFF_LINES = 20
+_SNIFF_CHARS: Final = 65536
+# Apache Parquet files start (and end) with these four bytes.
+PARQUET_MAGIC: Final = b"PAR1"
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,54 @@ def find_column(columns: Iterable[str], names: Sequence[str]) -> str | None:
             if key == name:
                 return column
     return None
+
+
+def is_parquet(path: Path, head: bytes) -> bool:
+    """Parquet by its magic bytes; a ``.parquet`` name without them is a broken Parquet file
+    (a truncated copy, say), to be refused as one rather than read as text."""
+    return head.startswith(PARQUET_MAGIC) or path.suffix.lower() == ".parquet"
+
+
+def read_head(path: Path, size: int, what: str) -> bytes:
+    """The first *size* bytes of *path*, or an InputError naming *what* the file was to be."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(size)
+    except OSError as exc:
+        raise InputError(
+            f"Cannot read the {what} {path}: {exc.strerror}. Check the path and permissions."
+        ) from exc
+
+
+@dataclass(frozen=True)
+class Table:
+    """A record table column by column; ``where`` names each row for rejects."""
+
+    columns: dict[str, list[Any]]
+    where: list[str]
+    rejected: list[tuple[str, str]]  # (where, why) for rows that could not be read
+
+
+def read_table(path: Path, what: str, *, text: bool = False) -> Table:
+    """A CSV or Parquet record table. Parquet values keep their types unless *text* asks for
+    strings (nulls as ""); delimited text skips blank lines."""
+    if is_parquet(path, read_head(path, len(PARQUET_MAGIC), what)):
+        frame = read_parquet(path)
+        if text:
+            frame = frame.select(pl.all().cast(pl.String).fill_null(""))
+        columns = {name: frame.get_column(name).to_list() for name in frame.columns}
+        return Table(columns, [f"{path.name} row {n}" for n in range(1, frame.height + 1)], [])
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"Cannot read the {what} {path}: {exc.strerror}.") from exc
+    decoded = decode(raw).text
+    found = read_rows(decoded, sniff_delimiter(decoded[:_SNIFF_CHARS]))
+    rows = [(line, cells) for line, cells in found.rows if any(c.strip() for c in cells)]
+    columns = {name: [cells[i] for _, cells in rows] for i, name in enumerate(found.header)}
+    where = [f"{path.name} line {line}" for line, _ in rows]
+    rejected = [(f"{path.name} line {line}", why) for line, why, _ in found.rejects]
+    return Table(columns, where, rejected)
 
 
 def read_parquet(path: Path) -> pl.DataFrame:

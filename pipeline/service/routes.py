@@ -8,7 +8,7 @@ from typing import TypeVar
 
 from aiohttp import web
 
-from pipeline.core.contacts.store import Outcome
+from pipeline.core.contacts.types import Outcome
 from pipeline.service.errors import (
     ConflictingParameters,
     InvalidParameter,

@@ -11,7 +11,6 @@ the file's modification time when it has none.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,13 +22,7 @@ from pipeline.core.bounces.types import BounceEvent, BounceKind, Rejected
 from pipeline.core.bounces.values import cell_text, timestamp
 from pipeline.core.errors import InputError
 from pipeline.core.status_codes import find_status, status_class
-from pipeline.core.tables import (
-    decode,
-    find_column,
-    read_parquet,
-    read_rows,
-    sniff_delimiter,
-)
+from pipeline.core.tables import Table, find_column, is_parquet, read_head, read_table
 
 # Header names of a bounce table, compared after case-folding and dropping spaces, - and _
 # ("E-Mail", "Bounce Type", "bounced_at" all match). The first name found wins.
@@ -72,19 +65,8 @@ _CLASSES: Final = {"2": BounceKind.DELIVERED, "4": BounceKind.SOFT, "5": BounceK
 _REPLY_CODE: Final = re.compile(r"\s*([245])[0-5]\d(?![\d.])")
 
 
-_PARQUET_MAGIC: Final = b"PAR1"
-
-
 _SNIFF_BYTES: Final = 4096
-
-
-@dataclass(frozen=True)
-class _Table:
-    """A bounce table column by column, values as read; ``where`` names each row for rejects."""
-
-    columns: dict[str, list[Any]]
-    where: list[str]
-    rejected: Rejected
+_WHAT: Final = "bounce file"
 
 
 def read_bounce_file(path: Path) -> tuple[list[BounceEvent], Rejected]:
@@ -95,22 +77,23 @@ def read_bounce_file(path: Path) -> tuple[list[BounceEvent], Rejected]:
     content never raises: :class:`InputError` means the file cannot be read at all, or is a
     table without an email column.
     """
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(_SNIFF_BYTES)
-        mtime = path.stat().st_mtime
-    except OSError as exc:
-        raise InputError(
-            f"Cannot read the bounce file {path}: {exc.strerror}. Check the path and permissions."
-        ) from exc
+    head = read_head(path, _SNIFF_BYTES, _WHAT)
+    mtime = _modified(path)
     suffix = path.suffix.lower()
-    if head.startswith(_PARQUET_MAGIC) or suffix == ".parquet":
-        return _table_events(_read_parquet(path), path, mtime)
+    if is_parquet(path, head):
+        return _table_events(read_table(path, _WHAT), path, mtime)
     if suffix == ".mbox" or MBOX_FROM_LINE.match(head):
         return messages_events(read_mbox(path), path.name, mtime)
     if suffix == ".eml" or looks_like_message(head):
         return messages_events([(path.name, _read_bytes(path))], path.name, mtime)
-    return _table_events(_read_csv(path), path, mtime)
+    return _table_events(read_table(path, _WHAT), path, mtime)
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError as exc:
+        raise InputError(f"Cannot read the {_WHAT} {path}: {exc.strerror}.") from exc
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -120,23 +103,7 @@ def _read_bytes(path: Path) -> bytes:
         raise InputError(f"Cannot read the bounce file {path}: {exc.strerror}.") from exc
 
 
-def _read_parquet(path: Path) -> _Table:
-    frame = read_parquet(path)
-    columns = {name: frame.get_column(name).to_list() for name in frame.columns}
-    return _Table(columns, [f"{path.name} row {n}" for n in range(1, frame.height + 1)], [])
-
-
-def _read_csv(path: Path) -> _Table:
-    text = decode(_read_bytes(path)).text
-    found = read_rows(text, sniff_delimiter(text[:65536]))
-    rows = [(line, cells) for line, cells in found.rows if any(c.strip() for c in cells)]
-    columns = {name: [cells[i] for _, cells in rows] for i, name in enumerate(found.header)}
-    where = [f"{path.name} line {line}" for line, _ in rows]
-    rejected: Rejected = [(f"{path.name} line {line}", why) for line, why, _ in found.rejects]
-    return _Table(columns, where, rejected)
-
-
-def _table_events(table: _Table, path: Path, mtime: float) -> tuple[list[BounceEvent], Rejected]:
+def _table_events(table: Table, path: Path, mtime: float) -> tuple[list[BounceEvent], Rejected]:
     email_column = find_column(table.columns, _EMAIL_NAMES)
     if email_column is None:
         listing = ", ".join(repr(c) for c in table.columns) or "(none)"
@@ -200,7 +167,7 @@ def _row_event(
     )
 
 
-def _column(table: _Table, names: tuple[str, ...]) -> list[Any]:
+def _column(table: Table, names: tuple[str, ...]) -> list[Any]:
     found = find_column(table.columns, names)
     return table.columns[found] if found is not None else [None] * len(table.where)
 

@@ -32,37 +32,16 @@ Merging
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import polars as pl
 
 from pipeline.core.address import Syntax, normalize_column
-from pipeline.core.contacts.search import normalize_phone, person_key
+from pipeline.core.contacts.identity import normalize_phone, person_key
+from pipeline.core.contacts.types import Rejected, Row, StoredRow
 from pipeline.core.errors import InputError
-from pipeline.core.tables import decode, find_column, read_rows, sniff_delimiter
-
-__all__ = [
-    "ContactImport",
-    "Rejected",
-    "Row",
-    "Table",
-    "merge_row",
-    "normalize_rows",
-    "read_table",
-]
-
-Rejected = list[tuple[str, str]]
-
-
-@dataclass(frozen=True)
-class ContactImport:
-    read: int  # rows found in the file (= imported + merged + rejected)
-    imported: int  # new records
-    merged: int  # rows merged into a stored record or an earlier row
-    rejected: Rejected  # (where, why)
-
+from pipeline.core.tables import Table, find_column, read_table
 
 # Header names, compared after case-folding and dropping spaces, - and _ ("E-Mail", "Job Title",
 # "first_name" all match). The first name found wins.
@@ -80,80 +59,9 @@ _COLUMN_NAMES: Final = {
     "company": ("company", "employer", "organization", "organisation", "companyname"),
     "title": ("title", "jobtitle", "position", "role"),
 }
+
+
 _IDENTIFYING: Final = ("name", "first", "last", "email", "phone")
-_PARQUET_MAGIC: Final = b"PAR1"
-_SNIFF_CHARS: Final = 65536
-
-
-@dataclass(frozen=True)
-class Table:
-    """A contact file column by column as text; ``where`` names each row for rejects."""
-
-    columns: dict[str, list[str]]
-    where: list[str]
-    rejected: Rejected
-
-
-@dataclass(frozen=True)
-class Row:
-    """One contact, normalized: what a file row becomes and what the table stores."""
-
-    name: str
-    address: str
-    place: str  # the city; the whole address when the file has no city
-    phone: str  # E.164
-    email: str
-    email_key: str
-    company: str
-    title: str
-
-    def identifiers(self) -> list[tuple[str, str]]:
-        found = (
-            ("email", self.email_key),
-            ("phone", self.phone),
-            ("person", person_key(self.name, self.address)),
-        )
-        return [(kind, value) for kind, value in found if value]
-
-
-def read_table(path: Path) -> Table:
-    try:
-        with path.open("rb") as handle:
-            head = handle.read(len(_PARQUET_MAGIC))
-    except OSError as exc:
-        raise InputError(
-            f"Cannot read the contact file {path}: {exc.strerror}. Check the path and permissions."
-        ) from exc
-    if head == _PARQUET_MAGIC or path.suffix.lower() == ".parquet":
-        return _read_parquet(path)
-    return _read_csv(path)
-
-
-def _read_parquet(path: Path) -> Table:
-    try:
-        frame = pl.read_parquet(path)
-        frame = frame.select(pl.all().cast(pl.String).fill_null(""))
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        raise InputError(
-            f"Cannot read {path} as Parquet with text columns: {exc}. "
-            "Check that the file is complete and its columns are plain values."
-        ) from exc
-    columns = {name: frame.get_column(name).to_list() for name in frame.columns}
-    return Table(columns, [f"{path.name} row {n}" for n in range(1, frame.height + 1)], [])
-
-
-def _read_csv(path: Path) -> Table:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"Cannot read the contact file {path}: {exc.strerror}.") from exc
-    text = decode(raw).text
-    found = read_rows(text, sniff_delimiter(text[:_SNIFF_CHARS]))
-    rows = [(line, cells) for line, cells in found.rows if any(c.strip() for c in cells)]
-    columns = {name: [cells[i] for _, cells in rows] for i, name in enumerate(found.header)}
-    where = [f"{path.name} line {line}" for line, _ in rows]
-    rejected = [(f"{path.name} line {line}", why) for line, why, _ in found.rejects]
-    return Table(columns, where, rejected)
 
 
 def _find_columns(table: Table, path: Path) -> dict[str, str]:
@@ -237,3 +145,67 @@ def merge_row(old: Row, new: Row) -> Row:
         company=company,
         title=title,
     )
+
+
+def read_contacts(path: Path) -> Table:
+    """A contact file, every value as text."""
+    return read_table(path, "contact file", text=True)
+
+
+class Drafts:
+    """Working copies of the records one import batch touches, found by email, phone or person.
+
+    ``rows`` holds (record id, or None for a new record; row; changed). A row is looked up by
+    its email, else its phone; only a row with neither by its person (name and address), and
+    only then are person keys worked out (*people*), as they cost a Unicode pass per row.
+    """
+
+    def __init__(self, *, people: bool) -> None:
+        self.rows: list[tuple[int | None, Row, bool]] = []
+        self._people = people
+        self._ids: dict[int, int] = {}
+        self._index: dict[str, dict[str, int]] = {"email": {}, "phone": {}, "person": {}}
+
+    def find(self, row: Row) -> int | None:
+        if row.email_key and (at := self._index["email"].get(row.email_key)) is not None:
+            return at
+        if row.phone and (at := self._index["phone"].get(row.phone)) is not None:
+            return at
+        if row.email_key or row.phone or not self._people:
+            return None
+        return self._index["person"].get(person_key(row.name, row.address))
+
+    def load(self, stored: StoredRow) -> int:
+        """Take in a stored record (once); where it is among the drafts."""
+        at = self._ids.get(stored.id)
+        if at is None:
+            self.rows.append((stored.id, stored.row, False))
+            at = self._ids[stored.id] = len(self.rows) - 1
+            for kind, value in self._keys(stored.row).items():
+                if value:  # the oldest record holding a value keeps it
+                    self._index[kind].setdefault(value, at)
+        return at
+
+    def add(self, row: Row) -> None:
+        self.rows.append((None, row, True))
+        self._reindex(len(self.rows) - 1, None, row)
+
+    def merge(self, at: int, row: Row) -> None:
+        record_id, old, _ = self.rows[at]
+        new = merge_row(old, row)
+        self.rows[at] = (record_id, new, True)
+        self._reindex(at, old, new)
+
+    def _keys(self, row: Row) -> dict[str, str]:
+        person = person_key(row.name, row.address) if self._people else ""
+        return {"email": row.email_key, "phone": row.phone, "person": person}
+
+    def _reindex(self, at: int, old: Row | None, new: Row) -> None:
+        # A value the record no longer holds stops leading to it.
+        before = self._keys(old) if old is not None else {}
+        for kind, value in self._keys(new).items():
+            index, previous = self._index[kind], before.get(kind, "")
+            if previous and previous != value and index.get(previous) == at:
+                del index[previous]
+            if value:
+                index[value] = at

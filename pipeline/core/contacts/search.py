@@ -1,8 +1,40 @@
 """Contact search without the database: what a term is, and how well a record answers it.
 
-:mod:`pipeline.core.contacts.store` runs the queries and documents the rules; this module holds the
+The store runs the queries; this module holds the rules and the
 pure parts it applies to their results: term classification, phone and name normalization, the
 full-text query, the name score and the final decision (match, no match, ambiguous, suppressed).
+
+Term classification (:func:`classify_term`)
+    1. A term with an ``@`` that ``parse_address`` accepts is an EMAIL. It matches the records
+       with the same dedupe key (case-folded local part @ lower-case ASCII domain).
+    2. Else a term of digits and phone punctuation only (``+ ( ) - . /`` and spaces) that
+       phonenumbers reads as a possible number (the right length for its country) is a PHONE,
+       read as a number of ``contacts.region`` unless it starts with + and a country code. It
+       matches the records with the same E.164 number.
+    3. Anything else is a NAME: a name, optionally with words of the person's city, address or
+       employer ("Jane Roe Springfield", "Jane Roe Acme"). Courtesy titles (Mr, Dr, ...) are
+       dropped; at most eight words count.
+
+Name search
+    Candidates come from an FTS5 index over each record's name, city and employer (unicode61
+    tokenizer, diacritics removed, whole words only, no prefix search): the records holding every
+    word of the term, up to ``contacts.candidates``; when none of them reaches
+    ``contacts.min_confidence``, also the ``contacts.candidates`` best by bm25 that hold any word,
+    which lets a misspelt word through. Each candidate is scored from 0 to 1
+    (:func:`~pipeline.core.contacts.search.name_confidence`): term words that match a word of the
+    record's address (city included) or employer narrow the search to that place or employer and
+    leave the comparison; the other words are compared with the record's name by rapidfuzz's
+    token_sort_ratio (order free, typos cost a little; a middle name may be left out), so a word
+    that fits neither name nor place nor employer counts against the record: "Jane Roe
+    Springfield" scores 1.0 for Jane Roe of Springfield and 0.57 for Jane Roe of Shelbyville.
+    Words of one to three letters and numbers must match exactly to narrow.
+
+Decision (every kind)
+    The best candidate must reach ``contacts.min_confidence`` (an email or phone match scores
+    1.0). Ties go to the fuller record, then the newer. If a different person scores within
+    ``contacts.ambiguity_margin`` of the best, the search is AMBIGUOUS and answers nothing: never
+    a guess. Two records are the same person when they share an email or a phone number, or have
+    the same name at the same address.
 """
 
 from __future__ import annotations
@@ -10,124 +42,25 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Final
 
-import phonenumbers
 from rapidfuzz import fuzz
 
 from pipeline.core.address import Syntax, parse_address
-
-__all__ = [
-    "Candidate",
-    "Contact",
-    "Lookup",
-    "Outcome",
-    "TermKind",
-    "classify_term",
-    "decide",
-    "fts_query",
-    "name_confidence",
-    "name_words",
-    "normalize_phone",
-    "person_key",
-    "same_person",
-    "words",
-]
-
-
-class TermKind(StrEnum):
-    EMAIL = "email"
-    PHONE = "phone"
-    NAME = "name"  # a name, possibly with words of the city, address or employer
-
-
-class Outcome(StrEnum):
-    MATCH = "match"
-    NO_MATCH = "no_match"
-    AMBIGUOUS = "ambiguous"  # two different people fit about as well: no answer, never a guess
-    SUPPRESSED = "suppressed"  # the person opted out; answered exactly like NO_MATCH
-
-
-@dataclass(frozen=True)
-class Contact:
-    record_id: int
-    name: str
-    address: str
-    phone: str  # E.164 (ITU-T E.164, "+" country code and number); "" when unknown
-    email: str  # as normalized by parse_address: local part as given, domain lower-case ASCII
-    company: str
-    title: str
-
-    def as_spec(self) -> dict[str, object]:
-        """The contact record of the spec (§2.2): "" for what is unknown, employment always set."""
-        return {
-            "name": self.name,
-            "address": self.address,
-            "phone": self.phone,
-            "email": self.email,
-            "employment": {"company": self.company, "title": self.title},
-        }
-
-
-@dataclass(frozen=True)
-class Lookup:
-    kind: TermKind
-    outcome: Outcome
-    contact: Contact | None  # set only for MATCH
-    confidence: float  # the best candidate's score; 0.0 when SUPPRESSED or nothing was found
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A stored record as a search sees it, with its score for the term at hand."""
-
-    contact: Contact
-    email_key: str  # parse_address(email).key; "" when the record has no valid email
-    person: str  # person_key(name, address)
-    imported_at: float
-    confidence: float
-
-    def filled(self) -> int:
-        """How many of the record's fields are known: the fuller of two copies is preferred."""
-        c = self.contact
-        return sum(
-            1 for value in (c.name, c.address, c.phone, c.email, c.company, c.title) if value
-        )
-
-
-# --------------------------------------------------------------------------- terms
+from pipeline.core.contacts.identity import WORD, fold, normalize_phone, words
+from pipeline.core.contacts.types import Candidate, Lookup, Outcome, TermKind
 
 # A phone term holds digits and the punctuation people write numbers with, nothing else: letters
 # would let phonenumbers read vanity numbers (1-800-FLOWERS) and numbers inside a street address.
 _PHONE_TERM: Final = re.compile(r"\+?[\d\s().\-/]+")
-_WORD: Final = re.compile(r"[^\W_]+")
+
+
 # Courtesy titles say nothing about who is meant; a term "Dr Jane Roe" is a term "Jane Roe".
 _HONORIFICS: Final = frozenset({"mr", "mrs", "ms", "mx", "miss", "dr", "prof"})
+
+
 # Words of a name term that take part in a search; the rest is ignored.
 _MAX_WORDS: Final = 8
-
-
-def normalize_phone(raw: str, region: str) -> str:
-    """E.164 form of *raw*, or "" when it is no possible number.
-
-    "Possible" (phonenumbers' length check for the number's country) rather than "valid" (the
-    number lies in an allocated range): allocations change and lag behind, and a wrong length is
-    what typos produce. Numbers without a +country code are read as numbers of *region*.
-    A number that would be possible only locally (seven US digits without an area code) is none.
-    """
-    text = raw.strip()
-    if not text:
-        return ""
-    try:
-        number = phonenumbers.parse(text, region)
-    except phonenumbers.NumberParseException:
-        return ""
-    reason = phonenumbers.is_possible_number_with_reason(number)
-    if reason != phonenumbers.ValidationResult.IS_POSSIBLE:
-        return ""
-    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
 
 
 def classify_term(term: str, region: str) -> tuple[TermKind, str]:
@@ -143,18 +76,6 @@ def classify_term(term: str, region: str) -> tuple[TermKind, str]:
     return TermKind.NAME, " ".join(name_words(term))
 
 
-def _fold(text: str) -> str:
-    # Compatibility decomposition, then drop the combining marks: "Zoë" and "Zoe", "ﬁ" and "fi"
-    # compare equal (the FTS5 unicode61 tokenizer's remove_diacritics does the same for the index).
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
-
-
-def words(text: str) -> list[str]:
-    """Folded words of *text*: letters and digits, accents dropped, case-folded."""
-    return _WORD.findall(_fold(text))
-
-
 def name_words(term: str) -> list[str]:
     """The words of a name term that count, without courtesy titles, at most eight, no repeats."""
     found = list(dict.fromkeys(words(term)))
@@ -168,23 +89,17 @@ def fts_query(term: str, *, every: bool) -> str:
     The words go to FTS5 as written (NFC, not folded) so that its tokenizer treats them exactly
     like the indexed text; each is a quoted string, so no word can act as query syntax.
     """
-    raw = list(dict.fromkeys(_WORD.findall(unicodedata.normalize("NFC", term))))
-    kept = [w for w in raw if _fold(w) not in _HONORIFICS] or raw
+    raw = list(dict.fromkeys(WORD.findall(unicodedata.normalize("NFC", term))))
+    kept = [w for w in raw if fold(w) not in _HONORIFICS] or raw
     quoted = [f'"{w}"' for w in kept[:_MAX_WORDS]]
     return (" AND " if every else " OR ").join(quoted)
 
 
-def person_key(name: str, address: str) -> str:
-    """Who a record is about when identifiers differ: folded name and address; "" if either is."""
-    name_part, address_part = " ".join(words(name)), " ".join(words(address))
-    return f"{name_part}|{address_part}" if name_part and address_part else ""
-
-
-# --------------------------------------------------------------------------- name score
-
 # rapidfuzz ratio (0-100, normalized Indel similarity) at which two words count as the same word:
 # one letter missing or extra in a word of five letters or more, one wrong letter from ten on.
 _SAME_WORD: Final = 90
+
+
 # Words shorter than this, and numbers, must match exactly: a ratio over two or three letters
 # is too coarse ("IL" against "IN"), and a house number or postcode is right or wrong.
 _FUZZY_FROM: Final = 4
@@ -224,9 +139,6 @@ def name_confidence(term: Sequence[str], name: Sequence[str], context: Sequence[
 def _narrows(word: str, name: Sequence[str], context: Sequence[str]) -> bool:
     place = _similarity(word, context)
     return place >= _SAME_WORD and place > _similarity(word, name)
-
-
-# --------------------------------------------------------------------------- decision
 
 
 def same_person(a: Candidate, b: Candidate) -> bool:

@@ -4,37 +4,7 @@ Contacts come from CSV or Parquet files (:meth:`ContactStore.import_file`) into 
 ``contacts.db`` or else ``contacts.sqlite`` in the cache directory. :meth:`ContactStore.search`
 answers a search term with one :class:`Lookup`; the service answers 404 for anything but a MATCH.
 
-Term classification (:func:`classify_term`)
-    1. A term with an ``@`` that ``parse_address`` accepts is an EMAIL. It matches the records
-       with the same dedupe key (case-folded local part @ lower-case ASCII domain).
-    2. Else a term of digits and phone punctuation only (``+ ( ) - . /`` and spaces) that
-       phonenumbers reads as a possible number (the right length for its country) is a PHONE,
-       read as a number of ``contacts.region`` unless it starts with + and a country code. It
-       matches the records with the same E.164 number.
-    3. Anything else is a NAME: a name, optionally with words of the person's city, address or
-       employer ("Jane Roe Springfield", "Jane Roe Acme"). Courtesy titles (Mr, Dr, ...) are
-       dropped; at most eight words count.
-
-Name search
-    Candidates come from an FTS5 index over each record's name, city and employer (unicode61
-    tokenizer, diacritics removed, whole words only, no prefix search): the records holding every
-    word of the term, up to ``contacts.candidates``; when none of them reaches
-    ``contacts.min_confidence``, also the ``contacts.candidates`` best by bm25 that hold any word,
-    which lets a misspelt word through. Each candidate is scored from 0 to 1
-    (:func:`~pipeline.core.contacts.search.name_confidence`): term words that match a word of the
-    record's address (city included) or employer narrow the search to that place or employer and
-    leave the comparison; the other words are compared with the record's name by rapidfuzz's
-    token_sort_ratio (order free, typos cost a little; a middle name may be left out), so a word
-    that fits neither name nor place nor employer counts against the record: "Jane Roe
-    Springfield" scores 1.0 for Jane Roe of Springfield and 0.57 for Jane Roe of Shelbyville.
-    Words of one to three letters and numbers must match exactly to narrow.
-
-Decision (every kind)
-    The best candidate must reach ``contacts.min_confidence`` (an email or phone match scores
-    1.0). Ties go to the fuller record, then the newer. If a different person scores within
-    ``contacts.ambiguity_margin`` of the best, the search is AMBIGUOUS and answers nothing: never
-    a guess. Two records are the same person when they share an email or a phone number, or have
-    the same name at the same address.
+Term classification, name search and the decision: :mod:`pipeline.core.contacts.search`.
 
 Opt-out (:meth:`ContactStore.suppress`) and erasure (:meth:`ContactStore.erase`)
     The person's identifiers (email key, E.164 number, and name with address) are kept only as
@@ -64,7 +34,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -72,112 +41,25 @@ import phonenumbers
 
 from pipeline.core.address import Syntax, parse_address
 from pipeline.core.config import ContactsConfig
-from pipeline.core.contacts.importer import (
-    ContactImport,
-    Rejected,
-    Row,
-    merge_row,
-    normalize_rows,
-    read_table,
-)
-from pipeline.core.contacts.search import (
+from pipeline.core.contacts.identity import normalize_phone, person_key, words
+from pipeline.core.contacts.importer import Drafts, normalize_rows, read_contacts
+from pipeline.core.contacts.search import classify_term, decide, fts_query, name_confidence
+from pipeline.core.contacts.types import (
     Candidate,
     Contact,
+    ContactImport,
     Lookup,
     Outcome,
+    Rejected,
+    Row,
+    StoredRow,
     TermKind,
-    classify_term,
-    decide,
-    fts_query,
-    name_confidence,
-    normalize_phone,
-    person_key,
-    words,
 )
 from pipeline.core.errors import ConfigError, UsageError
 from pipeline.core.sqlite import SqliteFile
 
-__all__ = [
-    "Contact",
-    "ContactImport",
-    "ContactStore",
-    "Lookup",
-    "Outcome",
-    "TermKind",
-    "classify_term",
-]
-
-
-# --------------------------------------------------------------------------- import batches
-
 _BATCH: Final = 50_000
 _OPTED_OUT: Final = "the person opted out (suppressed)"
-
-
-@dataclass(frozen=True)
-class _Stored:
-    id: int
-    row: Row
-    imported_at: float
-
-
-class _Drafts:
-    """Working copies of the records one import batch touches, found by email, phone or person.
-
-    ``rows`` holds (record id, or None for a new record; row; changed). A row is looked up by
-    its email, else its phone; only a row with neither by its person (name and address), and
-    only then are person keys worked out (*people*), as they cost a Unicode pass per row.
-    """
-
-    def __init__(self, *, people: bool) -> None:
-        self.rows: list[tuple[int | None, Row, bool]] = []
-        self._people = people
-        self._ids: dict[int, int] = {}
-        self._index: dict[str, dict[str, int]] = {"email": {}, "phone": {}, "person": {}}
-
-    def find(self, row: Row) -> int | None:
-        if row.email_key and (at := self._index["email"].get(row.email_key)) is not None:
-            return at
-        if row.phone and (at := self._index["phone"].get(row.phone)) is not None:
-            return at
-        if row.email_key or row.phone or not self._people:
-            return None
-        return self._index["person"].get(person_key(row.name, row.address))
-
-    def load(self, stored: _Stored) -> int:
-        """Take in a stored record (once); where it is among the drafts."""
-        at = self._ids.get(stored.id)
-        if at is None:
-            self.rows.append((stored.id, stored.row, False))
-            at = self._ids[stored.id] = len(self.rows) - 1
-            for kind, value in self._keys(stored.row).items():
-                if value:  # the oldest record holding a value keeps it
-                    self._index[kind].setdefault(value, at)
-        return at
-
-    def add(self, row: Row) -> None:
-        self.rows.append((None, row, True))
-        self._reindex(len(self.rows) - 1, None, row)
-
-    def merge(self, at: int, row: Row) -> None:
-        record_id, old, _ = self.rows[at]
-        new = merge_row(old, row)
-        self.rows[at] = (record_id, new, True)
-        self._reindex(at, old, new)
-
-    def _keys(self, row: Row) -> dict[str, str]:
-        person = person_key(row.name, row.address) if self._people else ""
-        return {"email": row.email_key, "phone": row.phone, "person": person}
-
-    def _reindex(self, at: int, old: Row | None, new: Row) -> None:
-        # A value the record no longer holds stops leading to it.
-        before = self._keys(old) if old is not None else {}
-        for kind, value in self._keys(new).items():
-            index, previous = self._index[kind], before.get(kind, "")
-            if previous and previous != value and index.get(previous) == at:
-                del index[previous]
-            if value:
-                index[value] = at
 
 
 # --------------------------------------------------------------------------- the store
@@ -324,7 +206,7 @@ class ContactStore(SqliteFile):
 
     def import_file(self, path: Path, source: str) -> ContactImport:
         """Add the contacts of a CSV or Parquet file, merging those already stored."""
-        table = read_table(path)
+        table = read_contacts(path)
         rows, rejected = normalize_rows(table, path, self._region)
         imported = merged = 0
         with self._lock, self._transaction("BEGIN IMMEDIATE"):
@@ -346,7 +228,7 @@ class ContactStore(SqliteFile):
             "keys": json.dumps(sorted({r.email_key for _, r in batch if r.email_key})),
             "phones": json.dumps(sorted({r.phone for _, r in batch if r.phone})),
         }
-        drafts = _Drafts(people=any(not (r.email_key or r.phone) for _, r in batch))
+        drafts = Drafts(people=any(not (r.email_key or r.phone) for _, r in batch))
         for stored in map(_stored, self._query(_BY_IDENTIFIERS, params)):
             drafts.load(stored)
         added = joined = 0
@@ -373,7 +255,7 @@ class ContactStore(SqliteFile):
         self._run(lambda db: db.executemany(_UPDATE, updates))
         return added, joined, refused
 
-    def _people(self, name: str, key: str) -> list[_Stored]:
+    def _people(self, name: str, key: str) -> list[StoredRow]:
         """The stored records of the person with *key* (person_key), found through *name*."""
         rows = self._query(_FTS_EVERY, {"q": fts_query(name, every=True), "n": -1})
         return [s for s in map(_stored, rows) if person_key(s.row.name, s.row.address) == key]
@@ -556,9 +438,9 @@ class ContactStore(SqliteFile):
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
 
 
-def _stored(row: Sequence[Any]) -> _Stored:
+def _stored(row: Sequence[Any]) -> StoredRow:
     record_id, name, address, place, phone, email, email_key, company, title, imported_at = row
-    return _Stored(
+    return StoredRow(
         record_id, Row(name, address, place, phone, email, email_key, company, title), imported_at
     )
 
@@ -576,14 +458,14 @@ def _values(row: Row) -> tuple[str, ...]:
     )
 
 
-def _candidate(stored: _Stored, confidence: float) -> Candidate:
+def _candidate(stored: StoredRow, confidence: float) -> Candidate:
     r = stored.row
     contact = Contact(stored.id, r.name, r.address, r.phone, r.email, r.company, r.title)
     key = person_key(r.name, r.address)
     return Candidate(contact, r.email_key, key, stored.imported_at, confidence)
 
 
-def _scored(stored: _Stored, term_words: list[str]) -> Candidate:
+def _scored(stored: StoredRow, term_words: list[str]) -> Candidate:
     r = stored.row
     context = words(f"{r.address} {r.place} {r.company}")
     return _candidate(stored, name_confidence(term_words, words(r.name), context))
