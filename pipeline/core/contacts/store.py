@@ -41,6 +41,7 @@ import phonenumbers
 
 from pipeline.core.address import Syntax, parse_address
 from pipeline.core.config import ContactsConfig
+from pipeline.core.contacts import sql
 from pipeline.core.contacts.identity import normalize_phone, person_key, words
 from pipeline.core.contacts.importer import Drafts, normalize_rows, read_contacts
 from pipeline.core.contacts.search import classify_term, decide, fts_query, name_confidence
@@ -63,102 +64,6 @@ _OPTED_OUT: Final = "the person opted out (suppressed)"
 
 
 # --------------------------------------------------------------------------- the store
-
-# The full-text index reads its text from the contacts table (an external content table) and is
-# kept in step by the triggers of the FTS5 documentation, §4.4.3 (sqlite.org/fts5.html).
-# The email and phone indexes leave out records without one; queries repeat the "!= ''" term
-# so SQLite may use them (sqlite.org/partialindex.html §2.1).
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS secret (
-    id    INTEGER PRIMARY KEY CHECK (id = 1),
-    value BLOB NOT NULL             -- the HMAC key of suppressions and audit terms
-);
-CREATE TABLE IF NOT EXISTS contacts (
-    id          INTEGER PRIMARY KEY,
-    name        TEXT NOT NULL,
-    address     TEXT NOT NULL,      -- street, city, state postcode, country
-    place       TEXT NOT NULL,      -- the city; the whole address when the file had no city
-    phone       TEXT NOT NULL,      -- E.164
-    email       TEXT NOT NULL,
-    email_key   TEXT NOT NULL,      -- parse_address(email).key
-    company     TEXT NOT NULL,
-    title       TEXT NOT NULL,
-    source      TEXT NOT NULL,      -- the import that last wrote the record
-    imported_at REAL NOT NULL       -- and its Unix time
-);
-CREATE INDEX IF NOT EXISTS contacts_by_email ON contacts (email_key) WHERE email_key != '';
-CREATE INDEX IF NOT EXISTS contacts_by_phone ON contacts (phone) WHERE phone != '';
-CREATE VIRTUAL TABLE IF NOT EXISTS contacts_fts USING fts5 (
-    name, place, company,
-    content = 'contacts', content_rowid = 'id',
-    tokenize = 'unicode61 remove_diacritics 2'
-);
-CREATE TRIGGER IF NOT EXISTS contacts_fts_insert AFTER INSERT ON contacts BEGIN
-    INSERT INTO contacts_fts (rowid, name, place, company)
-    VALUES (new.id, new.name, new.place, new.company);
-END;
-CREATE TRIGGER IF NOT EXISTS contacts_fts_delete AFTER DELETE ON contacts BEGIN
-    INSERT INTO contacts_fts (contacts_fts, rowid, name, place, company)
-    VALUES ('delete', old.id, old.name, old.place, old.company);
-END;
-CREATE TRIGGER IF NOT EXISTS contacts_fts_update AFTER UPDATE OF name, place, company
-ON contacts BEGIN
-    INSERT INTO contacts_fts (contacts_fts, rowid, name, place, company)
-    VALUES ('delete', old.id, old.name, old.place, old.company);
-    INSERT INTO contacts_fts (rowid, name, place, company)
-    VALUES (new.id, new.name, new.place, new.company);
-END;
-CREATE TABLE IF NOT EXISTS suppressed (
-    digest TEXT PRIMARY KEY,        -- hex HMAC-SHA256 of an identifier, never the identifier
-    kind   TEXT NOT NULL,           -- email | phone | person
-    at     REAL NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS audit (
-    at        REAL NOT NULL,
-    key_id    TEXT NOT NULL,        -- API key id, or "anonymous"
-    client_ip TEXT NOT NULL,        -- only for anonymous requests
-    kind      TEXT NOT NULL,        -- email | phone | name
-    term_hmac TEXT NOT NULL,        -- hex HMAC-SHA256 of the normalized term
-    record_id INTEGER,              -- the record answered, NULL for anything but a match
-    outcome   TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS audit_by_time ON audit (at);
-"""
-
-_FIELDS = "c.id, c.name, c.address, c.place, c.phone, c.email, c.email_key, c.company, c.title"
-_SELECT = f"SELECT {_FIELDS}, c.imported_at FROM contacts AS c"
-_BY_EMAIL = f"{_SELECT} WHERE c.email_key = ? AND c.email_key != ''"
-_BY_PHONE = f"{_SELECT} WHERE c.phone = ? AND c.phone != ''"
-_BY_IDENTIFIERS = f"""
-{_SELECT} WHERE c.email_key IN (SELECT value FROM json_each(:keys)) AND c.email_key != ''
-UNION
-{_SELECT} WHERE c.phone IN (SELECT value FROM json_each(:phones)) AND c.phone != ''
-ORDER BY 1
-"""
-# All words: any order will do, everyone found is scored. Any word: the best by bm25.
-_FTS_EVERY = f"""
-WITH hits(id) AS (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH :q LIMIT :n)
-{_SELECT} JOIN hits ON c.id = hits.id
-"""
-_FTS_ANY = f"""
-WITH hits(id) AS (
-    SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH :q ORDER BY rank LIMIT :n
-)
-{_SELECT} JOIN hits ON c.id = hits.id
-"""
-_INSERT = (
-    "INSERT INTO contacts (name, address, place, phone, email, email_key, company, title, "
-    "source, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_UPDATE = (
-    "UPDATE contacts SET name = ?, address = ?, place = ?, phone = ?, email = ?, email_key = ?, "
-    "company = ?, title = ?, source = ?, imported_at = ? WHERE id = ?"
-)
-_ANY_SUPPRESSED = (
-    "SELECT EXISTS (SELECT 1 FROM suppressed WHERE digest IN (SELECT value FROM json_each(?)))"
-)
-_SUPPRESSED_AMONG = "SELECT digest FROM suppressed WHERE digest IN (SELECT value FROM json_each(?))"
-_AUDIT_COLUMNS = ("at", "key_id", "client_ip", "kind", "term_hmac", "record_id", "outcome")
 
 _ANONYMOUS: Final = "anonymous"
 _DAY: Final = 86400.0
@@ -183,7 +88,7 @@ class ContactStore(SqliteFile):
             )
         super().__init__(
             path,
-            _SCHEMA,
+            sql.SCHEMA,
             what="the contact store",
             remedy="Choose a writable file with contacts.db or --cache-dir.",
             broken_remedy="Delete the file to start afresh (then import the contact files "
@@ -229,7 +134,7 @@ class ContactStore(SqliteFile):
             "phones": json.dumps(sorted({r.phone for _, r in batch if r.phone})),
         }
         drafts = Drafts(people=any(not (r.email_key or r.phone) for _, r in batch))
-        for stored in map(_stored, self._query(_BY_IDENTIFIERS, params)):
+        for stored in map(_stored, self._query(sql.BY_IDENTIFIERS, params)):
             drafts.load(stored)
         added = joined = 0
         for where, row in batch:
@@ -251,19 +156,19 @@ class ContactStore(SqliteFile):
         updates = [
             (*_values(row), source, now, i) for i, row, changed in drafts.rows if i and changed
         ]
-        self._run(lambda db: db.executemany(_INSERT, inserts))
-        self._run(lambda db: db.executemany(_UPDATE, updates))
+        self._run(lambda db: db.executemany(sql.INSERT, inserts))
+        self._run(lambda db: db.executemany(sql.UPDATE, updates))
         return added, joined, refused
 
     def _people(self, name: str, key: str) -> list[StoredRow]:
         """The stored records of the person with *key* (person_key), found through *name*."""
-        rows = self._query(_FTS_EVERY, {"q": fts_query(name, every=True), "n": -1})
+        rows = self._query(sql.FTS_EVERY, {"q": fts_query(name, every=True), "n": -1})
         return [s for s in map(_stored, rows) if person_key(s.row.name, s.row.address) == key]
 
     def _blocked(self, rows: Iterable[Row]) -> set[str]:
         """The digests among *rows*' identifiers that are suppressed."""
         digests = {self._digest("suppress", *i) for row in rows for i in row.identifiers()}
-        return {d for (d,) in self._query(_SUPPRESSED_AMONG, (json.dumps(sorted(digests)),))}
+        return {d for (d,) in self._query(sql.SUPPRESSED_AMONG, (json.dumps(sorted(digests)),))}
 
     # ---- search
 
@@ -278,8 +183,10 @@ class ContactStore(SqliteFile):
             elif self._suppressed([(kind.value, value)]):
                 return Lookup(kind, Outcome.SUPPRESSED, None, 0.0)
             else:
-                sql = _BY_EMAIL if kind is TermKind.EMAIL else _BY_PHONE
-                candidates = [_candidate(s, 1.0) for s in map(_stored, self._query(sql, (value,)))]
+                query = sql.BY_EMAIL if kind is TermKind.EMAIL else sql.BY_PHONE
+                candidates = [
+                    _candidate(s, 1.0) for s in map(_stored, self._query(query, (value,)))
+                ]
             return decide(
                 kind,
                 candidates,
@@ -290,12 +197,12 @@ class ContactStore(SqliteFile):
 
     def _name_candidates(self, term: str, term_words: list[str]) -> list[Candidate]:
         limit = self._config.candidates
-        found = self._query(_FTS_EVERY, {"q": fts_query(term, every=True), "n": limit})
+        found = self._query(sql.FTS_EVERY, {"q": fts_query(term, every=True), "n": limit})
         scored = [_scored(_stored(row), term_words) for row in found]
         enough = any(c.confidence >= self._config.min_confidence for c in scored)
         if not enough and len(term_words) > 1:
             seen = {c.contact.record_id for c in scored}
-            more = self._query(_FTS_ANY, {"q": fts_query(term, every=False), "n": limit})
+            more = self._query(sql.FTS_ANY, {"q": fts_query(term, every=False), "n": limit})
             scored += [_scored(_stored(row), term_words) for row in more if row[0] not in seen]
         return scored
 
@@ -314,7 +221,7 @@ class ContactStore(SqliteFile):
 
     def _suppressed(self, identifiers: Iterable[tuple[str, str]]) -> bool:
         digests = json.dumps([self._digest("suppress", *i) for i in identifiers])
-        return bool(self._query(_ANY_SUPPRESSED, (digests,))[0][0])
+        return bool(self._query(sql.ANY_SUPPRESSED, (digests,))[0][0])
 
     # ---- opt-out and erasure
 
@@ -369,7 +276,7 @@ class ContactStore(SqliteFile):
             keys = [value for kind, value in pending if kind == "email"]
             phones = [value for kind, value in pending if kind == "phone"]
             params = {"keys": json.dumps(keys), "phones": json.dumps(phones)}
-            found = list(map(_stored, self._query(_BY_IDENTIFIERS, params)))
+            found = list(map(_stored, self._query(sql.BY_IDENTIFIERS, params)))
             for name, key in people:
                 found += self._people(name, key)
             pending, people = [], []
@@ -410,16 +317,18 @@ class ContactStore(SqliteFile):
             lookup.contact.record_id if lookup.contact is not None else None,
             lookup.outcome.value,
         )
-        sql = f"INSERT INTO audit ({', '.join(_AUDIT_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+        insert = f"INSERT INTO audit ({', '.join(sql.AUDIT_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)"
         with self._lock:
-            self._run(lambda db: db.execute(sql, row))
+            self._run(lambda db: db.execute(insert, row))
 
     def audit_records(self, since: float | None = None) -> list[dict[str, object]]:
         """Audit records, oldest first; only those at or after *since* when given."""
-        sql = f"SELECT {', '.join(_AUDIT_COLUMNS)} FROM audit WHERE at >= ? ORDER BY at, rowid"
+        select = (
+            f"SELECT {', '.join(sql.AUDIT_COLUMNS)} FROM audit WHERE at >= ? ORDER BY at, rowid"
+        )
         with self._lock:
-            rows = self._query(sql, (float("-inf") if since is None else since,))
-        return [dict(zip(_AUDIT_COLUMNS, row, strict=True)) for row in rows]
+            rows = self._query(select, (float("-inf") if since is None else since,))
+        return [dict(zip(sql.AUDIT_COLUMNS, row, strict=True)) for row in rows]
 
     def purge_audit(self) -> int:
         """Delete audit records older than ``contacts.retention_days``; how many went."""
