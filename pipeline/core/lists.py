@@ -31,7 +31,7 @@ _ROLE_SEPARATORS = ("-", "_", ".")
 _ROLE_NOISE_PATTERN = r"(?s)\+.*$|[-_.]"
 
 
-def normalize_domain(domain: str) -> str:
+def lookup_key(domain: str) -> str:
     """Return the lookup form of a domain: trimmed, lower case, no trailing dot, ASCII.
 
     Internationalised names are converted to their IDNA (punycode) form because the
@@ -59,7 +59,7 @@ def normalize_local(local: str) -> str:
 class DomainLists:
     """Immutable reference lists; build with :func:`load_lists`.
 
-    Domains in the sets are in :func:`normalize_domain` form and role local parts in
+    Domains in the sets are in :func:`lookup_key` form and role local parts in
     :func:`normalize_local` form, so test membership through the methods rather
     than with ``in`` on raw input.
     """
@@ -80,7 +80,7 @@ class DomainLists:
         has no registrable domain. Both sections of the Public Suffix List are used,
         so "x.y.blogspot.com" -> "y.blogspot.com": each blog is its own registrant.
         """
-        return self.psl.privatesuffix(normalize_domain(domain)) or ""
+        return self.psl.privatesuffix(lookup_key(domain)) or ""
 
     def is_disposable(self, domain: str) -> bool:
         """Return True if ``domain`` or a parent up to its registrable domain is disposable.
@@ -89,7 +89,7 @@ class DomainLists:
         parents are checked too, but never above the registrable domain: a public
         suffix ("co.uk", "blogspot.com") is shared by unrelated registrants.
         """
-        key = normalize_domain(domain)
+        key = lookup_key(domain)
         registrable = self.registrable_domain(key)
         if not registrable or not key.endswith(registrable):
             return False
@@ -103,7 +103,7 @@ class DomainLists:
 
     def is_free_provider(self, domain: str) -> bool:
         """Return True if ``domain`` is a free/consumer mailbox provider."""
-        return normalize_domain(domain) in self.free_providers
+        return lookup_key(domain) in self.free_providers
 
     def is_role(self, local: str) -> bool:
         """Return True if the local part names a role rather than a person.
@@ -165,7 +165,7 @@ def _read_domains(name: str) -> list[str]:
     for number, entry in _read_entries(name):
         if len(entry.split()) != 1:
             raise ValueError(f"{name}:{number}: expected one domain per line, got {entry!r}")
-        domains.append(normalize_domain(entry))
+        domains.append(lookup_key(entry))
     return domains
 
 
@@ -175,7 +175,7 @@ def _read_typos(name: str) -> dict[str, str]:
         fields = entry.split()
         if len(fields) != 2:
             raise ValueError(f"{name}:{number}: expected '<typo> <correct>', got {entry!r}")
-        typo, correct = (normalize_domain(value) for value in fields)
+        typo, correct = (lookup_key(value) for value in fields)
         if typo == correct:
             raise ValueError(f"{name}:{number}: {typo!r} maps to itself")
         typos[typo] = correct
@@ -183,4 +183,4 @@ def _read_typos(name: str) -> dict[str, str]:
 
 
 def _normalized_domains(domains: Iterable[str]) -> Iterable[str]:
-    return (key for key in map(normalize_domain, domains) if key)
+    return (key for key in map(lookup_key, domains) if key)

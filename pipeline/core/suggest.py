@@ -50,7 +50,7 @@ import idna
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
-from pipeline.core.lists import DomainLists, normalize_domain
+from pipeline.core.lists import DomainLists, lookup_key
 
 # Rule 3: longest input (in characters) that only accepts a single edit.
 SHORT_DOMAIN_MAX_LEN = 8
@@ -176,7 +176,7 @@ class _Nearest:
 
 def suggest_domain(domain: str, *, has_working_mx: bool, lists: DomainLists) -> str:
     """Return the corrected ASCII domain for a likely typo, or "" (see module docstring)."""
-    key = normalize_domain(domain)
+    key = lookup_key(domain)
     if not key or key in lists.free_providers:
         return ""
     fixed = lists.known_typos.get(key)

@@ -17,15 +17,17 @@ import polars as pl
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS
 from pipeline.core.tables import (
+    PARQUET_MAGIC,
     decode,
     find_column,
+    is_parquet,
+    read_head,
     read_parquet,
     read_rows,
     sniff_delimiter,
 )
 
 _SNIFF_BYTES = 64 * 1024
-_PARQUET_MAGIC = b"PAR1"
 # Header names we recognise as the email column, compared without case, spaces, - or _.
 _EMAIL_NAMES = ("email", "emailaddress", "mail", "emailaddr", "mailaddress")
 REJECT_SCHEMA = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
@@ -44,14 +46,8 @@ class ReadResult:
 
 def read_list(path: Path, email_column: str | None = None) -> ReadResult:
     """Read *path*; raise :class:`InputError` when it cannot be used as a list."""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(len(_PARQUET_MAGIC))
-    except OSError as exc:
-        raise InputError(
-            f"Cannot read the input file {path}: {exc.strerror}. Check the path and permissions."
-        ) from exc
-    result = _read_parquet(path) if head == _PARQUET_MAGIC else _read_csv(path)
+    head = read_head(path, len(PARQUET_MAGIC), "input file")
+    result = _read_parquet(path) if is_parquet(path, head) else _read_csv(path)
     column = find_email_column(result.frame.columns, email_column, path)
     frame, renamed = _avoid_collisions(result.frame)
     warnings = result.warnings + tuple(

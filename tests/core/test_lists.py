@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from pipeline.core.lists import DomainLists, load_lists, normalize_domain
+from pipeline.core.lists import DomainLists, load_lists, lookup_key
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +171,7 @@ def test_shipped_lists_are_consistent(lists: DomainLists) -> None:
         assert typo not in lists.free_providers, typo
         assert correct in popular, correct
     for domain in (*lists.free_providers, *lists.known_typos):
-        assert domain == normalize_domain(domain)
+        assert domain == lookup_key(domain)
         assert domain.isascii() and "." in domain and " " not in domain, domain
     for role in lists.role_local_parts:
         assert role and role == role.lower() and "+" not in role, role
@@ -193,4 +193,4 @@ def test_known_typos_are_read_only(lists: DomainLists) -> None:
     ],
 )
 def test_normalize_domain(raw: str, expected: str) -> None:
-    assert normalize_domain(raw) == expected
+    assert lookup_key(raw) == expected
