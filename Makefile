@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: venv demo test lint bench clean lock
+.PHONY: venv demo test lint docs bench clean lock
 
 venv: $(STAMP)
 
@@ -31,6 +31,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check pipeline tests bench sample_data
 	$(BIN)/ruff format --check pipeline tests bench sample_data
 	$(BIN)/mypy
+	$(BIN)/lint-imports
+	$(BIN)/cog --check --check-fail-msg='run make docs' README.md
+
+# Regenerate the README's generated parts (the settings tables).
+docs: $(STAMP)
+	$(BIN)/cog -r README.md
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_clean.py

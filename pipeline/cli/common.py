@@ -11,13 +11,14 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import get_args
 
 import platformdirs
 from tqdm import tqdm
 
 from pipeline.core import assembly
 from pipeline.core.assembly import EngineOptions
-from pipeline.core.config import Config, VerifyConfig, load_config
+from pipeline.core.config import Config, VerifyConfig, VerifyMode, load_config
 from pipeline.core.engine import Engine, Progress
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
@@ -51,7 +52,7 @@ def common_options(parser: argparse.ArgumentParser) -> None:
 def verify_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verify",
-        choices=("none", "smtp", "api"),
+        choices=get_args(VerifyMode),
         help="address-level checks (default [verify] mode)",
     )
     parser.add_argument("--smtp-port", type=int, metavar="PORT", help="mail servers' port (25)")

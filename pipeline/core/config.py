@@ -2,30 +2,54 @@
 
 Every setting is a field of a frozen dataclass with its default and a one-line help text
 (``field(metadata={"help": ...})``). ``configs/pipeline.toml`` mirrors these tables; the README's
-settings table is generated from :func:`settings_table`. Command-line flags override the file
-with :func:`dataclasses.replace`.
+settings tables are generated from :func:`settings_table` (``make docs``, checked by
+``make lint``). Command-line flags override the file with :func:`dataclasses.replace`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, get_type_hints
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+
+import phonenumbers
 
 from pipeline.core.errors import ConfigError
 
 T = TypeVar("T")
 
+# Closed sets of values: a setting typed with one of these accepts nothing else.
+VerifyMode = Literal["none", "smtp", "api"]
 
-def setting(default: Any, help: str, minimum: float = 1) -> Any:
-    """A config field: its default, its help line and, for numbers, the least value allowed."""
-    metadata = {"help": help, "minimum": minimum}
+
+def setting(
+    default: Any,
+    help: str,
+    minimum: float = 1,
+    check: Callable[[Any, str], Any] | None = None,
+) -> Any:
+    """A config field: its default, its help line, for numbers the least value allowed, and
+    for values with rules of their own a *check* (value, where) that returns the value to keep
+    or raises :class:`ConfigError`."""
+    metadata = {"help": help, "minimum": minimum, "check": check}
     if isinstance(default, list | tuple):
         return field(default=tuple(default), metadata=metadata)
     return field(default=default, metadata=metadata)
+
+
+def known_region(code: str, where: str = "contacts.region") -> str:
+    """*code* as an ISO 3166-1 alpha-2 country phonenumbers knows (upper case), or ConfigError."""
+    region = code.upper()
+    if region not in phonenumbers.SUPPORTED_REGIONS:
+        raise ConfigError(
+            f"{where} {code!r} is no country phonenumbers knows. "
+            "Use an ISO 3166-1 alpha-2 code such as US or GB."
+        )
+    return region
 
 
 @dataclass(frozen=True)
@@ -67,7 +91,10 @@ class ListsConfig:
 
 @dataclass(frozen=True)
 class VerifyConfig:
-    mode: str = setting("none", "Address-level checks: none (domain level only), smtp or api.")
+    # A Literal is as immutable as a str; ruff cannot see through the alias.
+    mode: VerifyMode = setting(  # noqa: RUF009
+        "none", "Address-level checks: none (domain level only), smtp or api."
+    )
     port: int = setting(25, "TCP port of the mail servers probed.")
     helo: str = setting("", "Name sent in EHLO; empty: this machine's fully qualified name.")
     mail_from: str = setting("", "Envelope sender of probes; empty: postmaster@<helo name>.")
@@ -131,7 +158,9 @@ class BouncesConfig:
 class ContactsConfig:
     db: str = setting("", "SQLite file of the contact store; empty: contacts.sqlite in the cache.")
     region: str = setting(
-        "US", "Country (ISO 3166-1 alpha-2) of phone numbers written without a +country code."
+        "US",
+        "Country (ISO 3166-1 alpha-2) of phone numbers written without a +country code.",
+        check=known_region,
     )
     min_confidence: float = setting(
         0.85, "Least name-match confidence (0 to 1) a name search needs to answer.", minimum=0
@@ -192,12 +221,20 @@ def build(cls: type[T], data: Mapping[str, Any], where: str) -> T:
         if dataclasses.is_dataclass(kind):
             values[name] = build(kind, raw, f"{where} [{name}]")  # type: ignore[arg-type]
         else:
-            minimum = fields[name].metadata.get("minimum", 1)
-            values[name] = _coerce(raw, kind, minimum, f"{where}: {name}")
+            metadata = fields[name].metadata
+            value = _coerce(raw, kind, metadata.get("minimum", 1), f"{where}: {name}")
+            check = metadata.get("check")
+            values[name] = check(value, f"{where}: {name}") if check else value
     return cls(**values)
 
 
 def _coerce(raw: Any, kind: Any, minimum: float, where: str) -> Any:
+    if get_origin(kind) is Literal:
+        allowed = get_args(kind)
+        if raw not in allowed:
+            listing = ", ".join(repr(a) for a in allowed)
+            raise ConfigError(f"{where} must be one of {listing}, got {raw!r}.")
+        return raw
     if kind == tuple[str, ...]:
         if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
             raise ConfigError(f"{where} must be a list of strings, got {raw!r}.")
@@ -227,3 +264,10 @@ def settings_table(cls: type[Any] = Config, prefix: str = "") -> Iterator[tuple[
             yield from settings_table(type(default), f"{prefix}{f.name}.")
         else:
             yield f"{prefix}{f.name}", default, f.metadata.get("help", "")
+
+
+def markdown_table(rows: Iterable[tuple[str, Any, str]]) -> str:
+    """*rows* of :func:`settings_table` as the README's Markdown table, defaults in TOML."""
+    lines = ["| setting | default | meaning |", "|---|---|---|"]
+    lines += [f"| `{name}` | `{json.dumps(default)}` | {text} |" for name, default, text in rows]
+    return "\n".join(lines)

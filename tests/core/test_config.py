@@ -39,6 +39,8 @@ def test_values_override_defaults(tmp_path: Path) -> None:
         ('[dns]\ncanaries = "gmail.com"\n', "canaries must be a list of strings"),
         ("dns = 3\n", "must be a table"),
         ("[dns\n", "not valid TOML"),
+        ('[verify]\nmode = "smtpp"\n', "mode must be one of 'none', 'smtp', 'api', got 'smtpp'"),
+        ('[contacts]\nregion = "XX"\n', r"contacts\]: region 'XX' is no country"),
     ],
 )
 def test_mistakes_are_named(tmp_path: Path, text: str, message: str) -> None:
@@ -53,3 +55,9 @@ def test_missing_file_is_a_config_error(tmp_path: Path) -> None:
 
 def test_zero_backoff_is_allowed(tmp_path: Path) -> None:
     assert load_config(write(tmp_path, "[dns]\nbackoff = 0\n")).dns.backoff == 0.0
+
+
+def test_closed_sets_keep_their_values(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, '[verify]\nmode = "api"\n[contacts]\nregion = "gb"\n'))
+    assert config.verify.mode == "api"
+    assert config.contacts.region == "GB"

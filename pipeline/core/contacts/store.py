@@ -37,10 +37,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-import phonenumbers
-
 from pipeline.core.address import Syntax, parse_address
-from pipeline.core.config import ContactsConfig
+from pipeline.core.config import ContactsConfig, known_region
 from pipeline.core.contacts import sql
 from pipeline.core.contacts.identity import normalize_phone, person_key, words
 from pipeline.core.contacts.importer import Drafts, normalize_rows, read_contacts
@@ -56,7 +54,7 @@ from pipeline.core.contacts.types import (
     StoredRow,
     TermKind,
 )
-from pipeline.core.errors import ConfigError, UsageError
+from pipeline.core.errors import UsageError
 from pipeline.core.sqlite import SqliteFile
 
 _BATCH: Final = 50_000
@@ -80,12 +78,7 @@ class ContactStore(SqliteFile):
     def __init__(
         self, path: Path, config: ContactsConfig, clock: Callable[[], float] = time.time
     ) -> None:
-        region = config.region.upper()
-        if region not in phonenumbers.SUPPORTED_REGIONS:
-            raise ConfigError(
-                f"contacts.region {config.region!r} is no country phonenumbers knows. "
-                "Use an ISO 3166-1 alpha-2 code such as US or GB."
-            )
+        region = known_region(config.region)
         super().__init__(
             path,
             sql.SCHEMA,
