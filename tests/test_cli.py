@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from pipeline.cli import main
+from pipeline.core.config import DnsConfig
 from pipeline.core.schema import OUTPUT_COLUMNS, SPEC_COLUMNS
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from tests.conftest import REPO, SAMPLE_CSV, SAMPLE_PARQUET
@@ -156,6 +157,18 @@ def test_summary_and_rejects_files(tmp_path: Path, sample_dns: SandboxDNS) -> No
         "write",
     ]
     assert (tmp_path / "out.rejects.csv").read_text().splitlines() == ["line,reason,raw"]
+
+
+def test_every_query_sent_is_counted_canaries_included(
+    tmp_path: Path, sample_dns: SandboxDNS
+) -> None:
+    sample_dns.reset_counts()
+    assert clean(tmp_path, sample_dns) == 0
+    summary = json.loads((tmp_path / "out.summary.json").read_text())
+    # Every query that reached the server is counted; c-ares answers a repeated question from
+    # its own cache, so the count (questions asked) may be a little higher than packets seen.
+    assert summary["dns_queries"] >= sample_dns.query_count
+    assert summary["dns_queries"] >= summary["distinct_domains"] + len(DnsConfig().canaries)
 
 
 def test_second_run_sends_no_dns_queries(tmp_path: Path, sample_dns: SandboxDNS) -> None:
