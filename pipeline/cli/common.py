@@ -22,7 +22,7 @@ from pipeline.core.config import Config, VerifyConfig, VerifyMode, load_config
 from pipeline.core.engine import Engine, Progress
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
-from pipeline.core.sqlite import store_beside
+from pipeline.core.sqlite import beside_domain_cache
 from pipeline.stages.workdir import WorkDir
 
 REPO_WORLD = Path(__file__).resolve().parents[2] / "sample_data" / "world.json"
@@ -167,7 +167,7 @@ def cache_path(args: argparse.Namespace, config: Config) -> Path:
 
 
 def bounce_ledger_path(args: argparse.Namespace, config: Config) -> Path:
-    return store_beside(cache_path(args, config), "bounces", config.bounces.db)
+    return beside_domain_cache(cache_path(args, config), "bounces", config.bounces.db)
 
 
 # --- the engine -------------------------------------------------------------------------------

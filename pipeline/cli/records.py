@@ -15,7 +15,7 @@ from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config, load_config
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.errors import UsageError
-from pipeline.core.sqlite import store_beside
+from pipeline.core.sqlite import beside_domain_cache
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -107,7 +107,7 @@ def _contact_store(args: argparse.Namespace) -> ContactStore:
     path = (
         Path(args.db)
         if args.db
-        else store_beside(cache_path(args, config), "contacts", config.contacts.db)
+        else beside_domain_cache(cache_path(args, config), "contacts", config.contacts.db)
     )
     return ContactStore(path, config.contacts)
 

@@ -3,7 +3,7 @@
 The command line and the service hand over a config, where the domain cache lives, and a few
 options; this opens the lists, the domain cache, the bounce ledger and the address checker the
 config asks for, each registered with the caller's :class:`contextlib.ExitStack` so they close
-together. The other stores live beside the domain cache (:func:`store_beside`), so the batch
+together. The other stores live beside the domain cache (:func:`beside_domain_cache`), so the batch
 and the service share everything they learn.
 """
 
@@ -26,7 +26,7 @@ from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.checkers import AddressChecker, ApiChecker, PlanSink, SmtpChecker
 from pipeline.core.mailboxes.smtp import smtp_settings
 from pipeline.core.mailboxes.types import Budget
-from pipeline.core.sqlite import store_beside
+from pipeline.core.sqlite import beside_domain_cache
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def open_engine(
     """The engine *config* describes; its stores close with *stack*."""
     lists = load_lists(config.lists.extra_disposable, config.lists.extra_free)
     cache = stack.enter_context(DomainCache(domain_cache, config.cache, options.clock))
-    ledger_path = store_beside(domain_cache, "bounces", config.bounces.db)
+    ledger_path = beside_domain_cache(domain_cache, "bounces", config.bounces.db)
     ledger = stack.enter_context(BounceLedger(ledger_path, config.bounces))
     checker = None if options.offline else _checker(stack, config, domain_cache, options)
     return Engine(
@@ -72,7 +72,7 @@ def _checker(
     mode = config.verify.mode
     if mode == "none":
         return None
-    path = store_beside(domain_cache, "mailboxes")
+    path = beside_domain_cache(domain_cache, "mailboxes")
     cache = stack.enter_context(MailboxCache(path, config.verify, options.clock))
     if options.spent is None:
         budget = Budget(None)

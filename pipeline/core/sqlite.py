@@ -21,11 +21,12 @@ from pipeline.core.errors import StoreError
 T = TypeVar("T")
 
 
-def store_beside(domain_cache: Path, name: str, configured: str = "") -> Path:
-    """Where the store *name* lives: the file the config names, else ``<name>.sqlite`` next to
+def beside_domain_cache(domain_cache: Path, name: str, configured: str = "") -> Path:
+    """Where the file *name* lives: the file the config names, else ``<name>.sqlite`` next to
     the domain cache, in its family: beside a sandbox cache (``sandbox-domains.sqlite``) it is
     ``sandbox-<name>.sqlite``, so made-up answers never mix with real ones. The batch and the
-    service both ask this, so they share every store."""
+    service both ask this, so they share every cache (answers that can be learned again) and
+    every store (records that cannot: the bounce ledger, the contacts)."""
     if configured:
         return Path(configured)
     prefix = "sandbox-" if domain_cache.name.startswith("sandbox-") else ""

@@ -23,7 +23,7 @@ from aiohttp.typedefs import Handler
 from pipeline.core.assembly import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.engine import Engine, verify_many
-from pipeline.core.sqlite import store_beside
+from pipeline.core.sqlite import beside_domain_cache
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
     InternalError,
@@ -105,7 +105,7 @@ def _services(
 ) -> Services:
     store = stack.enter_context(ServiceStore(paths.db, clock))
     people = config.engine.contacts
-    contacts_path = store_beside(paths.cache, "contacts", people.db)
+    contacts_path = beside_domain_cache(paths.cache, "contacts", people.db)
     contacts = stack.enter_context(ContactStore(contacts_path, people, clock))
     contacts.purge_audit()  # retention: old audit records go at every start
     size, wait = config.service.batch_size, config.service.batch_wait

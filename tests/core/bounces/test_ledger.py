@@ -216,15 +216,15 @@ def test_events_newest_first_by_any_spelling(ledger: BounceLedger) -> None:
 
 
 def test_ledger_store_location(tmp_path: Path) -> None:
-    from pipeline.core.sqlite import store_beside
+    from pipeline.core.sqlite import beside_domain_cache
 
     cache = tmp_path / "domains.sqlite"
-    assert store_beside(cache, "bounces", BouncesConfig().db) == tmp_path / "bounces.sqlite"
-    assert store_beside(cache, "bounces", BouncesConfig(db="/srv/b.sqlite").db) == Path(
+    assert beside_domain_cache(cache, "bounces", BouncesConfig().db) == tmp_path / "bounces.sqlite"
+    assert beside_domain_cache(cache, "bounces", BouncesConfig(db="/srv/b.sqlite").db) == Path(
         "/srv/b.sqlite"
     )
     sandbox = tmp_path / "sandbox-domains.sqlite"
-    assert store_beside(sandbox, "bounces") == tmp_path / "sandbox-bounces.sqlite"
+    assert beside_domain_cache(sandbox, "bounces") == tmp_path / "sandbox-bounces.sqlite"
 
 
 def test_an_unusable_ledger_file_is_a_store_error(tmp_path: Path) -> None:

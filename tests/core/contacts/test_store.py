@@ -237,12 +237,14 @@ def test_unknown_region_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_contacts_store_location(tmp_path: Path) -> None:
-    from pipeline.core.sqlite import store_beside
+    from pipeline.core.sqlite import beside_domain_cache
 
     cache = tmp_path / "domains.sqlite"
-    assert store_beside(cache, "contacts", ContactsConfig().db) == tmp_path / "contacts.sqlite"
-    assert store_beside(cache, "contacts", ContactsConfig(db="/x/y.sqlite").db) == Path(
+    assert (
+        beside_domain_cache(cache, "contacts", ContactsConfig().db) == tmp_path / "contacts.sqlite"
+    )
+    assert beside_domain_cache(cache, "contacts", ContactsConfig(db="/x/y.sqlite").db) == Path(
         "/x/y.sqlite"
     )
     sandbox = tmp_path / "sandbox-domains.sqlite"
-    assert store_beside(sandbox, "contacts") == tmp_path / "sandbox-contacts.sqlite"
+    assert beside_domain_cache(sandbox, "contacts") == tmp_path / "sandbox-contacts.sqlite"
