@@ -129,11 +129,14 @@ def typo_report(rows: pl.DataFrame, title: str) -> None:
         wrong = part.filter(
             (pl.col("suggested") != "") & (pl.col("suggested") != pl.col("intended_domain"))
         )
-        missed = part.filter(pl.col("suggested") == "").height
-        note = ", ".join(f"{d}→{s}" for d, s in wrong.select("domain", "suggested").iter_rows())
+        missed = sorted(part.filter(pl.col("suggested") == "")["domain"].to_list())
+        note = ", ".join(
+            f"{d}→{s}" for d, s in wrong.sort("domain").select("domain", "suggested").iter_rows()
+        )
         print(
             f"  {cls:24} recall {_pct(right, part.height):>6} ({right}/{part.height}); "
-            f"none {missed}; wrong {wrong.height}{': ' + note if note else ''}"
+            f"none {len(missed)}{' (' + ', '.join(missed) + ')' if missed else ''}; "
+            f"wrong {wrong.height}{': ' + note if note else ''}"
         )
     near = per_domain.filter((pl.col("class") == "near_provider") & (pl.col("suggested") != ""))
     total = per_domain.filter(pl.col("class") == "near_provider").height

@@ -7,7 +7,7 @@ DNS cases where there is nowhere to deliver.
 from __future__ import annotations
 
 from pipeline.sandbox.eval_builder import Builder, Mix, populate, style_keys, styled, text
-from pipeline.sandbox.replies import Meaning, Stage, select
+from pipeline.sandbox.replies import Meaning, Stage, by_key, select
 
 _FAMILY_STYLE = {"exim": "exim", "sendmail": "sendmail", "qmail": "qmail", "exchange": "exchange"}
 _BUSINESS_FAMILIES = (
@@ -29,6 +29,8 @@ def businesses(b: Builder) -> None:
     wordings = select(
         stage=Stage.RCPT, meanings=[Meaning.NO_SUCH_USER], families=_BUSINESS_FAMILIES
     )
+    # Yahoo's own domains are not probed (they accept every RCPT); its words are, elsewhere.
+    wordings += (by_key("yahoo.no_account_short"), by_key("yahoo.no_account"))
     for i, (reply, domain) in enumerate(zip(wordings, b.companies(len(wordings)), strict=True)):
         style = _FAMILY_STYLE.get(reply.family, "postfix")
         full = _FULL_KEYS[i % len(_FULL_KEYS)]
