@@ -7,24 +7,48 @@ host an A record for its address, a prober configured with that one port reaches
 way it would reach port 25 of the real ones; an MX host whose address has no server refuses the
 connection. The JSON format is documented in :mod:`pipeline.sandbox.world`.
 
-A server answers RCPT TO:<local@domain> with the first that applies:
+Each stage can be scripted per host (keys in :mod:`pipeline.sandbox.world`; reply texts may be
+multi-line and name session values, see :mod:`pipeline.sandbox.mail_hosts`).
+
+Greeting: ``throttle_sessions`` turns away a connection that would exceed it with a
+``421 4.7.0`` banner (RFC 5321 §4.2.2) and closes it. Otherwise ``greeting`` (default
+``220 <name> ESMTP``) is sent; a 421 greeting closes the connection, and after a 5xx greeting
+(``554 No SMTP service here``) the server answers every command but QUIT with ``503 5.5.1`` and
+waits for QUIT, as RFC 5321 §3.1 says.
+
+EHLO / HELO: ``ehlo`` / ``helo`` replace the 250 reply with a refusal (the client may then try
+HELO); EHLO advertises ENHANCEDSTATUSCODES (RFC 2034) and SMTPUTF8 (RFC 6531).
+
+MAIL FROM: the first ``mail_from`` rule whose pattern (shell-style, case-insensitive; the null
+sender is "") matches the sender answers; then a ``sender_policy`` with ``"stage": "mail"``;
+otherwise ``250 2.1.0``. A refused sender starts no transaction, so a RCPT after it gets 503.
+
+RCPT TO:<local@domain> gets the first that applies:
 
 * more RCPTs in this session than ``max_recipients``: ``452 4.5.3`` (RFC 5321 §4.5.3.1.10);
+* ``rate_limit``: more RCPTs answered in its window than it allows: its reply (a 4xx);
 * ``block``: ``550 5.7.1`` blocked by policy, as when the prober's address is on a blocklist;
+* ``sender_policy`` (at RCPT, Postfix's default ``smtpd_delay_reject = yes``) refuses the MAIL
+  FROM address: ``unknown_domain`` (reject_unknown_sender_domain) when the sender's domain has
+  no dot, is ``localhost`` or has no MX/A/AAAA record in the world, with
+  ``550 5.1.8 <sender>: Sender address rejected: Domain not found``; ``unverified``
+  (reject_unverified_sender) when no world host would accept the sender's mailbox, with
+  ``550 5.1.7 ... undeliverable address``. The null sender is never refused;
+* a recipient without a domain: ``<postmaster>`` is accepted (RFC 5321 §4.5.1), others get
+  ``550 5.1.3``;
 * a domain the host does not serve: ``550 5.7.1`` relay denied (RFC 5321 §3.6);
 * ``greylist_seconds`` and the (sender, recipient) pair is new or too recent: ``451 4.7.1``;
   greylisting runs before the mailbox lookup, so it hides whether the mailbox exists;
+* a local part with its own entry in the domain's ``replies``: that reply;
 * ``catch_all``, or a local part in ``mailboxes``: ``250 2.1.5``;
 * in ``full``: ``452 4.2.2``; in ``disabled``: ``550 5.2.1``; otherwise ``550 5.1.1``.
 
-Local parts compare case-insensitively; a domain sent as a U-label (RFC 6531) matches its
-A-label. ``<postmaster>`` without a domain is accepted, as RFC 5321 §4.5.1 requires. Every other
-command gets the usual answer (EHLO advertises ENHANCEDSTATUSCODES, RFC 2034, and SMTPUTF8,
-RFC 6531) except DATA, which is refused with ``554 5.5.1`` before any content is read: a prober
-must never send a message, and :meth:`SandboxSMTP.data_attempts` counts those that try.
-``throttle_sessions`` turns away a connection that would exceed it with a ``421 4.7.0`` banner
-(RFC 5321 §4.2.2) and closes it; ``delay_ms`` delays every reply after the banner and
-``banner_delay_ms`` the banner.
+``rcpt_text`` rewords any of these classes (ok, unknown, disabled, full, relay, blocked,
+greylisted, too_many). Any reply with code 421, at any stage, closes the connection after it is
+sent (RFC 5321 §3.8). Local parts compare case-insensitively; a domain sent as a U-label
+(RFC 6531) matches its A-label. DATA is refused with ``554 5.5.1`` before any content is read: a
+prober must never send a message, and :meth:`SandboxSMTP.data_attempts` counts those that try.
+``delay_ms`` delays every reply after the banner and ``banner_delay_ms`` the banner.
 
 All servers run in one asyncio event loop in a daemon thread; aiosmtpd parses the protocol.
 
@@ -43,37 +67,25 @@ import contextlib
 import functools
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import AnyStr
 
-import idna
-from aiosmtpd.smtp import SMTP, Envelope, Session
+from aiosmtpd.smtp import SMTP
 
 from pipeline.sandbox.loop_thread import LoopThreadServer
-from pipeline.sandbox.world import SmtpDomain, SmtpHost, loopback_address, normalize_name
+from pipeline.sandbox.smtp_handler import BYE, SessionHandler, Stats
+from pipeline.sandbox.smtp_script import HostState
+from pipeline.sandbox.smtp_script import Session as Values
+from pipeline.sandbox.world import SmtpDomain, SmtpHost, loopback_address
 
 __all__ = ["SandboxSMTP", "SmtpDomain", "SmtpHost"]
 
-# Replies: RFC 5321 §4.2 reply codes with RFC 3463 enhanced status codes.
-_SENDER_OK = "250 2.1.0 Sender OK"
-_RECIPIENT_OK = "250 2.1.5 OK"
-_OK = "250 2.0.0 OK"
-_BYE = "221 2.0.0 Bye"
-_NO_SUCH_USER = "550 5.1.1 No such user here"
-_BAD_ADDRESS = "550 5.1.3 Recipient address must have a domain"
-_MAILBOX_DISABLED = "550 5.2.1 Mailbox disabled, not accepting messages"
-_MAILBOX_FULL = "452 4.2.2 Mailbox full"
-_TOO_MANY_RECIPIENTS = "452 4.5.3 Too many recipients"
-_RELAY_DENIED = "550 5.7.1 Relay access denied"
-_BLOCKED = "550 5.7.1 Message rejected: blocked by policy"
-_GREYLISTED = "451 4.7.1 Greylisted, please try again later"
+# Replies of the server's own, not scripted per host (RFC 5321 §4.2, RFC 3463).
 _THROTTLED = "421 4.7.0 Too many concurrent sessions, try again later"
 _NO_DATA = "554 5.5.1 DATA not accepted: this server only answers probes"
-# RFC 5321 §4.5.1: every host must accept mail for <postmaster>, even without a domain.
-_POSTMASTER = "postmaster"
+_NO_SERVICE = "503 5.5.1 No SMTP service here, only QUIT is accepted"
 # Binding the first server to a free port and the others to the same number can collide with
 # another process that holds that port on one of the addresses; retry with a fresh port.
 _BIND_ATTEMPTS = 20
@@ -83,208 +95,18 @@ _CLOSE_ROUNDS = 20
 _CLOSE_ROUND_SECONDS = 0.05
 
 
-class _Stats:
-    """What the servers saw; written by the event loop, read by any thread."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._rcpts: list[tuple[str, str, int]] = []
-        self._sessions: Counter[str] = Counter()
-        self._open: Counter[str] = Counter()
-        self._most_open: Counter[str] = Counter()
-        self._data_attempts = 0
-
-    def session_opened(self, host: str) -> None:
-        with self._lock:
-            self._sessions[host] += 1
-            self._open[host] += 1
-            self._most_open[host] = max(self._most_open[host], self._open[host])
-
-    def session_closed(self, host: str) -> None:
-        with self._lock:
-            self._open[host] -= 1
-
-    def rcpt(self, host: str, recipient: str, code: int) -> None:
-        with self._lock:
-            self._rcpts.append((host, recipient, code))
-
-    def data_attempt(self) -> None:
-        with self._lock:
-            self._data_attempts += 1
-
-    def rcpts(self) -> list[tuple[str, str, int]]:
-        with self._lock:
-            return list(self._rcpts)
-
-    def sessions(self, host: str) -> int:
-        with self._lock:
-            return self._sessions[host]
-
-    def most_open(self, host: str) -> int:
-        with self._lock:
-            return self._most_open[host]
-
-    def data_attempts(self) -> int:
-        with self._lock:
-            return self._data_attempts
-
-    def reset(self) -> None:
-        with self._lock:
-            self._rcpts.clear()
-            self._sessions.clear()
-            self._data_attempts = 0
-            # Sessions still open count towards the next maximum.
-            self._most_open = Counter(self._open)
-
-
-class _HostState:
-    """One host's configuration and the state its sessions share; used by the loop thread only."""
-
-    def __init__(self, address: str, config: SmtpHost, clock: Callable[[], float]) -> None:
-        self.address = address
-        self.config = config
-        self._clock = clock
-        self._admitted = 0
-        self._first_attempts: dict[tuple[str, str], float] = {}
-
-    def admit(self) -> bool:
-        """Whether a new session fits under ``throttle_sessions``; if so, it now counts."""
-        limit = self.config.throttle_sessions
-        if limit and self._admitted >= limit:
-            return False
-        self._admitted += 1
-        return True
-
-    def release(self) -> None:
-        self._admitted -= 1
-
-    def greylisted(self, sender: str, recipient: str) -> bool:
-        """Whether this attempt is deferred: the pair's first attempt is too recent."""
-        seconds = self.config.greylist_seconds
-        if seconds <= 0:
-            return False
-        now = self._clock()
-        # Greylisting as in postgrey: the clock starts at the first attempt, and retries do not
-        # restart it; the key is case-insensitive, as the mailbox lookup is.
-        first = self._first_attempts.setdefault((sender.casefold(), recipient.casefold()), now)
-        return now - first < seconds
-
-
-def _rcpt_reply(host: _HostState, sender: str, recipient: str, rcpts_in_session: int) -> str:
-    """The reply to the ``rcpts_in_session``-th RCPT of a session (order in module docstring)."""
-    config = host.config
-    if config.max_recipients and rcpts_in_session > config.max_recipients:
-        return _TOO_MANY_RECIPIENTS
-    if config.block:
-        return _BLOCKED
-    local, at, domain_part = recipient.rpartition("@")
-    if not at:
-        return _RECIPIENT_OK if recipient.casefold() == _POSTMASTER else _BAD_ADDRESS
-    domain = config.domains.get(_domain_key(domain_part))
-    if domain is None:
-        return _RELAY_DENIED
-    if host.greylisted(sender, recipient):
-        return _GREYLISTED
-    return _mailbox_reply(domain, local)
-
-
-def _mailbox_reply(domain: SmtpDomain, local: str) -> str:
-    folded = local.casefold()
-    if domain.catch_all or folded in domain.mailboxes:
-        return _RECIPIENT_OK
-    if folded in domain.full:
-        return _MAILBOX_FULL
-    if folded in domain.disabled:
-        return _MAILBOX_DISABLED
-    return _NO_SUCH_USER
-
-
-def _domain_key(domain: str) -> str:
-    """``domain`` as world keys store it: lower case, A-labels (RFC 5890)."""
-    name = normalize_name(domain)
-    if name.isascii():
-        return name
-    try:
-        # RFC 6531 §3.2: an SMTPUTF8 client may send the U-label form of a domain.
-        return idna.encode(name, uts46=True).decode("ascii")
-    except idna.IDNAError:
-        return name
-
-
-class _Handler:
-    """aiosmtpd's command hooks for one session; the protocol creates one per connection."""
-
-    def __init__(self, host: _HostState, stats: _Stats) -> None:
-        self._host = host
-        self._stats = stats
-        self._rcpts = 0
-
-    async def handle_EHLO(
-        self,
-        server: SMTP,
-        session: Session,
-        envelope: Envelope,
-        hostname: str,
-        responses: list[str],
-    ) -> list[str]:
-        # With this hook present aiosmtpd leaves recording the client's name to us.
-        session.host_name = hostname
-        # RFC 2034 §3: announces enhanced status codes. Every reply of ours carries one;
-        # aiosmtpd's own syntax and sequence errors (501, 503) do not.
-        return [*responses[:-1], "250-ENHANCEDSTATUSCODES", responses[-1]]
-
-    async def handle_MAIL(
-        self,
-        server: SMTP,
-        session: Session,
-        envelope: Envelope,
-        address: str,
-        mail_options: list[str],
-    ) -> str:
-        envelope.mail_from = address
-        envelope.mail_options.extend(mail_options)
-        return _SENDER_OK
-
-    async def handle_RCPT(
-        self,
-        server: SMTP,
-        session: Session,
-        envelope: Envelope,
-        address: str,
-        rcpt_options: list[str],
-    ) -> str:
-        self._rcpts += 1
-        reply = _rcpt_reply(self._host, envelope.mail_from or "", address, self._rcpts)
-        if reply.startswith("250"):
-            envelope.rcpt_tos.append(address)
-            envelope.rcpt_options.extend(rcpt_options)
-        self._stats.rcpt(self._host.address, address, int(reply[:3]))
-        return reply
-
-    async def handle_RSET(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        return _OK
-
-    async def handle_NOOP(
-        self, server: SMTP, session: Session, envelope: Envelope, arg: str | None
-    ) -> str:
-        return _OK
-
-    async def handle_QUIT(self, server: SMTP, session: Session, envelope: Envelope) -> str:
-        return _BYE
-
-
 class _SmtpProtocol(SMTP):
     """aiosmtpd's SMTP session with the sandbox's throttling, delays and refusal of DATA."""
 
     def __init__(
         self,
-        host: _HostState,
-        stats: _Stats,
+        host: HostState,
+        stats: Stats,
         connections: set[asyncio.BaseTransport],
         loop: asyncio.AbstractEventLoop,
     ) -> None:
         super().__init__(
-            _Handler(host, stats),
+            SessionHandler(host, stats),
             hostname=host.config.name,
             ident="ESMTP",
             enable_SMTPUTF8=True,
@@ -300,6 +122,7 @@ class _SmtpProtocol(SMTP):
         self._admitted = False
         self._reply_pause = 0.0
         self._mid_reply = False
+        self._banner: str | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._connection = transport
@@ -333,17 +156,54 @@ class _SmtpProtocol(SMTP):
             return
         if self._host.config.banner_delay_ms:
             await asyncio.sleep(self._host.config.banner_delay_ms / 1000)
-        await super()._handle_client()
+        greeting = self._host.config.greeting
+        if greeting is None:
+            await super()._handle_client()
+            return
+        banner = greeting.render(self._session_values())
+        if greeting.code == 220:
+            self._banner = banner  # sent in place of aiosmtpd's own (see push)
+            await super()._handle_client()
+        elif greeting.code >= 500:
+            await self._refuse_session(banner)
+        else:
+            await self.push(banner)  # a 421: push closes the connection
+
+    async def _refuse_session(self, banner: str) -> None:
+        """RFC 5321 §3.1: after a 554 greeting, wait for QUIT and answer 503 to the rest."""
+        await self.push(banner)
+        while self.transport is not None and not self.transport.is_closing():
+            try:
+                line = await self._reader.readuntil()
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+                break
+            if line.strip().upper() == b"QUIT":
+                await self.push(BYE)
+                break
+            await self.push(_NO_SERVICE)
+        if self.transport is not None:
+            self.transport.close()
+
+    def _session_values(self) -> Mapping[str, str]:
+        peer = self.session.peer if self.session is not None else None
+        client = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        return Values(self._host.config.name, client, "").values()
 
     async def push(self, status: AnyStr) -> None:
+        if self._banner is not None:
+            status, self._banner = self._banner, None  # type: ignore[assignment]
         if self._reply_pause and not self._mid_reply:
             await asyncio.sleep(self._reply_pause)
         text = status if isinstance(status, str) else status.decode("utf-8", "replace")
+        last = text.rsplit("\r\n", 1)[-1]
         # RFC 5321 §4.2: "250-" continues a multi-line reply, which waits only once.
-        self._mid_reply = text[3:4] == "-"
+        self._mid_reply = last[3:4] == "-"
         await super().push(status)
         # The banner has its own delay; every reply after it waits delay_ms.
         self._reply_pause = self._host.config.delay_ms / 1000
+        if last.startswith("421 ") and self.transport is not None:
+            # RFC 5321 §3.8: a server that answers 421 closes the channel.
+            self.transport.close()
 
     async def smtp_DATA(self, arg: str | None) -> None:
         # Refused before the 354 go-ahead, so no message content is ever accepted.
@@ -384,7 +244,7 @@ class SandboxSMTP(LoopThreadServer[_Running]):
         )
         self._requested_port = port
         self._clock = clock
-        self._stats = _Stats()
+        self._stats = Stats()
 
     @property
     def port(self) -> int:
@@ -426,9 +286,7 @@ class SandboxSMTP(LoopThreadServer[_Running]):
         self._stats.reset()
 
     async def _bind(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> _Running:
-        hosts = [
-            _HostState(address, config, self._clock) for address, config in self._hosts.items()
-        ]
+        hosts = [HostState(address, config, self._clock) for address, config in self._hosts.items()]
         connections: set[asyncio.BaseTransport] = set()
         attempts = _BIND_ATTEMPTS if hosts and not self._requested_port else 1
         for attempt in range(attempts):

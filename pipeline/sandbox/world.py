@@ -67,6 +67,8 @@ Keys of a host; only ``name`` is required:
     ``full`` (over quota), ``disabled`` (exist but are closed) as lists of local parts, compared
     case-insensitively, and ``catch_all`` (``true``: every local part is accepted). A local part
     may be in at most one list; ``full`` and ``disabled`` cannot be combined with ``catch_all``.
+    ``replies`` maps single local parts to a reply of their own, any code (``{"ann": "450 4.2.1
+    The user you are trying to contact is receiving mail at a rate ..."}``), ahead of the lists.
 ``greylist_seconds``
     ``> 0``: the first RCPT of a (sender, recipient) pair is deferred with 451 4.7.1 until this
     many seconds have passed since that first attempt (greylisting).
@@ -80,7 +82,33 @@ Keys of a host; only ``name`` is required:
 ``delay_ms`` / ``banner_delay_ms``
     Delay before each reply to a command / before the 220 banner.
 
-The replies to RCPT are documented in :mod:`pipeline.sandbox.smtp_server`.
+Scripted replies, all optional; a reply is written as sent, lines separated by newlines, and may
+name session values such as ``{rcpt}`` or ``{sender}`` (see :mod:`pipeline.sandbox.mail_hosts`):
+
+``greeting``
+    The banner instead of ``220 <name> ESMTP``: another 220 text, a 421 (sent, then the
+    connection is closed) or a 5xx (then every command but QUIT gets 503).
+``ehlo`` / ``helo``
+    A refusal (4xx/5xx) sent instead of the 250 reply to EHLO / HELO.
+``mail_from``
+    ``[[sender pattern, reply], ...]``: the first rule whose shell-style pattern matches the
+    MAIL FROM address (case-insensitive; the null sender is ``""``) answers it.
+``rcpt_text``
+    Rewords RCPT reply classes: ``{"unknown": "550 5.1.1 <{rcpt}>: Recipient address
+    rejected: User unknown in virtual mailbox table"}``; classes: ok, unknown, disabled, full,
+    relay, blocked, greylisted, too_many.
+``sender_policy``
+    ``{"check": "unknown_domain" | "unverified", "reply": ..., "stage": "rcpt" | "mail"}``:
+    Postfix's reject_unknown_sender_domain (the MAIL FROM domain has no MX/A/AAAA record in this
+    world, no dot, or is localhost) or reject_unverified_sender (no host of this world would
+    accept the sender's mailbox), refused at RCPT (the default, as with smtpd_delay_reject) or
+    at MAIL FROM.
+``rate_limit``
+    ``{"rcpts": N, "seconds": S, "reply": ...}``: at most N RCPTs answered in any S seconds;
+    the others get the reply (default ``450 4.7.1``).
+
+Any reply with code 421 closes the connection after it is sent. The order in which the replies
+apply is documented in :mod:`pipeline.sandbox.smtp_server`.
 """
 
 from __future__ import annotations
@@ -94,43 +122,40 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import idna
+from pipeline.sandbox.checks import (
+    boolean,
+    integer,
+    listed,
+    loopback_address,
+    normalize_name,
+    number,
+    string,
+    zone_name,
+)
+from pipeline.sandbox.mail_hosts import SmtpDomain, SmtpHost
+from pipeline.sandbox.mail_hosts_parse import smtp_hosts_from_dict
+
+__all__ = [
+    "RCODES",
+    "SmtpDomain",
+    "SmtpHost",
+    "World",
+    "Zone",
+    "load_world",
+    "loopback_address",
+    "normalize_name",
+    "world_from_dict",
+]
 
 RCODES = frozenset({"SERVFAIL", "REFUSED", "NXDOMAIN"})
 """Rcodes a zone may be forced to answer with."""
 
 _ZONE_KEYS = frozenset({"mx", "a", "aaaa", "rcode", "timeout", "latency_ms", "ttl"})
 _WORLD_KEYS = frozenset({"zones", "latency_ms", "smtp"})
-_SMTP_HOST_KEYS = frozenset(
-    {
-        "name",
-        "domains",
-        "greylist_seconds",
-        "max_recipients",
-        "throttle_sessions",
-        "block",
-        "delay_ms",
-        "banner_delay_ms",
-    }
-)
-_SMTP_DOMAIN_KEYS = frozenset({"mailboxes", "full", "disabled", "catch_all"})
-_SMTP_LISTS = ("mailboxes", "full", "disabled")
-# RFC 5321 §4.5.3.1.1: a local part is at most 64 octets.
-_MAX_LOCAL_PART_OCTETS = 64
-_LOOPBACK = ipaddress.IPv4Network("127.0.0.0/8")
 # RFC 2181 §8: a TTL is an unsigned 31-bit value.
 _MAX_TTL = 2**31 - 1
 # RFC 1035 §3.3.9: an MX preference is a 16-bit unsigned integer.
 _MAX_PREFERENCE = 0xFFFF
-# RFC 1035 §2.3.4: at most 255 octets on the wire, i.e. 253 characters in dotted text.
-_MAX_NAME_LENGTH = 253
-
-
-def normalize_name(name: str) -> str:
-    """Lower-case ``name`` and drop one trailing dot: the form world keys are stored in."""
-    # RFC 4343: DNS names compare case-insensitively (ASCII only); the trailing dot only marks a
-    # name as fully qualified and does not change which node it names.
-    return name[:-1].lower() if name.endswith(".") and name != "." else name.lower()
 
 
 @dataclass(frozen=True)
@@ -168,69 +193,6 @@ class Zone:
 
 
 @dataclass(frozen=True)
-class SmtpDomain:
-    """The local parts one mail host knows for one domain.
-
-    Local parts are stored case-folded: RFC 5321 §2.4 lets a server treat them case-sensitively,
-    but practically every real one does not, and a prober must cope with that.
-    """
-
-    mailboxes: frozenset[str] = frozenset()
-    full: frozenset[str] = frozenset()
-    disabled: frozenset[str] = frozenset()
-    catch_all: bool = False
-
-    def __post_init__(self) -> None:
-        seen: dict[str, str] = {}
-        for key in _SMTP_LISTS:
-            given = getattr(self, key)
-            if isinstance(given, str):
-                # A bare string would silently become a set of one-letter local parts.
-                raise ValueError(f"{key} must be a collection of local parts, not {given!r}")
-            folded = frozenset(_check_local_part(local, key) for local in given)
-            for local in folded:
-                if local in seen:
-                    raise ValueError(f"local part {local!r} is in both {seen[local]} and {key}")
-                seen[local] = key
-            # Frozen: the normalised set replaces the given one once, before anyone can see it.
-            object.__setattr__(self, key, folded)
-        if self.catch_all and (self.full or self.disabled):
-            raise ValueError("full and disabled have no effect on a catch_all domain")
-
-
-@dataclass(frozen=True)
-class SmtpHost:
-    """One sandbox mail server: what it accepts and how it misbehaves (see module docstring)."""
-
-    name: str
-    domains: Mapping[str, SmtpDomain] = field(default_factory=lambda: MappingProxyType({}))
-    greylist_seconds: float = 0.0
-    max_recipients: int = 0
-    throttle_sessions: int = 0
-    block: bool = False
-    delay_ms: float = 0.0
-    banner_delay_ms: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not _is_host_name(self.name):
-            raise ValueError(f"name {self.name!r} is not an ASCII host name")
-        domains: dict[str, SmtpDomain] = {}
-        for raw_name, domain in self.domains.items():
-            name = _zone_name(raw_name, "domain")
-            if name in domains:
-                raise ValueError(f"domain {raw_name!r}: duplicate of another domain named {name!r}")
-            domains[name] = domain
-        object.__setattr__(self, "domains", MappingProxyType(domains))
-        for key in ("greylist_seconds", "delay_ms", "banner_delay_ms"):
-            value = getattr(self, key)
-            if not (math.isfinite(value) and value >= 0):
-                raise ValueError(f"{key} {value!r} must be a finite number >= 0")
-        for key in ("max_recipients", "throttle_sessions"):
-            if getattr(self, key) < 0:
-                raise ValueError(f"{key} {getattr(self, key)!r} must be >= 0")
-
-
-@dataclass(frozen=True)
 class World:
     """Every name the sandbox DNS server knows (any other name is NXDOMAIN) and the mail servers.
 
@@ -248,20 +210,6 @@ class World:
     def lookup(self, name: str) -> Zone | None:
         """The zone for ``name`` (case-insensitive, trailing dot ignored), or None."""
         return self.zones.get(normalize_name(name))
-
-
-def loopback_address(raw: object) -> str:
-    """``raw`` as a canonical IPv4 address string; ValueError unless it is in 127.0.0.0/8."""
-    # The sandbox must never listen on, or send a prober to, a real network interface.
-    if not isinstance(raw, str):
-        raise ValueError(f"smtp host address {raw!r} must be a string")
-    try:
-        address = ipaddress.IPv4Address(raw)
-    except ValueError as exc:
-        raise ValueError(f"smtp host address {raw!r} is not an IPv4 address: {exc}") from exc
-    if address not in _LOOPBACK:
-        raise ValueError(f"smtp host address {raw!r} is not a loopback address (127.0.0.0/8)")
-    return str(address)
 
 
 def load_world(path: str | Path) -> World:
@@ -289,114 +237,18 @@ def world_from_dict(data: Mapping[str, Any]) -> World:
         raise ValueError("'zones' must be an object mapping names to zones")
     zones: dict[str, Zone] = {}
     for raw_name, raw_zone in raw_zones.items():
-        name = _zone_name(raw_name)
+        name = zone_name(raw_name)
         if name in zones:
             raise ValueError(f"zone {raw_name!r}: duplicate of another zone named {name!r}")
         try:
             zones[name] = _zone_from_dict(raw_zone)
         except ValueError as exc:
             raise ValueError(f"zone {raw_name!r}: {exc}") from exc
-    latency = _number(data.get("latency_ms", 0.0), "world latency_ms")
+    latency = number(data.get("latency_ms", 0.0), "world latency_ms")
     if not (math.isfinite(latency) and latency >= 0):
         raise ValueError(f"world latency_ms {latency!r} must be a finite number >= 0")
-    smtp = _smtp_from_dict(data.get("smtp", {}))
+    smtp = smtp_hosts_from_dict(data.get("smtp", {}), _resolvable(zones))
     return World(zones=MappingProxyType(zones), latency_ms=latency, smtp=smtp)
-
-
-def _smtp_from_dict(raw: object) -> Mapping[str, SmtpHost]:
-    if not isinstance(raw, Mapping):
-        raise ValueError("'smtp' must be an object mapping loopback addresses to mail hosts")
-    hosts: dict[str, SmtpHost] = {}
-    for raw_address, raw_host in raw.items():
-        address = loopback_address(raw_address)
-        if address in hosts:
-            raise ValueError(f"smtp host {raw_address!r}: duplicate of {address!r}")
-        try:
-            hosts[address] = _smtp_host_from_dict(raw_host)
-        except ValueError as exc:
-            raise ValueError(f"smtp host {raw_address!r}: {exc}") from exc
-    return MappingProxyType(hosts)
-
-
-def _smtp_host_from_dict(raw: object) -> SmtpHost:
-    if not isinstance(raw, Mapping):
-        raise ValueError("must be an object")
-    unknown = set(raw) - _SMTP_HOST_KEYS
-    if unknown:
-        raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_SMTP_HOST_KEYS)}")
-    if "name" not in raw:
-        raise ValueError("missing 'name' (the host name of its banner)")
-    raw_domains = raw.get("domains", {})
-    if not isinstance(raw_domains, Mapping):
-        raise ValueError("'domains' must be an object mapping domain names to mailboxes")
-    domains: dict[str, SmtpDomain] = {}
-    for raw_name, raw_domain in raw_domains.items():
-        name = _zone_name(raw_name, "domain")
-        if name in domains:
-            raise ValueError(f"domain {raw_name!r}: duplicate of another domain named {name!r}")
-        try:
-            domains[name] = _smtp_domain_from_dict(raw_domain)
-        except ValueError as exc:
-            raise ValueError(f"domain {raw_name!r}: {exc}") from exc
-    return SmtpHost(
-        name=_string(raw["name"], "name"),
-        domains=MappingProxyType(domains),
-        greylist_seconds=_number(raw.get("greylist_seconds", 0.0), "greylist_seconds"),
-        max_recipients=_integer(raw.get("max_recipients", 0), "max_recipients"),
-        throttle_sessions=_integer(raw.get("throttle_sessions", 0), "throttle_sessions"),
-        block=_boolean(raw.get("block", False), "block"),
-        delay_ms=_number(raw.get("delay_ms", 0.0), "delay_ms"),
-        banner_delay_ms=_number(raw.get("banner_delay_ms", 0.0), "banner_delay_ms"),
-    )
-
-
-def _smtp_domain_from_dict(raw: object) -> SmtpDomain:
-    if not isinstance(raw, Mapping):
-        raise ValueError("must be an object")
-    unknown = set(raw) - _SMTP_DOMAIN_KEYS
-    if unknown:
-        raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_SMTP_DOMAIN_KEYS)}")
-    lists = {
-        key: frozenset(_string(item, key) for item in _list(raw.get(key, []), key))
-        for key in _SMTP_LISTS
-    }
-    return SmtpDomain(
-        mailboxes=lists["mailboxes"],
-        full=lists["full"],
-        disabled=lists["disabled"],
-        catch_all=_boolean(raw.get("catch_all", False), "catch_all"),
-    )
-
-
-def _check_local_part(local: object, key: str) -> str:
-    if not isinstance(local, str) or not local:
-        raise ValueError(f"{key} value {local!r} must be a non-empty string")
-    if "@" in local or any(char.isspace() for char in local):
-        raise ValueError(f"{key} value {local!r} must be a bare local part (no '@', no spaces)")
-    if len(local.encode("utf-8")) > _MAX_LOCAL_PART_OCTETS:
-        raise ValueError(f"{key} value {local!r} is longer than {_MAX_LOCAL_PART_OCTETS} octets")
-    return local.casefold()
-
-
-def _is_host_name(name: object) -> bool:
-    if not isinstance(name, str):
-        return False
-    name = normalize_name(name)
-    labels = name.split(".")
-    return bool(name) and name.isascii() and len(name) <= _MAX_NAME_LENGTH and all(labels)
-
-
-def _zone_name(raw: object, what: str = "zone name") -> str:
-    if not isinstance(raw, str) or not raw.strip("."):
-        raise ValueError(f"{what} {raw!r} must be a non-empty string")
-    name = normalize_name(raw)
-    if not name.isascii():
-        # Resolvers query the A-label (RFC 5891 §4), so a U-label key could never match.
-        hint = idna.encode(name, uts46=True).decode("ascii")
-        raise ValueError(f"{what} {raw!r} is not ASCII; write its A-label form {hint!r}")
-    if len(name) > _MAX_NAME_LENGTH or any(not label for label in name.split(".")):
-        raise ValueError(f"{what} {raw!r} is not a valid DNS name")
-    return name
 
 
 def _zone_from_dict(raw: object) -> Zone:
@@ -405,18 +257,18 @@ def _zone_from_dict(raw: object) -> Zone:
     unknown = set(raw) - _ZONE_KEYS
     if unknown:
         raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(_ZONE_KEYS)}")
-    timeout = _boolean(raw.get("timeout", False), "timeout")
+    timeout = boolean(raw.get("timeout", False), "timeout")
     rcode = raw.get("rcode")
     if rcode is not None and not isinstance(rcode, str):
         raise ValueError(f"rcode must be a string, not {rcode!r}")
     return Zone(
-        mx=tuple(_mx_entry(entry) for entry in _list(raw.get("mx", []), "mx")),
-        a=tuple(_string(item, "a") for item in _list(raw.get("a", []), "a")),
-        aaaa=tuple(_string(item, "aaaa") for item in _list(raw.get("aaaa", []), "aaaa")),
+        mx=tuple(_mx_entry(entry) for entry in listed(raw.get("mx", []), "mx")),
+        a=tuple(string(item, "a") for item in listed(raw.get("a", []), "a")),
+        aaaa=tuple(string(item, "aaaa") for item in listed(raw.get("aaaa", []), "aaaa")),
         rcode=rcode.upper() if rcode is not None else None,
         timeout=timeout,
-        latency_ms=_number(raw.get("latency_ms", 0.0), "latency_ms"),
-        ttl=_integer(raw.get("ttl", 300), "ttl"),
+        latency_ms=number(raw.get("latency_ms", 0.0), "latency_ms"),
+        ttl=integer(raw.get("ttl", 300), "ttl"),
     )
 
 
@@ -424,7 +276,7 @@ def _mx_entry(entry: object) -> tuple[int, str]:
     if not isinstance(entry, list | tuple) or len(entry) != 2:
         raise ValueError(f"mx entry {entry!r} must be [preference, exchange]")
     preference, exchange = entry
-    return _integer(preference, "mx preference"), _string(exchange, "mx exchange")
+    return integer(preference, "mx preference"), string(exchange, "mx exchange")
 
 
 def _check_exchange(exchange: str) -> None:
@@ -444,32 +296,10 @@ def _check_address(
         raise ValueError(f"{key} value {address!r} is not a valid address: {exc}") from exc
 
 
-def _list(value: object, key: str) -> list[object]:
-    if not isinstance(value, list | tuple):
-        raise ValueError(f"{key} must be a list, not {value!r}")
-    return list(value)
-
-
-def _string(value: object, key: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{key} value {value!r} must be a string")
-    return value
-
-
-def _boolean(value: object, key: str) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{key} must be true or false, not {value!r}")
-    return value
-
-
-def _integer(value: object, key: str) -> int:
-    # bool is a subclass of int; "ttl": true is a mistake, not 1.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{key} {value!r} must be an integer")
-    return value
-
-
-def _number(value: object, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"{key} {value!r} must be a number")
-    return float(value)
+def _resolvable(zones: Mapping[str, Zone]) -> frozenset[str]:
+    """Names a mail server would find mail records for (a sender-domain check passes)."""
+    return frozenset(
+        name
+        for name, zone in zones.items()
+        if zone.a or zone.aaaa or any(exchange != "." for _, exchange in zone.mx)
+    )
