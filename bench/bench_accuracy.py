@@ -2,7 +2,7 @@
 
     python bench/bench_accuracy.py [--seed N] [--keep DIR]
 
-Generates the evaluation world (pipeline/sandbox/eval_world.py: about 6,500 addresses whose
+Generates the evaluation world (pipeline/sandbox/evaluation/world.py: about 6,500 addresses whose
 deliverability is known) into a temporary directory, then runs `listclean clean` on its list
 three times, each with a fresh cache: in the sandbox with ``--verify smtp`` and with
 ``--verify none`` (configs/sandbox.toml, default HELO name and envelope sender), and
@@ -32,7 +32,7 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeline.sandbox.eval_world import SEED, generate  # noqa: E402
+from pipeline.sandbox.evaluation.world import SEED, generate  # noqa: E402
 
 CONFIG = ROOT / "configs" / "sandbox.toml"
 VERDICTS = ("Valid", "Risky", "Invalid")

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.sandbox.eval_builder import TruthRow
-from pipeline.sandbox.eval_world import EvalWorld, generate
-from pipeline.sandbox.replies import by_key
+from pipeline.sandbox.evaluation.builder import TruthRow
+from pipeline.sandbox.evaluation.world import EvalWorld, generate
+from pipeline.sandbox.replies.corpus import by_key
 from pipeline.sandbox.smtp_server import SandboxSMTP
 from pipeline.sandbox.world import World, world_from_dict
 

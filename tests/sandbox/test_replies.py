@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from pipeline.sandbox.replies import CORPUS, Meaning, Stage, by_key, select
-from pipeline.sandbox.reply_types import CorpusReply
+from pipeline.sandbox.replies.corpus import CORPUS, Meaning, Stage, by_key, select
+from pipeline.sandbox.replies.types import CorpusReply
 
 _PLACEHOLDERS = {"rcpt", "local", "domain", "sender", "sender_domain", "helo", "client", "host"}
 

@@ -1,4 +1,4 @@
-"""The types of the reply corpus (:mod:`pipeline.sandbox.replies`): one real SMTP reply each."""
+"""The reply corpus's types (:mod:`pipeline.sandbox.replies.corpus`): one real SMTP reply each."""
 
 from __future__ import annotations
 

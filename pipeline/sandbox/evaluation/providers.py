@@ -4,8 +4,8 @@ real domains near the providers, and typo domains (squatted, unregistered, missp
 
 from __future__ import annotations
 
-from pipeline.sandbox.eval_builder import Builder, Mix, populate, style_keys, styled, text
-from pipeline.sandbox.eval_names import (
+from pipeline.sandbox.evaluation.builder import Builder, Mix, populate, style_keys, styled, text
+from pipeline.sandbox.evaluation.names import (
     MISSPELT_NAME_AND_TLD,
     NEAR_PROVIDER,
     TYPO_TARGETS,

@@ -3,7 +3,7 @@
 ``generate(seed)`` builds, in about a second, a sandbox world (DNS zones and scripted mail
 servers, format in :mod:`pipeline.sandbox.world`) of about 6,500 listed addresses over about 300
 domains, and for each address the truth: would mail to it reach the person meant? Servers send
-real replies from the corpus (:mod:`pipeline.sandbox.replies`). ``write(directory)`` writes
+real replies from the corpus (:mod:`pipeline.sandbox.replies.corpus`). ``write(directory)`` writes
 ``world.json``, ``list.csv`` (one ``email`` column, in a shuffled but fixed order) and
 ``truth.csv`` (email, deliverable, class, reply, intended_domain).
 
@@ -33,7 +33,7 @@ Classes (``class`` column), and what is true of them:
   ``typo_squatted_known`` (in it), ``typo_unregistered`` / ``typo_unregistered_known``
   (NXDOMAIN), ``typo_tld_misspelt`` (``ahoo.con``: a TLD fix alone gives the wrong domain).
 
-Run ``python -m pipeline.sandbox.eval_world DIR`` to write the three files.
+Run ``python -m pipeline.sandbox.evaluation.world DIR`` to write the three files.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.sandbox.eval_builder import Builder, TruthRow
-from pipeline.sandbox.eval_providers import near_providers, providers, typos
-from pipeline.sandbox.eval_scenarios import businesses, dns_cases, hidden_existence
+from pipeline.sandbox.evaluation.builder import Builder, TruthRow
+from pipeline.sandbox.evaluation.providers import near_providers, providers, typos
+from pipeline.sandbox.evaluation.scenarios import businesses, dns_cases, hidden_existence
 
 SEED = 20240601
 TRUTH_COLUMNS = ("email", "deliverable", "class", "reply", "intended_domain")
@@ -96,7 +96,7 @@ def generate(seed: int = SEED) -> EvalWorld:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m pipeline.sandbox.eval_world OUTPUT_DIR", file=sys.stderr)
+        print("usage: python -m pipeline.sandbox.evaluation.world OUTPUT_DIR", file=sys.stderr)
         return 2
     evaluation = generate()
     evaluation.write(Path(argv[0]))

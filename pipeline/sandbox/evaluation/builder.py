@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pipeline.sandbox.eval_names import company_domains, local_parts
-from pipeline.sandbox.replies import by_key
+from pipeline.sandbox.evaluation.names import company_domains, local_parts
+from pipeline.sandbox.replies.corpus import by_key
 
 # World mail hosts start at 127.0.0.2: 127.0.0.1 is where the sandbox DNS server listens, and in
 # this world it stands for "loopback", the address no real domain's mail can be delivered to.
@@ -29,7 +29,7 @@ class TruthRow:
 
     email: str
     deliverable: bool  # mail sent to it would reach the person meant
-    cls: str  # the scenario (see eval_world's docstring)
+    cls: str  # the scenario (see pipeline.sandbox.evaluation.world)
     reply: str = ""  # the corpus key of the reply that decides it, "" when none does
     intended: str = ""  # for a typo domain: the domain the person meant
 

@@ -9,10 +9,10 @@ client IPs, HELO names) are placeholders; queue IDs and host names are fixed sam
 
 from __future__ import annotations
 
-from pipeline.sandbox.reply_types import CorpusReply
-from pipeline.sandbox.reply_types import Meaning as M
-from pipeline.sandbox.reply_types import Stage as S
-from pipeline.sandbox.reply_types import entry as e
+from pipeline.sandbox.replies.types import CorpusReply
+from pipeline.sandbox.replies.types import Meaning as M
+from pipeline.sandbox.replies.types import Stage as S
+from pipeline.sandbox.replies.types import entry as e
 
 _PF = "Postfix smtpd(8) restriction text (postconf(5)); in published Postfix logs/bounces"
 _EXIM = "Exim ACL/verify text (Exim specification ch. 42); in published Exim logs/bounces"

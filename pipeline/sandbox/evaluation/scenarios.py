@@ -6,8 +6,8 @@ DNS cases where there is nowhere to deliver.
 
 from __future__ import annotations
 
-from pipeline.sandbox.eval_builder import Builder, Mix, populate, style_keys, styled, text
-from pipeline.sandbox.replies import Meaning, Stage, by_key, select
+from pipeline.sandbox.evaluation.builder import Builder, Mix, populate, style_keys, styled, text
+from pipeline.sandbox.replies.corpus import Meaning, Stage, by_key, select
 
 _FAMILY_STYLE = {"exim": "exim", "sendmail": "sendmail", "qmail": "qmail", "exchange": "exchange"}
 _BUSINESS_FAMILIES = (

@@ -3,10 +3,10 @@
 Collected from mail server documentation (Postfix, Exim, Sendmail, qmail, Exchange), provider
 error references (Gmail, Microsoft, Yahoo), published bounce reports and server logs, and the
 observed-reply lists of open-source verifiers; every row names its source. The rows live in
-:mod:`pipeline.sandbox.replies_mta`, :mod:`pipeline.sandbox.replies_providers` and below (the
-wordings many small servers share). Types: :mod:`pipeline.sandbox.reply_types`.
+:mod:`pipeline.sandbox.replies.mta`, :mod:`pipeline.sandbox.replies.providers` and below (the
+wordings many small servers share). Types: :mod:`pipeline.sandbox.replies.types`.
 
-The corpus feeds the evaluation world (:mod:`pipeline.sandbox.eval_world`), whose servers send
+The corpus feeds the evaluation world (:mod:`pipeline.sandbox.evaluation.world`), whose servers send
 these texts, and is the table a reply classifier can be checked against: the same words
 ("rejected", "not found", "unrouteable", "access denied") mean "no such user" in one reply and
 "we refuse *you*" in another, and the stage matters (``550 User unknown`` in answer to MAIL FROM
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pipeline.sandbox.replies_mta import MTA_REPLIES
-from pipeline.sandbox.replies_providers import PROVIDER_REPLIES
-from pipeline.sandbox.reply_types import CorpusReply, Meaning, Stage, entry
+from pipeline.sandbox.replies.mta import MTA_REPLIES
+from pipeline.sandbox.replies.providers import PROVIDER_REPLIES
+from pipeline.sandbox.replies.types import CorpusReply, Meaning, Stage, entry
 
 __all__ = ["CORPUS", "CorpusReply", "Meaning", "Stage", "by_key", "select"]
 

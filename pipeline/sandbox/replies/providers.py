@@ -9,10 +9,10 @@ the observed replies listed in open-source verifiers (check-if-email-exists).
 
 from __future__ import annotations
 
-from pipeline.sandbox.reply_types import CorpusReply
-from pipeline.sandbox.reply_types import Meaning as M
-from pipeline.sandbox.reply_types import Stage as S
-from pipeline.sandbox.reply_types import entry as e
+from pipeline.sandbox.replies.types import CorpusReply
+from pipeline.sandbox.replies.types import Meaning as M
+from pipeline.sandbox.replies.types import Stage as S
+from pipeline.sandbox.replies.types import entry as e
 
 _GMAIL = "Gmail SMTP errors and codes (support.google.com/a/answer/3726730)"
 _GMAIL_SEEN = "Gmail reply as published in bounce reports (gmail-smtp-in.l.google.com)"
