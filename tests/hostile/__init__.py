@@ -1,0 +1,1 @@
+"""Hostile inputs and path mistakes for `listclean clean`, run through the real command."""
