@@ -18,9 +18,16 @@ people every field leads to are who the answer can be about:
 * not found: no answer where one was right (no match, ambiguous or suppressed);
 * correct refusal: no answer where none was right.
 
+An answer where no answer was right (an erased person found, one member of a household found
+by its landline) counts as a wrong person; how many answers reveal an erased or opted-out person
+is counted apart.
+
 Prints a Markdown table per search kind and per group of the person searched for, the totals,
-the wrong-person rate over all searches, and what the store holds after the first import and
-at the end: records whose fields mix two people, and people left without a record of their own.
+the wrong-person rate over all searches, and what the store holds after the first import (in a
+store of its own) and at the end: records whose fields mix two or more people, present people
+with no record of their own (merged into someone else's) and people split over several records
+(which makes a name search ambiguous between two records of one person). --json writes the
+numbers. Takes about 30 s in process on 2 cores, twice that with --http.
 """
 
 from __future__ import annotations

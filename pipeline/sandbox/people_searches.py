@@ -97,28 +97,41 @@ FAVOURED: Final[dict[SearchKind, tuple[Favour, float]]] = {
 def searches(
     people: Sequence[Person], rows: Iterable[ContactRow], rng: random.Random
 ) -> list[Search]:
-    """Each kind's quota of searches, no term twice."""
+    """Each kind's quota of searches, no term twice.
+
+    Every kind walks the people in an order of its own (a fresh shuffle) and takes the first
+    searches it finds, which is a random sample of them without making them all.
+    """
     index = _Index(people, rows)
     chosen: list[Search] = []
     seen: set[str] = set()
     for kind, make in _MAKERS.items():
-        found = {s.term: s for s in make(index, rng) if s.term not in seen}
-        picked = _choose(list(found.values()), kind, index, rng)
+        index.shuffle(rng)
+        picked = _take(make(index, rng), kind, index, seen)
         seen.update(s.term for s in picked)
         chosen += picked
     return chosen
 
 
-def _choose(found: list[Search], kind: SearchKind, ix: _Index, rng: random.Random) -> list[Search]:
+def _take(found: Iterator[Search], kind: SearchKind, ix: _Index, seen: set[str]) -> list[Search]:
     """The kind's quota, a share of it (FAVOURED) from the searches that matter most for it."""
     quota = QUOTAS[kind]
     rule = FAVOURED.get(kind)
-    favoured = [s for s in found if rule and rule[0](ix.by_id[s.subject], ix)]
-    share = min(len(favoured), round(quota * rule[1])) if rule else 0
-    chosen = rng.sample(favoured, share)
-    taken = {s.term for s in chosen}
-    rest = [s for s in found if s.term not in taken]
-    return chosen + rng.sample(rest, min(quota - share, len(rest)))
+    share = round(quota * rule[1]) if rule else 0
+    favoured: list[Search] = []
+    others: list[Search] = []
+    terms = set(seen)
+    for search in found:
+        if search.term in terms:
+            continue
+        terms.add(search.term)
+        if rule and len(favoured) < share and rule[0](ix.by_id[search.subject], ix):
+            favoured.append(search)
+        elif len(others) < quota:
+            others.append(search)
+        if len(favoured) >= share and len(others) >= quota - share:
+            break
+    return favoured + others[: quota - len(favoured)]
 
 
 # --------------------------------------------------------------------------- what is known
@@ -144,6 +157,7 @@ class _Index:
             self.companies[row.person].add(row.company)
         self.folded = {p.id: fold(p.short_name) for p in people}
         self._present = [p for p in people if p.status is Status.PRESENT]
+        self.everyone = list(people)  # in the order of the kind at hand (shuffle)
         self.by_id = {p.id: p for p in people}
         holders: dict[str, list[str]] = defaultdict(list)
         for p in people:
@@ -161,8 +175,15 @@ class _Index:
         phone = p.shared_phone if shared else p.phone
         return phone is not None and any(d.endswith(phone.nsn) for d in self.numbers[p.id])
 
+    def shuffle(self, rng: random.Random) -> None:
+        # Sorting by random keys: one rng.random() a person, cheaper than random.shuffle's
+        # bounded draws, and as good a permutation for sampling.
+        keys = [rng.random() for _ in self.people]
+        self.everyone = [self.people[i] for i in sorted(range(len(keys)), key=keys.__getitem__)]
+        self._present = [p for p in self.everyone if p.status is Status.PRESENT]
+
     def present(self, *groups: Group) -> list[Person]:
-        return [p for p in self._present if p.group in groups] if groups else list(self._present)
+        return [p for p in self._present if p.group in groups] if groups else self._present
 
 
 def _forms(p: Person) -> list[str]:
@@ -289,7 +310,7 @@ def _wrong_cities(ix: _Index, rng: random.Random) -> Iterator[Search]:
 def _initials(ix: _Index, rng: random.Random) -> Iterator[Search]:
     by_initial: dict[tuple[str, str], list[Person]] = defaultdict(list)
     by_family_initial: dict[tuple[str, str], list[Person]] = defaultdict(list)
-    for p in ix.people:
+    for p in ix.everyone:
         given, family = fold(p.given), fold(p.family)
         by_initial[given[0], family].append(p)
         by_family_initial[given, family[0]].append(p)
@@ -348,7 +369,7 @@ def _misspelt(ix: _Index, rng: random.Random) -> Iterator[Search]:
         ids[len(name)].append(person)
         names[len(name)].append(name)
     present = ix.present()
-    for p in rng.sample(present, min(len(present), 3 * QUOTAS[SearchKind.MISSPELT] // 2)):
+    for p in present:
         long = [w for w in (p.given, p.family) if len(w) >= 5 and " " not in w]
         if p.middle or not long or not ix.only(p.short_name, p):
             continue
@@ -376,7 +397,7 @@ def _misspelt_common(ix: _Index, rng: random.Random) -> Iterator[Search]:
 
 def _near_namesakes(ix: _Index, rng: random.Random) -> Iterator[Search]:
     pairs: dict[str, list[Person]] = defaultdict(list)
-    for p in ix.people:
+    for p in ix.everyone:
         if p.group is Group.NEAR_NAMESAKE:
             pairs[p.link].append(p)
     for pair in pairs.values():
@@ -398,14 +419,14 @@ def _accent_free(ix: _Index, rng: random.Random) -> Iterator[Search]:
 
 
 def _absent(ix: _Index, rng: random.Random) -> Iterator[Search]:
-    for p in ix.people:
+    for p in ix.everyone:
         if p.status is Status.ABSENT and ix.only(p.name, p):
             term = f"{p.name} {p.place.city}" if rng.random() < 0.4 else p.name
             yield _search(term, SearchKind.ABSENT_PERSON, p, answer=False)
 
 
 def _absent_contacts(ix: _Index, rng: random.Random) -> Iterator[Search]:
-    for p in ix.people:
+    for p in ix.everyone:
         if p.status is Status.ABSENT:
             if p.email:
                 yield _search(p.email, SearchKind.ABSENT_CONTACT, p, answer=False)
@@ -416,7 +437,7 @@ def _absent_contacts(ix: _Index, rng: random.Random) -> Iterator[Search]:
 
 def _opted_out(status: Status, kind: SearchKind) -> Maker:
     def make(ix: _Index, rng: random.Random) -> Iterator[Search]:
-        for p in ix.people:
+        for p in ix.everyone:
             if p.status is not status:
                 continue
             terms = [p.email] if p.email and p.email in ix.emails[p.id] else []
