@@ -103,14 +103,33 @@ def searches(
     searches it finds, which is a random sample of them without making them all.
     """
     index = _Index(people, rows)
-    chosen: list[Search] = []
-    seen: set[str] = set()
+    chosen = list(_pinned(index))
+    seen = {s.term for s in chosen}
     for kind, make in _MAKERS.items():
         index.shuffle(rng)
         picked = _take(make(index, rng), kind, index, seen)
         seen.update(s.term for s in picked)
         chosen += picked
     return chosen
+
+
+# Confusions seen in lookups, always searched for: (term, kind, whom it is about, their city).
+# None of them has an answer.
+PINNED: Final = (
+    ("Mary Cooper", SearchKind.ERASED_PERSON, "Mary Cooper", ""),  # Mark Cooper is present
+    ("Amanda Hill", SearchKind.ABSENT_PERSON, "Amanda Hill", ""),  # Amanda Hall is present
+    ("Lisa Gómez", SearchKind.ABSENT_PERSON, "Lisa Gómez", ""),  # Julia Gómez is present
+    ("Roberto Hernández García Orlando", SearchKind.ERASED_PERSON, "Roberto Hernández García",
+     "Orlando"),  # the one in Columbus is present
+    ("Kofi A.", SearchKind.INITIAL, "Kofi Ali", ""),  # and Kofi Asante
+    ("Jhon Smith", SearchKind.MISSPELT_COMMON, "John Smith", ""),  # one of twenty
+)  # fmt: skip
+
+
+def _pinned(ix: _Index) -> Iterator[Search]:
+    for term, kind, name, city in PINNED:
+        about = [p for p in ix.named(name) if not city or p.place.city == city]
+        yield _search(term, kind, about[0], answer=False)
 
 
 def _take(found: Iterator[Search], kind: SearchKind, ix: _Index, seen: set[str]) -> list[Search]:

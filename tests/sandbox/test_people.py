@@ -20,6 +20,7 @@ from pipeline.sandbox.people import (
     build,
     write,
 )
+from pipeline.sandbox.people_searches import PINNED
 from pipeline.sandbox.people_world import SPANISH_FAMILY, Status, fold
 
 NO_ANSWER = {
@@ -152,6 +153,17 @@ def test_names_searched_for_fit_whom_the_label_says(population: Population) -> N
         (SearchKind.SUPPRESSED_PERSON, Status.SUPPRESSED),
     ):
         assert all(population.by_id[s.subject].status is status for s in searches(population, kind))
+
+
+def test_known_confusions_are_always_searched_for(population: Population) -> None:
+    by_term = {s.term: s for s in population.searches}
+    for term, kind, name, city in PINNED:
+        search = by_term[term]
+        subject = population.by_id[search.subject]
+        assert search.kind is kind and not search.intended
+        assert subject.name == name and city in ("", subject.place.city)
+    assert population.by_id[by_term["Mary Cooper"].subject].status is Status.ERASED
+    assert any(p.name == "Mark Cooper" and p.status is Status.PRESENT for p in population.people)
 
 
 def test_initials_fit_two_people_or_more(population: Population) -> None:
