@@ -61,6 +61,7 @@ from pipeline.sandbox.people import (
     ContactRow,
     Population,
     Search,
+    SearchKind,
     build,
     contact_cells,
     write,
@@ -332,7 +333,8 @@ def rates(verdicts: Sequence[Verdict]) -> dict[str, float]:
 
 def report_verdicts(label: str, population: Population, verdicts: list[Verdict]) -> list[str]:
     searches = population.searches
-    by_kind = tally(searches, verdicts, lambda s: s.kind.value)
+    kinds = tally(searches, verdicts, lambda s: s.kind.value)
+    by_kind: dict[str, Counter[Verdict]] = {k: kinds[k] for k in SearchKind if k in kinds}
     by_group = tally(searches, verdicts, lambda s: s.group.value)
     r = rates(verdicts)
     return [
