@@ -2,7 +2,8 @@
 
     python bench/bench_identity.py [--http] [--keep DIR] [--json FILE]
 
-Builds the labelled population of :mod:`pipeline.sandbox.people` (fixed seed) into a temporary
+Builds the labelled population of :mod:`pipeline.sandbox.people.population` (fixed seed) into a
+temporary
 directory (or --keep DIR), imports ``contacts.csv`` into a fresh ``ContactStore``, applies
 ``optouts.csv`` (``erase`` / ``suppress``), imports ``contacts_update.csv``, then runs every
 search through ``ContactStore.search`` and, with --http, also through a real ``listclean serve``
@@ -53,10 +54,12 @@ import aiohttp
 
 from pipeline.core.address import parse_address
 from pipeline.core.config import ContactsConfig
-from pipeline.core.contacts import ContactStore, Outcome
-from pipeline.core.contacts_import import Row, Table, normalize_rows
-from pipeline.core.contacts_search import Contact, words
-from pipeline.sandbox.people import (
+from pipeline.core.contacts.identity import words
+from pipeline.core.contacts.importer import normalize_rows
+from pipeline.core.contacts.store import ContactStore
+from pipeline.core.contacts.types import Contact, Outcome, Row
+from pipeline.core.tables import Table
+from pipeline.sandbox.people.population import (
     CONTACT_HEADER,
     ContactRow,
     Population,

@@ -9,9 +9,9 @@ from pathlib import Path
 import phonenumbers
 import pytest
 
-from pipeline.core.contacts_import import normalize_rows, read_table
-from pipeline.core.contacts_search import normalize_phone
-from pipeline.sandbox.people import (
+from pipeline.core.contacts.identity import normalize_phone
+from pipeline.core.contacts.importer import normalize_rows, read_contacts
+from pipeline.sandbox.people.population import (
     Group,
     Person,
     Population,
@@ -20,8 +20,8 @@ from pipeline.sandbox.people import (
     build,
     write,
 )
-from pipeline.sandbox.people_searches import PINNED
-from pipeline.sandbox.people_world import SPANISH_FAMILY, Status, fold
+from pipeline.sandbox.people.searches import PINNED
+from pipeline.sandbox.people.world import SPANISH_FAMILY, Status, fold
 
 NO_ANSWER = {
     SearchKind.COMMON_NAME, SearchKind.NAME_WRONG_CITY, SearchKind.INITIAL,
@@ -237,7 +237,7 @@ def test_the_contacts_file_is_what_the_import_accepts(
     population: Population, tmp_path: Path
 ) -> None:
     path = write(population, tmp_path)["contacts"]
-    table = read_table(path)
+    table = read_contacts(path)
     # Numbers are checked on a sample (phonenumbers is slow); names and emails on every row.
     phones = table.columns["Phone"]
     table.columns["Phone"] = [phone if at % 20 == 0 else "" for at, phone in enumerate(phones)]

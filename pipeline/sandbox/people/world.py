@@ -1,7 +1,8 @@
 """The labelled population's world: what a person is, the places, names and phone numbers.
 
-Plain data and the number allocator: :mod:`pipeline.sandbox.people_cast` makes people of it,
-:mod:`pipeline.sandbox.people_searches` the searches, :mod:`pipeline.sandbox.people` the files.
+Plain data and the number allocator: :mod:`pipeline.sandbox.people.cast` makes people of it,
+:mod:`pipeline.sandbox.people.searches` the searches, :mod:`pipeline.sandbox.people.population`
+the files.
 
 Numbers that reach no one
     North American numbers are only of the 555-0100 to 555-0199 block that every area code keeps

@@ -18,7 +18,7 @@ from typing import Final
 
 from rapidfuzz import fuzz
 
-from pipeline.sandbox.people_world import (
+from pipeline.sandbox.people.world import (
     ABROAD,
     ABROAD_NAMES,
     BUSINESS_DOMAIN,

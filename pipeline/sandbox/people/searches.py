@@ -1,9 +1,10 @@
 """The searches of the labelled population, and what each one's right answer is.
 
 :func:`searches` makes about 5,000 of them for the people of
-:mod:`~pipeline.sandbox.people_cast`, a quota per :class:`SearchKind` drawn from every search of
+:mod:`~pipeline.sandbox.people.cast`, a quota per :class:`SearchKind` drawn from every search of
 that kind the population allows. Whether a search has an answer is decided here, from what the
-people's rows told the store (:class:`_Index`); :mod:`pipeline.sandbox.people` documents the rule.
+people's rows told the store (:class:`_Index`); :mod:`pipeline.sandbox.people.population`
+documents the rule.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Final
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
-from pipeline.sandbox.people_world import (
+from pipeline.sandbox.people.world import (
     ABROAD,
     NICKNAMES,
     SPANISH_FAMILY,

@@ -2,13 +2,13 @@
 contact import reads about them, who opts out, and about 5,000 searches whose right answer is
 known. It measures how often a search answers with the wrong person.
 
-    from pipeline.sandbox.people import build, write
+    from pipeline.sandbox.people.population import build, write
     population = build()            # deterministic: fixed seed, no clock, no network
-    write(population, directory)    # or: python -m pipeline.sandbox.people DIRECTORY
+    write(population, directory)    # or: python -m pipeline.sandbox.people.population DIRECTORY
 
 Files written (UTF-8 CSV)
     ``contacts.csv``         for ``listclean contacts import``: one to three rows per person from
-                             the sources of :mod:`~pipeline.sandbox.people_cast`, shuffled (its
+                             the sources of :mod:`~pipeline.sandbox.people.cast`, shuffled (its
                              ``Source`` column is informative; the import ignores it)
     ``optouts.csv``          person, action (erase or suppress), email, phone (E.164): requests
                              to apply after that import
@@ -46,9 +46,9 @@ from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 from typing import Final
 
-from pipeline.sandbox.people_cast import cast
-from pipeline.sandbox.people_searches import Search, SearchKind, searches
-from pipeline.sandbox.people_world import ContactRow, Group, OptOut, Person, Status
+from pipeline.sandbox.people.cast import cast
+from pipeline.sandbox.people.searches import Search, SearchKind, searches
+from pipeline.sandbox.people.world import ContactRow, Group, OptOut, Person, Status
 
 __all__ = [
     "CONTACT_HEADER",
@@ -144,7 +144,7 @@ def _truth(p: Person) -> tuple[str, ...]:
 
 def main(argv: Sequence[str]) -> int:
     if len(argv) != 1:
-        print("usage: python -m pipeline.sandbox.people DIRECTORY", file=sys.stderr)
+        print("usage: python -m pipeline.sandbox.people.population DIRECTORY", file=sys.stderr)
         return 2
     population = build()
     for name, path in write(population, Path(argv[0])).items():
