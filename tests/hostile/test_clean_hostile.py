@@ -30,22 +30,6 @@ _TWICE = "read_list opens the input twice: the second read finds the stream drai
 
 # What today's code does with the cases it gets wrong.
 TODAY: dict[str, str] = {
-    "utf16le_bom": _COLUMN_NOISE,
-    "utf16be_bom": _COLUMN_NOISE,
-    "utf16le_no_bom": _COLUMN_NOISE,
-    "utf16be_no_bom": _COLUMN_NOISE,
-    "quote_unclosed_mid_file": "exit 0 with 2 rows of 4: the open quote swallows C and D",
-    "huge_field_after_ragged_row": "exit 0, rows_in 3 of 4: one reject with empty raw, D lost",
-    "huge_field_in_ragged_row": "exit 0, rows_in 2 of 4: one reject with empty raw, C and D lost",
-    "line_ends_cr_only": "exit 0, 0 rows: a lone CR ends no record, the data lands in the header",
-    "parquet_wrong_magic": _COLUMN_NOISE,
-    "arrow_file_named_parquet": _COLUMN_NOISE,
-    "parquet_email_binary_not_utf8": "traceback: polars ComputeError 'invalid utf8' in normalize",
-    "parquet_email_list": "traceback: polars InvalidOperationError casting List to String",
-    "parquet_email_struct": 'exit 0: each struct is cast to text (\'{"ann","x"}\'), syntax_invalid',
-    "gzip_csv": _COLUMN_NOISE,
-    "zip_csv": _COLUMN_NOISE,
-    "xlsx": _COLUMN_NOISE,
     "output_is_the_input_csv": _WHOLE_FILE,
     "output_is_the_input_parquet": _WHOLE_FILE,
     "output_is_the_input_spelled_otherwise": _WHOLE_FILE,

@@ -80,7 +80,8 @@ def test_short_rows_are_padded_and_long_rows_rejected(tmp_path: Path) -> None:
     assert result.frame.get_column("email").to_list() == ["x@y.com", "z@y.com", "w@y.com"]
     assert result.frame.row(1) == ("z@y.com", None, None)
     assert result.rejects.rows() == [
-        (4, "row has 4 fields but the header has 3", "multi\nline@y.com,1,2,3")
+        # The raw text as the file has it, quotes included, so nothing is lost.
+        (4, "row has 4 fields but the header has 3", '"multi\nline@y.com",1,2,3')
     ]
 
 
