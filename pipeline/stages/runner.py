@@ -10,7 +10,6 @@ import asyncio
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -19,6 +18,7 @@ from pipeline.core.engine import DomainStats, Engine
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.stages.base import Batch, StageSummary
 from pipeline.stages.domains import domains
+from pipeline.stages.job import CleanJob
 from pipeline.stages.normalize import NormalizeStats, normalize
 from pipeline.stages.read import read_list
 from pipeline.stages.verify import verify
@@ -26,13 +26,6 @@ from pipeline.stages.write import OutputPaths, output_frame, write_outputs, writ
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
-
-
-@dataclass(frozen=True)
-class CleanJob:
-    input: Path
-    output: Path
-    email_column: str | None = None
 
 
 @dataclass(frozen=True)
@@ -132,7 +125,7 @@ async def _stages(job: CleanJob, engine: Engine) -> RunSummary:
     write_outputs(frame, read.rejects, paths)
     clock.lap("write", frame.height, frame.height)
     summary = RunSummary(
-        input=str(job.input),
+        input=job.name or str(job.input),
         output=str(paths.parquet),
         rejects_file=str(paths.rejects),
         rows_in=originals.height + read.rejects.height,

@@ -2,11 +2,14 @@
 
 Every file is written to a temporary name in the target directory and then renamed over the
 final one (``os.replace`` is atomic on POSIX), so a killed run never leaves a half-written
-output that looks complete.
+output that looks complete. The temporary name carries the writer's process id
+(``.out.parquet.<pid>.tmp``): what a killed run left behind is removed by the next run that
+writes the same output, once no process of that id is alive.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -16,6 +19,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.errors import OutputError
 from pipeline.core.schema import OUTPUT_COLUMNS
 from pipeline.stages.base import Batch
 
@@ -37,8 +41,9 @@ class OutputPaths:
 
 
 def default_output(input_path: Path) -> Path:
-    """``<input stem>.clean.parquet`` in the current directory."""
-    return Path.cwd() / f"{input_path.stem}.clean.parquet"
+    """``<input stem>.clean.parquet`` in the current directory (``stdin.clean.parquet`` for -)."""
+    stem = "stdin" if str(input_path) == "-" else input_path.stem
+    return Path.cwd() / f"{stem}.clean.parquet"
 
 
 def output_frame(batch: Batch) -> pl.DataFrame:
@@ -48,7 +53,14 @@ def output_frame(batch: Batch) -> pl.DataFrame:
 
 
 def write_outputs(frame: pl.DataFrame, rejects: pl.DataFrame, paths: OutputPaths) -> None:
-    paths.parquet.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        paths.parquet.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(
+            f"Cannot create the output's folder {paths.parquet.parent}: {exc.strerror}."
+        ) from exc
+    for path in (paths.parquet, paths.rejects, paths.summary):
+        sweep_stale(path)
     _atomically(paths.parquet, lambda tmp: frame.write_parquet(tmp))
     _atomically(paths.rejects, lambda tmp: rejects.write_csv(tmp))
 
@@ -63,5 +75,26 @@ def _atomically(path: Path, write: Callable[[Path], object]) -> None:
     try:
         write(tmp)
         os.replace(tmp, path)
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise OutputError(f"Cannot write {path}: {why}. Nothing was replaced.") from exc
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def sweep_stale(path: Path) -> None:
+    """Remove the temporary files an earlier, killed writer of *path* left beside it."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name.removeprefix(f".{path.name}.").removesuffix(".tmp")
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, and belongs to someone else
+        return True
+    return True
