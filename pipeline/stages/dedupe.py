@@ -56,6 +56,7 @@ DOMAIN_LEVEL = 0
 KEY_LEVEL = 1
 _MAX_LEVEL = 5  # past this, a file is resolved in memory whatever its size (see _resolve)
 _MAX_FANOUT = 256
+_MAX_PARTITIONS = 1000  # a file open per partition in pass 1: under the usual limit of 1024 fds
 _SCHEMA = pa.schema([("ROW", pa.uint64()), ("KEY", pa.large_string())])
 
 
@@ -100,7 +101,8 @@ class DuplicateMarker:
     ``work_dir`` receives a directory of the marker's own (``dedupe-*``), removed by
     :meth:`finish` or :meth:`close`; nothing else in ``work_dir`` is touched. ``partitions``
     spill files are open at once during pass 1; a file is resolved in memory when it holds at
-    most ``max_partition_rows`` rows (about 120 bytes a row at the peak), else split further.
+    most ``max_partition_rows`` rows (at the peak about 160 bytes a row: 2M rows, 300 MiB), else
+    it is split further.
     ``hasher`` is for tests: whatever it returns, the result stays exact.
     """
 
@@ -113,10 +115,10 @@ class DuplicateMarker:
         compression: Compression = None,
         hasher: Hasher = stable_hash,
     ) -> None:
-        if not 1 <= partitions <= 4096 or max_partition_rows < 1:
+        if not 1 <= partitions <= _MAX_PARTITIONS or max_partition_rows < 1:
             raise ValueError(
-                f"partitions must be 1 to 4096 (not {partitions}) and max_partition_rows "
-                f"at least 1 (not {max_partition_rows})."
+                f"partitions must be 1 to {_MAX_PARTITIONS} (not {partitions}) and "
+                f"max_partition_rows at least 1 (not {max_partition_rows})."
             )
         work_dir.mkdir(parents=True, exist_ok=True)
         self._directory = Path(tempfile.mkdtemp(prefix="dedupe-", dir=work_dir))
@@ -161,7 +163,7 @@ class DuplicateMarker:
         """Resolve every spill file, remove them, and count."""
         if self._flags is not None:
             raise RuntimeError("DuplicateMarker.finish() was called twice.")
-        self._flags = pl.repeat(False, self._rows, dtype=pl.Boolean, eager=True)
+        self._flags = pl.repeat(False, self._rows, dtype=pl.Boolean, eager=True).alias("DUPLICATE")
         try:
             for path, count in self._spill.close():
                 self._resolve(path, count, KEY_LEVEL)

@@ -102,6 +102,20 @@ def test_batch_size_does_not_matter(tmp_path: Path, rows: int, batch: int) -> No
     assert flags.to_list() == in_memory_rule(keys).to_list()
 
 
+@pytest.mark.parametrize("compression", ["lz4", "zstd"])
+def test_compressed_spill_files(tmp_path: Path, compression: str) -> None:
+    keys = random_keys(20_000, pool=5_000, seed=7)
+    _, flags = mark(
+        keys,
+        [7_000, 13_000],
+        tmp_path,
+        partitions=8,
+        max_partition_rows=900,
+        compression=compression,
+    )
+    assert flags.to_list() == in_memory_rule(keys).to_list()
+
+
 def constant(values: pl.Series, seed: int) -> pl.Series:
     return pl.repeat(0, len(values), dtype=pl.UInt64, eager=True)
 
