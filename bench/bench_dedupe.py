@@ -158,7 +158,8 @@ _LAUNCHER = (
     "import json, os, subprocess, sys\n"
     "child = subprocess.Popen(sys.argv[1:])\n"
     "_, status, usage = os.wait4(child.pid, 0)\n"
-    "print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss]), flush=True)\n"
+    "cpu = usage.ru_utime + usage.ru_stime\n"
+    "print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_maxrss, cpu]), flush=True)\n"
 )
 
 
@@ -171,11 +172,11 @@ def measure(mode: str, source: Path, work: Path) -> dict[str, Any]:
     )
     seconds = time.perf_counter() - started
     *output, last = done.stdout.strip().splitlines()
-    code, peak_kib = json.loads(last)
+    code, peak_kib, cpu = json.loads(last)
     if code != 0:
         raise SystemExit(f"{mode} failed with exit code {code}")
     result: dict[str, Any] = json.loads(output[-1])
-    return {**result, "seconds": seconds, "peak_rss_mib": peak_kib / 1024}
+    return {**result, "seconds": seconds, "cpu_seconds": cpu, "peak_rss_mib": peak_kib / 1024}
 
 
 def bench_keys(args: argparse.Namespace, rows: int) -> dict[str, Any]:
@@ -210,8 +211,8 @@ def bench_read(args: argparse.Namespace) -> dict[str, Any]:
 
 def table(keys: dict[int, dict[str, Any]], read: dict[str, Any] | None) -> str:
     lines = [
-        "| rows | run | seconds | peak RSS MiB | duplicates | detail |",
-        "|---:|---|---:|---:|---:|---|",
+        "| rows | run | seconds | CPU s | peak RSS MiB | duplicates | detail |",
+        "|---:|---|---:|---:|---:|---:|---|",
     ]
     for rows, runs in keys.items():
         for mode, r in runs.items():
@@ -224,17 +225,19 @@ def table(keys: dict[int, dict[str, Any]], read: dict[str, Any] | None) -> str:
             )
             dups = f"{r['duplicates']:,}" if "duplicates" in r else "-"
             lines.append(
-                f"| {rows:,} | {mode} | {r['seconds']:.1f} | {r['peak_rss_mib']:.0f} "
+                f"| {rows:,} | {mode} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} "
+                f"| {r['peak_rss_mib']:.0f} "
                 f"| {dups} | {detail} |"
             )
     if read:
-        lines += ["", "| CSV read/write | seconds | rows/s | MiB/s | peak RSS MiB |"]
-        lines.append("|---|---:|---:|---:|---:|")
+        lines += ["", "| CSV read/write | seconds | CPU s | rows/s | MiB/s | peak RSS MiB |"]
+        lines.append("|---|---:|---:|---:|---:|---:|")
         for mode, r in read.items():
             if isinstance(r, dict):
                 rows = r.get("rows", 0)
                 lines.append(
-                    f"| {mode} | {r['seconds']:.1f} | {rows / r['seconds']:,.0f} "
+                    f"| {mode} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} "
+                    f"| {rows / r['seconds']:,.0f} "
                     f"| {read['csv_mib'] / r['seconds']:.0f} | {r['peak_rss_mib']:.0f} |"
                 )
     return "\n".join(lines)
