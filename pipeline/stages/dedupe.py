@@ -10,7 +10,7 @@ How, in bounded memory:
   to one of ``partitions`` Arrow IPC spill files, chosen by :func:`partition_of` on the KEY.
   All rows of one address land in the same file. Memory: one batch.
 * :meth:`DuplicateMarker.finish`: each spill file is resolved alone. Rows are sorted by a 64-bit
-  hash of the KEY and row number; only rows whose hash another row shares are candidates, and
+  hash of the KEY, then by row number; only rows whose hash another row shares are candidates, and
   among those the KEY strings themselves decide (polars compares values, not hashes). A file
   with more than ``max_partition_rows`` rows is read back in chunks: repeats inside a chunk are
   marked at once, the first row of each address goes on to child files split by the next level
