@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -93,48 +93,64 @@ def count_records(data: bytes) -> int | None:
     end (LF, CRLF, lone CR) outside double quotes ends one, and so does the end of a last line
     that has none. None when the quotes do not pair up (an unclosed or stray quote), where only
     a real parse can tell. This is the check on a fast reader's row count."""
-    if not data:
+    return count_records_in(data[i : i + _COUNT_CHUNK] for i in range(0, len(data), _COUNT_CHUNK))
+
+
+def count_records_in(chunks: Iterable[bytes]) -> int | None:
+    """:func:`count_records` over consecutive pieces of a file (read it piece by piece)."""
+    ends, parity, last = 0, 0, b""
+    previous: bytes | None = None
+    for chunk in chunks:
+        if not chunk:
+            continue
+        if previous is not None:
+            counted = _count_chunk(previous, chunk[:1], parity)
+            if counted is None:
+                return None
+            ends, parity = ends + counted[0], counted[1]
+        previous, last = chunk, chunk[-1:]
+    if previous is None:
         return 0
-    if b'"' in data:
-        ends = _ends_outside_quotes(data)
-        if ends is None:
-            return None
-    else:
-        ends = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
-    return ends + (data[-1:] not in (b"\n", b"\r"))
+    counted = _count_chunk(previous, b"", parity)
+    if counted is None or counted[1]:
+        return None  # an odd number of quotes: they do not pair up
+    return ends + counted[0] + (last not in (b"\n", b"\r"))
 
 
-def _ends_outside_quotes(data: bytes) -> int | None:
-    ends, parity = 0, 0
-    for start in range(0, len(data), _COUNT_CHUNK):
-        chunk = data[start : start + _COUNT_CHUNK + 1]  # one byte more: a CRLF split in two
-        size = min(_COUNT_CHUNK, len(data) - start)
-        buffer = pa.py_buffer(chunk)
-        bytes_ = pl.from_arrow(pa.Array.from_buffers(pa.uint8(), len(chunk), [None, buffer]))
-        assert isinstance(bytes_, pl.Series)
-        b = pl.col(bytes_.name)
-        counted = (
-            bytes_.to_frame()
-            .select(
-                quote=(b == ord('"')).cast(pl.UInt32),
-                end=(b == ord("\n"))
-                | ((b == ord("\r")) & (b.shift(-1) != ord("\n")).fill_null(True)),
-            )
-            .head(size)
-            .select(
-                quotes=pl.col("quote").sum(),
-                ends=(pl.col("end") & ((pl.col("quote").cum_sum() + parity) % 2 == 0)).sum(),
-            )
-            .row(0)
+def _count_chunk(chunk: bytes, following: bytes, parity: int) -> tuple[int, int] | None:
+    """(line ends outside quotes, quote parity after) in *chunk*; *following* is the next
+    chunk's first byte, so a CRLF split between two chunks ends one record, not two."""
+    if b'"' not in chunk and not parity:
+        crlf = chunk.count(b"\r\n") + (chunk.endswith(b"\r") and following == b"\n")
+        return chunk.count(b"\n") + chunk.count(b"\r") - crlf, 0
+    data = chunk + following
+    buffer = pa.py_buffer(data)
+    bytes_ = pl.from_arrow(pa.Array.from_buffers(pa.uint8(), len(data), [None, buffer]))
+    assert isinstance(bytes_, pl.Series)
+    b = pl.col(bytes_.name)
+    quotes, ends = (
+        bytes_.to_frame()
+        .select(
+            quote=(b == ord('"')).cast(pl.UInt32),
+            end=(b == ord("\n")) | ((b == ord("\r")) & (b.shift(-1) != ord("\n")).fill_null(True)),
         )
-        ends += int(counted[1])
-        parity = (parity + int(counted[0])) % 2
-    return ends if parity == 0 else None
+        .head(len(chunk))
+        .select(
+            quotes=pl.col("quote").sum(),
+            ends=(pl.col("end") & ((pl.col("quote").cum_sum() + parity) % 2 == 0)).sum(),
+        )
+        .row(0)
+    )
+    return int(ends), (parity + int(quotes)) % 2
 
 
 def physical_lines(text: str) -> list[str]:
     """*text* cut after every LF, CRLF and lone CR, endings kept."""
     return _LINES.findall(text)
+
+
+# A record as read: its first line (1-based), its cells or why it was rejected, its raw text.
+Record = tuple[int, list[str] | str, str]
 
 
 @dataclass(frozen=True)
@@ -145,48 +161,86 @@ class Rows:
 
 
 def read_rows(text: str, delimiter: str) -> Rows:
-    """Every record with the line it starts on (1-based); quoted fields may span lines."""
-    csv.field_size_limit(_FIELD_LIMIT)
-    lines = physical_lines(text)
-    result = Rows([])
-    width = -1  # no header yet
-    for first, end, cells in _records(lines, delimiter):
-        raw = "".join(lines[first:end]).rstrip("\r\n")
+    """Every record of *text* with the line it starts on (1-based), all in memory."""
+    table = Table(iter(physical_lines(text)), delimiter)
+    result = Rows(table.header)
+    for line, cells, raw in table:
         if isinstance(cells, str):
-            result.rejects.append((first + 1, cells, raw))
-        elif width < 0:
-            result.header.extend(cells)
-            width = len(cells)
-        elif len(cells) > width:
-            reason = f"row has {len(cells)} fields but the header has {width}"
-            result.rejects.append((first + 1, reason, raw))
+            result.rejects.append((line, cells, raw))
         else:
-            result.rows.append((first + 1, cells + [""] * (width - len(cells))))
+            result.rows.append((line, cells))
     return result
 
 
-def _records(lines: list[str], delimiter: str) -> Iterator[tuple[int, int, list[str] | str]]:
-    """(first line, end line, cells) per record, or (line, line + 1, why) for a line that
-    cannot start a record (a quote that never closes), after which reading starts again at
-    the next line."""
-    position = 0
-    while position < len(lines):
-        feed = _Feed(lines, position)
+class Table:
+    """The records of delimited text after its header, as they are read: each padded to the
+    header's width, or rejected (with the reason) when it has more fields or cannot be read.
+    Rejects that come before the header come first."""
+
+    def __init__(self, lines: Iterator[str], delimiter: str) -> None:
+        self._records = records(lines, delimiter)
+        self._early: list[Record] = []
+        self.header: list[str] = []
+        for record in self._records:
+            if isinstance(record[1], str):
+                self._early.append(record)
+            else:
+                self.header = record[1]
+                break
+
+    def __iter__(self) -> Iterator[Record]:
+        yield from self._early
+        width = len(self.header)
+        for line, cells, raw in self._records:
+            if isinstance(cells, list) and len(cells) > width:
+                yield line, f"row has {len(cells)} fields but the header has {width}", raw
+            elif isinstance(cells, list):
+                yield line, cells + [""] * (width - len(cells)), raw
+            else:
+                yield line, cells, raw
+
+
+def records(lines: Iterator[str], delimiter: str) -> Iterator[Record]:
+    """Every record of the text whose physical lines *lines* yields, header included.
+
+    A quoted field that runs to the end of the text, or over more than
+    :data:`MAX_RECORD_LINES` lines, is a quote that never closes: its first line alone is
+    rejected and reading starts again at the line after it (the lines it swallowed are read
+    again). Memory: one record.
+    """
+    csv.field_size_limit(_FIELD_LIMIT)
+    feed = _Feed(lines)
+    while True:
+        why = ""
         try:
             for cells in csv.reader(feed, delimiter=delimiter):
-                first, end = position, feed.taken
-                if end == len(lines) and _unclosed(lines[first:end], delimiter):
-                    raise csv.Error("a quote opened here is never closed")
-                yield first, end, cells
-                position = end
-            return
+                if feed.done and _unclosed(feed.taken, delimiter):
+                    why = _UNCLOSED
+                    break
+                taken = feed.take()
+                yield feed.line - len(taken) + 1, cells, "".join(taken).rstrip("\r\n")
+            else:
+                return
         except csv.Error as exc:
-            yield position, position + 1, str(exc)
-            position += 1
+            why = _why(exc)
+        taken = feed.take()
+        if not taken:
+            return
+        yield feed.line - len(taken) + 1, why, taken[0].rstrip("\r\n")
+        feed.replay(taken[1:])
+
+
+MAX_RECORD_LINES: Final = 10_000  # a quoted field longer than this is an unclosed quote
+_UNCLOSED: Final = "a quote opened here is never closed"
+
+
+def _why(exc: csv.Error) -> str:
+    text = str(exc)
+    return text if text == _UNCLOSED else f"unreadable CSV: {text}"
 
 
 def _unclosed(lines: list[str], delimiter: str) -> bool:
-    """Whether a record that ran to the end of the file did so inside a quoted field."""
+    """Whether a record that ran to the end of the text did so inside a quoted field."""
     try:
         for _ in csv.reader(lines, delimiter=delimiter, strict=True):
             pass
@@ -196,17 +250,40 @@ def _unclosed(lines: list[str], delimiter: str) -> bool:
 
 
 class _Feed:
-    """The lines from *start* on, one at a time, counting how many the reader took."""
+    """Lines for csv.reader, keeping those of the record being read so that a bad record's
+    lines can be given back (:meth:`replay`) and read again."""
 
-    def __init__(self, lines: list[str], start: int) -> None:
+    def __init__(self, lines: Iterator[str]) -> None:
         self._lines = lines
-        self.taken = start
+        self._again: list[str] = []  # given back, in reverse order
+        self.taken: list[str] = []  # the lines of the record being read
+        self.line = 0  # lines handed out, replays counted once
+        self.done = False
 
     def __iter__(self) -> _Feed:
         return self
 
     def __next__(self) -> str:
-        if self.taken >= len(self._lines):
-            raise StopIteration
-        self.taken += 1
-        return self._lines[self.taken - 1]
+        if len(self.taken) >= MAX_RECORD_LINES:
+            raise csv.Error(_UNCLOSED)
+        if self._again:
+            text = self._again.pop()
+        else:
+            following = next(self._lines, None)
+            if following is None:
+                self.done = True
+                raise StopIteration
+            text = following
+        self.line += 1
+        self.taken.append(text)
+        return text
+
+    def take(self) -> list[str]:
+        """The lines of the record just read (and forget them)."""
+        taken, self.taken = self.taken, []
+        return taken
+
+    def replay(self, lines: list[str]) -> None:
+        self._again.extend(reversed(lines))
+        self.line -= len(lines)
+        self.done = False
