@@ -24,7 +24,7 @@ from pipeline.core.engine import verify_once
 from pipeline.core.mailboxes.smtp import smtp_settings
 from pipeline.stages.job import CleanJob, check_output, open_input, refuse_url
 from pipeline.stages.runner import RunSummary, run_clean
-from pipeline.stages.workdir import WorkDir, check_work_dir, fingerprint
+from pipeline.stages.workdir import WorkDir, check_work_dir, fingerprint, work_folder
 from pipeline.stages.write import default_output
 
 
@@ -60,20 +60,20 @@ def _clean(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else default_output(Path(args.input))
     check_output(args.input, output)
     addressed = verify_config(args, load_config(args.config)).mode in ("smtp", "api")
-    if addressed and args.work_dir is not None:
-        check_work_dir(args.work_dir)
+    directory = args.work_dir or output.with_name(output.name + ".work")
+    check_work_dir(directory)
     with contextlib.ExitStack() as stack:
         source = stack.enter_context(open_input(args.input))
+        folder = stack.enter_context(work_folder(directory))
         work = None
         if addressed:
-            directory = args.work_dir or output.with_name(output.name + ".work")
             run_id = fingerprint(
                 Path(args.input).resolve(), output.resolve(), args.budget, args.config
             )
-            work = stack.enter_context(WorkDir(directory, run_id))
+            work = stack.enter_context(WorkDir(folder, run_id))
         engine = stack.enter_context(open_engine(args, work))
         job = CleanJob(source, output, args.email_column, name=args.input)
-        summary = run_clean(job, engine)
+        summary = run_clean(job, engine, folder.path)
         if work is not None:
             work.finish()
     for warning in summary.warnings:

@@ -29,22 +29,21 @@ DELIMITERS: Final = (",", ";", "\t", "|")
 _FIELD_LIMIT: Final = 2**31 - 1
 # Physical lines, each with its ending: LF, CRLF or a lone CR.
 _LINES: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-_UTF16_BOMS: Final = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+_UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
 _COUNT_CHUNK: Final = 1 << 26  # bytes looked at together when counting records
 
 
 @dataclass(frozen=True)
 class Decoded:
     text: str
-    encoding: str  # "utf-8", "utf-16-le", "utf-16-be", "cp1252" or "latin-1"
+    encoding: str  # "utf-8", "utf-16" (with a BOM), "utf-16-le", "utf-16-be", "cp1252", "latin-1"
     bad_offset: int | None  # where UTF-8 decoding first failed; None for UTF-8 and UTF-16
 
 
 def decode(raw: bytes) -> Decoded:
-    utf16 = _utf16(raw)
+    utf16 = utf16_encoding(raw)
     if utf16 is not None:
-        bom = raw[:2] in _UTF16_BOMS
-        return Decoded(raw[2 if bom else 0 :].decode(utf16, errors="replace"), utf16, None)
+        return Decoded(raw.decode(utf16, errors="replace"), utf16, None)
     raw = raw.removeprefix(b"\xef\xbb\xbf")
     try:
         return Decoded(raw.decode("utf-8"), "utf-8", None)
@@ -56,10 +55,12 @@ def decode(raw: bytes) -> Decoded:
         return Decoded(raw.decode("latin-1"), "latin-1", bad)
 
 
-def _utf16(raw: bytes) -> str | None:
-    """UTF-16 by its BOM, or by the zero high bytes that Latin-script text has in it."""
+def utf16_encoding(raw: bytes) -> str | None:
+    """The codec of UTF-16 text starting with *raw*: ``utf-16`` with a BOM (the codec reads the
+    byte order from it and drops it), else ``utf-16-le``/``-be`` when the zero high bytes that
+    Latin-script text has in UTF-16 give it away; None for anything else."""
     if raw[:2] in _UTF16_BOMS:
-        return _UTF16_BOMS[raw[:2]]
+        return "utf-16"
     sample = raw[:4096]
     if len(sample) < 4 or len(sample) % 2:
         return None

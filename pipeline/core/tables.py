@@ -141,13 +141,18 @@ def read_table(path: Path, what: str, *, text: bool = False) -> Table:
     return Table(columns, where, rejected)
 
 
-def read_parquet(path: Path) -> pl.DataFrame:
-    """A Parquet file, or an InputError that names it (a truncated copy is the usual cause)."""
+def check_parquet(path: Path) -> None:
+    """InputError unless *path* starts like a Parquet file (a name is not enough)."""
     if not read_head(path, len(PARQUET_MAGIC), "Parquet file").startswith(PARQUET_MAGIC):
         raise InputError(
             f"{path} is named like a Parquet file but is not one (it does not start with "
             "PAR1). Check the file, or pass a CSV or Parquet list."
         )
+
+
+def read_parquet(path: Path) -> pl.DataFrame:
+    """A Parquet file, or an InputError that names it (a truncated copy is the usual cause)."""
+    check_parquet(path)
     try:
         return pl.read_parquet(path)
     except (OSError, pl.exceptions.PolarsError) as exc:

@@ -38,6 +38,8 @@ class CleanJob:
     output: Path
     email_column: str | None = None
     name: str = ""  # the input as the user gave it, when it differs from *input* ("-")
+    dataset: bool = False  # the output is a folder of part files
+    memory_mb: int = 1024  # what the run should stay within; sets the batch size
 
 
 def refuse_url(text: str, role: str) -> None:
