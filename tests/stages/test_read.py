@@ -7,8 +7,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.core.errors import InputError
 from pipeline.core.delimited import sniff_delimiter
+from pipeline.core.errors import InputError
 from pipeline.stages.read import find_email_column, read_list
 
 
@@ -65,7 +65,8 @@ def test_latin1_bytes_fall_back_with_a_warning(tmp_path: Path) -> None:
     result = read_list(path, tmp_path)
     assert result.frame.row(0) == ("x@y.fr", "François")
     assert result.reader.encoding == "cp1252"
-    assert "not valid UTF-8" in result.reader.warnings[0] and "offset 22" in result.reader.warnings[0]
+    warning = result.reader.warnings[0]
+    assert "not valid UTF-8" in warning and "offset 22" in warning
 
 
 def test_values_are_kept_as_written(tmp_path: Path) -> None:
