@@ -21,6 +21,7 @@ from pipeline.cli.common import (
 from pipeline.core.config import load_config
 from pipeline.core.doctor import run_doctor
 from pipeline.core.engine import verify_once
+from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.smtp import smtp_settings
 from pipeline.stages.job import CleanJob, check_output, open_input, refuse_url
 from pipeline.stages.runner import RunSummary, run_clean
@@ -36,6 +37,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     clean.add_argument("--email-column", metavar="NAME", help="the column holding the addresses")
     clean.add_argument("--quiet", action="store_true", help="no progress bars or summary table")
     clean.add_argument("--work-dir", type=Path, metavar="DIR", help="default: <output>.work")
+    clean.add_argument(
+        "--memory", type=int, metavar="MiB", help="memory to stay within (default [run] memory)"
+    )
+    clean.add_argument(
+        "--output-format",
+        choices=("parquet", "dataset"),
+        help="parquet: one file (default); dataset: a folder of part files (also: -o DIR/)",
+    )
     common_options(clean)
     verify_options(clean)
     clean.set_defaults(handler=_clean)
@@ -58,8 +67,13 @@ def _clean(args: argparse.Namespace) -> int:
     if args.output is not None:
         refuse_url(args.output, "output")
     output = Path(args.output) if args.output else default_output(Path(args.input))
-    check_output(args.input, output)
-    addressed = verify_config(args, load_config(args.config)).mode in ("smtp", "api")
+    dataset = args.output_format == "dataset" or str(args.output or "").endswith("/")
+    check_output(args.input, output, dataset)
+    config = load_config(args.config)
+    addressed = verify_config(args, config).mode in ("smtp", "api")
+    memory = args.memory if args.memory is not None else config.run.memory
+    if memory < 64:
+        raise UsageError(f"--memory must be at least 64 (MiB), got {memory}.")
     directory = args.work_dir or output.with_name(output.name + ".work")
     check_work_dir(directory)
     with contextlib.ExitStack() as stack:
@@ -72,7 +86,7 @@ def _clean(args: argparse.Namespace) -> int:
             )
             work = stack.enter_context(WorkDir(folder, run_id))
         engine = stack.enter_context(open_engine(args, work))
-        job = CleanJob(source, output, args.email_column, name=args.input)
+        job = CleanJob(source, output, args.email_column, args.input, dataset, memory)
         summary = run_clean(job, engine, folder.path)
         if work is not None:
             work.finish()

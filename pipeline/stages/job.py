@@ -25,11 +25,13 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from pipeline.core.errors import InputError, OutputError, UsageError
+from pipeline.stages.parquet_source import is_dataset
 from pipeline.stages.write import OutputPaths
 
 STDIN: Final = "-"
 # RFC 3986 §3.1: scheme ":" then "//" for the URLs people paste (s3://, https://, gs://).
 _URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_PART: Final = re.compile(r"part-\d+\.parquet")
 
 
 @dataclass(frozen=True)
@@ -52,9 +54,10 @@ def refuse_url(text: str, role: str) -> None:
         )
 
 
-def check_output(input_text: str, output: Path) -> None:
-    """Refuse an output that would overwrite the input, is a directory, or cannot be created."""
-    paths = OutputPaths.for_output(output)
+def check_output(input_text: str, output: Path, dataset: bool = False) -> None:
+    """Refuse an output that would overwrite the input, is a directory (unless a dataset is
+    asked for: then a folder of part files a run wrote, or an empty one), or cannot be made."""
+    paths = OutputPaths.for_output(output, dataset)
     source = Path(input_text)
     for path in (paths.parquet, paths.rejects, paths.summary):
         if input_text != STDIN and _same_file(source, path):
@@ -62,11 +65,21 @@ def check_output(input_text: str, output: Path) -> None:
                 f"The output {path} is the input file {input_text}: writing it would overwrite "
                 "the input. Choose another output with -o."
             )
-        if path.is_dir():
+        if path.is_dir() and not (dataset and path == paths.parquet):
             raise UsageError(
-                f"The output {path} is a directory; name a file such as {path / 'list.parquet'}."
+                f"The output {path} is a directory; name a file such as {path / 'list.parquet'}, "
+                "or ask for a dataset with --output-format dataset."
             )
+    if dataset and output.is_dir() and _foreign(output):
+        raise UsageError(
+            f"The dataset output {output} holds other files than part-*.parquet; a run replaces "
+            "the whole folder, so name an empty or new one."
+        )
     _check_folder(paths.parquet.parent)
+
+
+def _foreign(folder: Path) -> bool:
+    return any(not (p.is_file() and _PART.fullmatch(p.name)) for p in folder.iterdir())
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -100,6 +113,9 @@ def open_input(text: str) -> Iterator[Path]:
             yield copy
         return
     path = Path(text)
+    if is_dataset(text):  # a folder or a glob of Parquet shards, read where they are
+        yield path
+        return
     try:
         mode = path.stat().st_mode
     except OSError as exc:

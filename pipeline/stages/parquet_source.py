@@ -35,8 +35,9 @@ def shards(text: str) -> list[Path]:
     found = sorted(path.glob("*.parquet")) if path.is_dir() else sorted(map(Path, glob.glob(text)))
     files = [p for p in found if p.is_file()]
     if not files:
+        what = "is a directory that holds" if path.is_dir() else "matches"
         raise InputError(
-            f"{text} holds no Parquet file (*.parquet). Pass a CSV or Parquet file, a folder "
+            f"{text} {what} no Parquet file (*.parquet). Pass a CSV or Parquet file, a folder "
             "of Parquet shards, or a glob of them such as 'export/part-*.parquet'."
         )
     return files

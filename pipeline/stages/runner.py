@@ -61,7 +61,7 @@ from pipeline.stages.write import (
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-_MIN_ROWS = 10_000
+_MIN_ROWS = 1_000
 _MAX_ROWS = 1_000_000
 
 

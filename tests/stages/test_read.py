@@ -112,5 +112,7 @@ def test_empty_file_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_directory_is_an_input_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="holds no Parquet file"):  # a folder is a dataset
+    with pytest.raises(
+        InputError, match="is a directory that holds no Parquet file"
+    ):  # a folder is a dataset
         read_list(tmp_path, tmp_path)
