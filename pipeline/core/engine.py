@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import polars as pl
@@ -24,6 +24,7 @@ from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
 from pipeline.core.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains
 from pipeline.core.domain_cache import DomainCache
+from pipeline.core.exchanges import MemoryHosts, Routing, judge_exchanges
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import AddressChecker
 from pipeline.core.mailboxes.types import CheckStats, Mailbox
@@ -60,6 +61,8 @@ class Engine:
     checker: AddressChecker | None = None
     # The bounce ledger; None: no bounce history (both bounce flags false).
     bounces: BounceLedger | None = None
+    # Which addresses mail can reach: implicit MX records must lead somewhere routable.
+    routing: Routing = field(default_factory=Routing)
 
 
 @dataclass(frozen=True)
@@ -148,10 +151,11 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
     sent_before = engine.dns.queries_sent
     resolver = await engine.dns.get()
     bar = engine.progress(len(domains), "DNS") if engine.progress else None
+    concurrency = engine.config.dns.concurrency
     try:
-        answers = await lookup_domains(
-            resolver, domains, engine.config.dns.concurrency, bar.update if bar else None
-        )
+        answers = await lookup_domains(resolver, domains, concurrency, bar.update if bar else None)
+        hosts = engine.cache if engine.cache is not None else MemoryHosts()
+        answers = await judge_exchanges(resolver, answers, hosts, engine.routing, concurrency)
     finally:
         if bar:
             bar.close()
@@ -278,6 +282,10 @@ def address_flags() -> dict[Reason, pl.Expr]:
         Reason.SMTPUTF8: syntax == Syntax.SMTPUTF8.value,
         Reason.ROLE: pl.col("ROLE"),
         **domain_flags(),
+        # A mail server that accepted the mailbox (on a domain whose catch-all probe it refused)
+        # answers the doubt an implicit MX raises: mail to the domain's A record is taken.
+        Reason.IMPLICIT_MX: _dns_flag(DnsStatus.IMPLICIT_MX)
+        & (pl.col("MAILBOX") != Mailbox.OK.value).fill_null(True),
         **{Reason(m.value): pl.col("MAILBOX") == m.value for m in _MAILBOX_REASONS},
         Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
         # A mail server accepting the mailbox after the last hard bounce is newer evidence.

@@ -34,7 +34,7 @@ class Identity:
     helo: str
     mail_from: str
     helo_given: bool  # set by a flag or the config, not derived from this host
-    mail_from_given: bool
+    mail_from_given: bool  # set, or derived from a given EHLO name
 
 
 def identity_of(verify: VerifyConfig, *, sandbox: bool = False) -> Identity:
@@ -43,7 +43,8 @@ def identity_of(verify: VerifyConfig, *, sandbox: bool = False) -> Identity:
     accept mail for postmaster, so bounces about probes have somewhere to go)."""
     helo = verify.helo or (SANDBOX_HELO if sandbox else socket.getfqdn())
     sender = verify.mail_from or f"postmaster@{helo}"
-    return Identity(helo, sender, bool(verify.helo), bool(verify.mail_from))
+    # A sender derived from a given EHLO name is the operator's choice too.
+    return Identity(helo, sender, bool(verify.helo), bool(verify.mail_from or verify.helo))
 
 
 def name_problem(name: str, is_tld: PublicSuffix) -> str:
