@@ -22,7 +22,7 @@ import polars as pl
 from pipeline.core.address import Syntax, normalize_column, normalize_domain
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
-from pipeline.core.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains
+from pipeline.core.dns import TEMPORARY, DnsAnswer, DnsStatus, SharedResolver, lookup_domains
 from pipeline.core.domain_cache import DomainCache
 from pipeline.core.exchanges import MemoryHosts, Routing, judge_exchanges
 from pipeline.core.lists import DomainLists
@@ -173,10 +173,7 @@ def _domain_table(
             "MX": [answers[d].mx for d in domains],
             "DISPOSABLE": [lists.is_disposable(d) for d in domains],
             "FREE_PROVIDER": [lists.is_free_provider(d) for d in domains],
-            "SUGGESTED_DOMAIN": [
-                suggest_domain(d, has_working_mx=s is DnsStatus.MX, lists=lists)
-                for d, s in zip(domains, statuses, strict=True)
-            ],
+            "SUGGESTED_DOMAIN": [_suggestion(lists, d, answers[d]) for d in domains],
         },
         schema={
             "DOMAIN": pl.String,
@@ -187,6 +184,19 @@ def _domain_table(
             "SUGGESTED_DOMAIN": pl.String,
         },
     )
+
+
+def _suggestion(lists: DomainLists, domain: str, answer: DnsAnswer) -> str:
+    return suggest_domain(
+        domain,
+        has_working_mx=answer.status is DnsStatus.MX,
+        lists=lists,
+        mx=answer.mx,
+        dns_answered=answer.status not in _UNANSWERED,
+    )
+
+
+_UNANSWERED = frozenset({DnsStatus.OFFLINE, *TEMPORARY})
 
 
 def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.DataFrame:
