@@ -254,8 +254,11 @@ def attach_bounces(ledger: BounceLedger | None, rows: pl.DataFrame) -> pl.DataFr
             "LEDGER_KNOWN": [f.known for f in flags.values()],
             "LEDGER_SUSPECTED": [f.suspected for f in flags.values()],
             "LEDGER_LAST_HARD_AT": [f.last_hard_at for f in flags.values()],
+            "LEDGER_DELIVERED": [f.delivered for f in flags.values()],
         },
-        schema=keyed_schema("LEDGER_KNOWN", "LEDGER_SUSPECTED", "LEDGER_LAST_HARD_AT"),
+        schema=keyed_schema(
+            "LEDGER_KNOWN", "LEDGER_SUSPECTED", "LEDGER_LAST_HARD_AT", "LEDGER_DELIVERED"
+        ),
     )
     return rows.join(table, on="KEY", how="left", maintain_order="left")
 
