@@ -151,8 +151,8 @@ class Prober:
         probe = self._probes.setdefault(domain, f"lc-probe-{secrets.token_hex(6)}@{domain}")
         replies, failure, _ = await self._ask(hosts, [probe])
         if probe not in replies:
-            if failure is not None and failure.outcome is Mailbox.DEFERRED:
-                answers.catch_all_known = False
+            if failure is None or failure.outcome is Mailbox.DEFERRED:
+                answers.catch_all_known = False  # not asked yet (a 421): learn it later
                 return None
             return failure
         reply = replies[probe]
@@ -258,12 +258,17 @@ class Prober:
             return await probe_session(address, recipients, self._settings, pace, host)
 
     def _judge_host(self, state: HostState, session: SessionResult) -> None:
-        """Count refusals of us in a row; a 421 or 4.7.x also makes the host rest."""
+        """Count refusals of us in a row; a 421 or 4.7.x also makes the host rest.
+
+        A session that got answers about mailboxes starts the count again: a host that takes a
+        few RCPTs and then asks us to slow down (421) rests and goes on, and never trips.
+        """
         closing = session.closing_reply
-        refused = [r for r in session.replies.values() if classify(r) in _OF_US]
+        answered = any(classify(r) not in _OF_US for r in session.replies.values())
         blocked = closing is not None and classify(closing) in _OF_US
-        if not blocked and not (refused and len(refused) == len(session.replies)):
+        if answered or not (blocked or session.replies):
             state.strikes = 0
+        if not blocked and (answered or not session.replies):
             return
         state.strikes += 1
         if blocked and closing is not None and closing.code < 500:
