@@ -9,8 +9,9 @@ speaks of the recipient can make an address Invalid. The order of the questions:
 3. **The code class.** A 4xx is transient (RFC 5321 §4.2.1, RFC 3463 §2): it may say "full" or
    "too many recipients", never that a mailbox is gone. 421 closes the connection (§3.8).
 4. **The enhanced status code** (RFC 3463). X.1.7 and X.1.8 are about the sender, X.7.x about
-   security or policy: never "no such user". X.1.1 and X.1.10 (RFC 7505) are; X.2.1 is
-   "disabled" when permanent; X.2.2 and a bare 552 (RFC 5321 §4.2.3) are storage.
+   security or policy: never "no such user". X.1.1 and X.1.10 (RFC 7505) are, unless the
+   words speak only of us ("5.1.1 sender IP blocked"); X.2.1 is "disabled" when permanent;
+   X.2.2 and a bare 552 (RFC 5321 §4.2.3) are storage.
 5. **Words**, only when the code says nothing precise (no code, or an "other" detail X.Y.0, or a
    protocol code X.5.Y): words about our sender or our host come first, and only words that
    name the recipient (its user, mailbox or account) make it "no such user".
@@ -246,7 +247,7 @@ def _permanent(reply: Reply) -> Mailbox:
     if subject.startswith("7."):  # security or policy status (RFC 3463 §3.8)
         return Mailbox.SENDER_REFUSED if _SENDER.search(reply.message) else Mailbox.BLOCKED
     if subject in _BY_SUBJECT:
-        return _BY_SUBJECT[subject]
+        return _about_us(reply.message) or _BY_SUBJECT[subject]
     if enhanced and not _vague(subject):
         return Mailbox.REJECTED  # a precise code that is not about the mailbox (5.4.x, 5.3.x)
     if reply.code == 552 and not _TOO_MANY.search(reply.message):
@@ -263,6 +264,16 @@ _BY_SUBJECT: dict[str, Mailbox] = {
     "2.2": Mailbox.FULL,  # mailbox full
     "5.3": Mailbox.TOO_MANY,  # too many recipients
 }
+
+
+def _about_us(message: str) -> Mailbox | None:
+    """A mailbox code whose words speak only of our sender or host ("550 5.1.1 sender IP
+    blocked"): the words are the safer reading, since a wrong "no such user" deletes someone."""
+    if _NO_SUCH_USER.search(message) or _DISABLED.search(message) or _FULL.search(message):
+        return None
+    if _SENDER.search(message):
+        return Mailbox.SENDER_REFUSED
+    return Mailbox.BLOCKED if _HOST.search(message) else None
 
 
 def _vague(subject: str) -> bool:

@@ -87,6 +87,9 @@ DBEB = "550 5.4.1 Recipient address rejected: Access denied. AS(201806281)"
         # A reply that names our sender and not the recipient is about our sender.
         (RCPT, f"550 5.1.1 <{S}>: Recipient address rejected: User unknown", OURS, ""),
         (RCPT, f"550 5.1.1 <{R}>: Recipient address rejected: User unknown", GONE, ""),
+        (RCPT, "550 5.1.1 Sender IP 192.0.2.7 blocked by local policy", BLOCKED, ""),
+        (RCPT, "550 5.1.1 <x@y.com>: Recipient address rejected: User unknown in relay recipient "
+         "table", GONE, ""),
         (RCPT, "550 5.7.1 No such user!", BLOCKED, ""),
         (RCPT, "550 5.7.1 No such user!", GONE, "mx.yandex.ru"),  # a documented quirk
         # A 4xx is transient: never "no such user" or "disabled" (RFC 5321 §4.2.1).
