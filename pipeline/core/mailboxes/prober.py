@@ -123,12 +123,13 @@ class Prober:
             return
         deferred = await self._ask_all(hosts, targets, answers.add)
         for delay in self._config.greylist_delays:
-            if not deferred and answers.catch_all_known:
+            if not deferred and not answers.awaiting_catch_all:
                 break
             await self._sleep(delay)
             if not answers.catch_all_known:
                 await self._learn_catch_all(domain, hosts, answers)
-            deferred = await self._ask_all(hosts, deferred, answers.add)
+            if deferred:
+                deferred = await self._ask_all(hosts, deferred, answers.add)
         for t in deferred:
             answers.add(t, MailboxResult(Mailbox.GREYLISTED, "still deferred after every retry"))
         answers.close()

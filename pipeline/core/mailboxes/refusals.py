@@ -57,6 +57,11 @@ class DomainAnswers:
         self.catch_all_known = True  # False while the catch-all probe is still deferred
         self._held: list[Answer] = []
 
+    @property
+    def awaiting_catch_all(self) -> bool:
+        """Accepted answers are waiting for the catch-all probe to be answered."""
+        return not self.catch_all_known and any(r.outcome is Mailbox.OK for _, r in self._held)
+
     def add(self, target: Target, result: MailboxResult) -> None:
         if result.outcome is Mailbox.OK:
             self.accepted = True
