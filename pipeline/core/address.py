@@ -21,6 +21,7 @@ Batch routing in :func:`normalize_column`:
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, replace
@@ -330,8 +331,10 @@ def _special_use_detail(domain: str) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _domain_forms(raw: str) -> _DomainForms:
-    """Validate a domain exactly as :func:`parse_address` validates the part after the @."""
+    """Validate a domain exactly as :func:`parse_address` validates the part after the @.
+    Remembered: a list names the same few domains over and over."""
     text = unicodedata.normalize("NFC", raw).removesuffix(".")
     if not text:
         return _DomainForms("", 0, "empty domain")

@@ -121,28 +121,23 @@ def count_records_in(chunks: Iterable[bytes]) -> int | None:
 def _count_chunk(chunk: bytes, following: bytes, parity: int) -> tuple[int, int] | None:
     """(line ends outside quotes, quote parity after) in *chunk*; *following* is the next
     chunk's first byte, so a CRLF split between two chunks ends one record, not two."""
+    crlf = chunk.count(b"\r\n") + (chunk.endswith(b"\r") and following == b"\n")
+    lone_cr = chunk.count(b"\r") - crlf
     if b'"' not in chunk and not parity:
-        crlf = chunk.count(b"\r\n") + (chunk.endswith(b"\r") and following == b"\n")
-        return chunk.count(b"\n") + chunk.count(b"\r") - crlf, 0
-    data = chunk + following
-    buffer = pa.py_buffer(data)
-    bytes_ = pl.from_arrow(pa.Array.from_buffers(pa.uint8(), len(data), [None, buffer]))
-    assert isinstance(bytes_, pl.Series)
-    b = pl.col(bytes_.name)
-    quotes, ends = (
-        bytes_.to_frame()
-        .select(
-            quote=(b == ord('"')).cast(pl.UInt32),
-            end=(b == ord("\n")) | ((b == ord("\r")) & (b.shift(-1) != ord("\n")).fill_null(True)),
-        )
-        .head(len(chunk))
-        .select(
-            quotes=pl.col("quote").sum(),
-            ends=(pl.col("end") & ((pl.col("quote").cum_sum() + parity) % 2 == 0)).sum(),
-        )
-        .row(0)
-    )
-    return int(ends), (parity + int(quotes)) % 2
+        return chunk.count(b"\n") + lone_cr, 0
+    data = pl.from_arrow(pa.Array.from_buffers(pa.uint8(), len(chunk), [None, pa.py_buffer(chunk)]))
+    assert isinstance(data, pl.Series)
+    quotes = (data == ord('"')).arg_true()
+    ends = (data == ord("\n")).arg_true()
+    if lone_cr:  # old Mac line ends (rare): a CR not followed by LF ends a record too
+        crs = (data == ord("\r")).arg_true()
+        followed = (crs + 1).is_in(ends)
+        if following == b"\n":
+            followed = followed | (crs == len(chunk) - 1)
+        ends = pl.concat([ends, crs.filter(~followed)]).sort()
+    # A line end is outside quotes when an even number of quotes came before it in the text.
+    before = quotes.search_sorted(ends, side="left") + parity
+    return int((before % 2 == 0).sum()), (parity + quotes.len()) % 2
 
 
 def physical_lines(text: str) -> list[str]:

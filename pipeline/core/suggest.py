@@ -294,6 +294,8 @@ def _is_typing_slip(typed: str, intended: str) -> bool:
 
 
 def _near_override_provider(query: str, *, any_letter: bool = False) -> bool:
+    if len(query) not in _NEAR_LENGTHS:
+        return False  # one edit changes a length by one at most: most domains stop here
     return any(
         (any_letter or query[:1] == provider[:1])
         and OSA.distance(query, provider, score_cutoff=1) <= 1
@@ -348,3 +350,7 @@ def _unicode_form(key: str) -> str:
         return idna.decode(key)
     except UnicodeError:
         return key
+
+
+# The lengths a domain one edit from a top provider can have.
+_NEAR_LENGTHS = frozenset(len(p) + d for p in MX_OVERRIDE_PROVIDERS for d in (-1, 0, 1))

@@ -55,6 +55,12 @@ class CsvSource:
         return dict.fromkeys(self.columns, pl.String())
 
     @property
+    def expected_rows(self) -> int:
+        if self.records is not None:
+            return max(0, self.records - 1)
+        return int(self.text.stat().st_size / 50)
+
+    @property
     def bytes_per_row(self) -> float:
         return self.text.stat().st_size / max(1, (self.records or 2) - 1)
 

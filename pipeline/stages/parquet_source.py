@@ -68,6 +68,10 @@ class ParquetSource:
         return self._polars_schema
 
     @property
+    def expected_rows(self) -> int:
+        return sum(_open(shard).metadata.num_rows for shard in self.files)
+
+    @property
     def bytes_per_row(self) -> float:
         """Uncompressed bytes per row, from the first shard's metadata."""
         meta = _open(self.files[0]).metadata

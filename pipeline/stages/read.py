@@ -48,6 +48,9 @@ class Source(Protocol):
     @property
     def bytes_per_row(self) -> float: ...
 
+    @property
+    def expected_rows(self) -> int: ...
+
     def batches(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]: ...
 
 
@@ -86,6 +89,11 @@ class ListReader:
     @property
     def bytes_per_row(self) -> float:
         return self._source.bytes_per_row
+
+    @property
+    def expected_rows(self) -> int:
+        """The rows the list should have (counted for CSV, from the metadata for Parquet)."""
+        return self._source.expected_rows
 
     @property
     def schema(self) -> dict[str, pl.DataType]:

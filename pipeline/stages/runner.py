@@ -182,7 +182,7 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
     with contextlib.ExitStack() as stack:
         rejects = stack.enter_context(contextlib.closing(RejectsSink(paths.rejects)))
         started = time.perf_counter()
-        scan = _scan(reader, engine, folder, rows, rejects)
+        scan = _scan(reader, engine, folder, (rows, job.memory_mb), rejects)
         dedupe = scan.marker.finish()
         normalized = NormalizeStats(dedupe.distinct, dedupe.duplicates)
         clock.add("read", 0, scan.rows, scan.reading)
@@ -198,7 +198,7 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         answers, checks = await _check_addresses(engine, scan, table)
         clock.lap("verify", scan.rows, scan.rows, checks)
         sink = stack.enter_context(ParquetSink(paths, output_schema(reader.schema)))
-        verdicts, reasons = _decide_all(engine, scan, table, answers, sink)
+        verdicts, reasons = _decide_all(engine, scan, reader, rows, (table, answers), sink)
         sink.commit()
         rejects.commit()
         clock.lap("write", scan.rows, scan.rows)
@@ -231,24 +231,27 @@ def batch_rows(memory_mb: int, bytes_per_row: float) -> int:
 
 
 def _scan(
-    reader: ListReader, engine: Engine, folder: Path, rows: int, rejects: RejectsSink
+    reader: ListReader, engine: Engine, folder: Path, sizes: tuple[int, int], rejects: RejectsSink
 ) -> _Scan:
     """Pass 1, again with the exact reader when the fast one turns out wrong."""
     try:
-        return _scan_with(reader, engine, folder, rows, rejects)
+        return _scan_with(reader, engine, folder, sizes, rejects)
     except ReadAgain:
         reader.read_exactly()
         rejects.restart()
-        return _scan_with(reader, engine, folder, rows, rejects)
+        return _scan_with(reader, engine, folder, sizes, rejects)
 
 
 def _scan_with(
-    reader: ListReader, engine: Engine, folder: Path, rows: int, rejects: RejectsSink
+    reader: ListReader, engine: Engine, folder: Path, sizes: tuple[int, int], rejects: RejectsSink
 ) -> _Scan:
-    spill = Spill(folder / "batches")
+    rows, memory_mb = sizes
+    spill = Spill(folder / "batches", keep_bytes=memory_mb * 2**20 // 4)
     spill.folder.mkdir(exist_ok=True)
     spill.clear()
-    scan = _Scan(spill, DuplicateMarker(folder))
+    # About a million addresses a partition: one for a small list, up to the marker's most.
+    partitions = min(256, max(1, reader.expected_rows // 1_000_000 + 1))
+    scan = _Scan(spill, DuplicateMarker(folder, partitions))
     try:
         batches = reader.batches(rows)
         while True:
@@ -263,7 +266,7 @@ def _scan_with(
             work = classify_addresses(emails, engine.lists)
             scan.marker.add(work.get_column("KEY"))
             scan.domains.update(dict.fromkeys(resolvable_domains(work)))
-            spill.put(Batch(read.frame, work))
+            spill.put(work)
             scan.rows += read.frame.height
     except BaseException:
         scan.marker.close()
@@ -295,17 +298,22 @@ async def _check_addresses(
 def _decide_all(
     engine: Engine,
     scan: _Scan,
-    table: pl.DataFrame,
-    answers: pl.DataFrame | None,
+    reader: ListReader,
+    rows: int,
+    tables: tuple[pl.DataFrame, pl.DataFrame | None],
     sink: ParquetSink,
 ) -> tuple[Counter[str], Counter[str]]:
-    """Pass 2: every batch decided and written; VERDICT and REASON counts."""
+    """Pass 2: every batch read again (the original columns: cheaper to read than to keep),
+    joined with its spilled work columns, decided and written; VERDICT and REASON counts."""
+    table, answers = tables
     verdicts: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
     offset = 0
-    for index in range(scan.spill.count):
-        batch = scan.spill.batch(index)
+    for index, read in enumerate(reader.batches(rows)):
+        batch = Batch(read.frame, scan.spill.work(index))
+        if batch.originals.height != batch.work.height:  # a bug, never an input problem
+            raise AssertionError(f"batch {index} read back with other rows than the first time")
         work = attach_domains(_marked(scan, batch.work, offset), table)
         offset += work.height
         work = attach_bounces(engine.bounces, work, scope)
