@@ -74,9 +74,9 @@ def disk_use(folder: Path) -> int:
 
 def one_size(rows: int, runs: int, where: Path) -> dict[str, object]:
     data = where / f"list-{rows}"
+    generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(rows)]
     subprocess.run(
-        [sys.executable, str(HERE / "generate.py"), "--rows", str(rows), "--out", str(data)]
-        + ["--distinct", "0.92"],
+        [*generate, "--out", str(data), "--distinct", "0.92"],
         check=True,
         stdout=subprocess.DEVNULL,
     )
