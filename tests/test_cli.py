@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import polars as pl
 import pytest
 
 from pipeline.cli import main
+from pipeline.cli.common import effective_config, settings
 from pipeline.core.config import DnsConfig
 from pipeline.core.schema import OUTPUT_COLUMNS, SPEC_COLUMNS
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
@@ -327,3 +329,29 @@ def test_sandbox_flag_and_console_entry_point(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["VERDICT"] == "Invalid"
+
+
+def test_flags_win_over_environment_over_file(
+    tmp_path: Path, sample_dns: SandboxDNS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[run]\nmemory = 100\n[verify]\nbudget = 7\n")
+    monkeypatch.setenv("LISTCLEAN_VERIFY_BUDGET", "8")
+    monkeypatch.setenv("LISTCLEAN_RUN_MEMORY", "200")
+    args = ["--verify", "smtp", "--budget", "9", "--config", str(config)]
+
+    assert settings(config).verify.budget == 8 and settings(config).run.memory == 200
+    namespace = argparse.Namespace(
+        config=config,
+        resolver=[],
+        verify="smtp",
+        smtp_port=None,
+        budget=9,
+        helo=None,
+        mail_from=None,
+        api_url=None,
+        concurrency=None,
+    )
+    assert effective_config(namespace).verify.budget == 9
+    monkeypatch.setenv("LISTCLEAN_DNS_NOPE", "1")
+    assert main(["clean", str(SAMPLE_CSV), "-o", str(tmp_path / "o.parquet"), *args]) == 2

@@ -24,6 +24,7 @@ from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
 from pipeline.core.sqlite import beside_domain_cache
 from pipeline.core.verdict import Reason
+from pipeline.service.settings import env_settings
 from pipeline.stages.workdir import WorkDir
 
 REPO_WORLD = Path(__file__).resolve().parents[2] / "sample_data" / "world.json"
@@ -84,8 +85,13 @@ def verify_config(args: argparse.Namespace, config: Config) -> VerifyConfig:
     return dataclasses.replace(config.verify, **given)
 
 
+def settings(path: Path | None) -> Config:
+    """The settings: defaults, then the file, then ``LISTCLEAN_`` variables (flags come last)."""
+    return load_config(path, os.environ, env_settings())
+
+
 def effective_config(args: argparse.Namespace) -> Config:
-    config = with_resolvers(load_config(args.config), args.resolver)
+    config = with_resolvers(settings(args.config), args.resolver)
     api = config.api
     if getattr(args, "api_url", None):
         api = dataclasses.replace(api, url=args.api_url)

@@ -16,10 +16,10 @@ from pipeline.cli.common import (
     open_engine,
     sandbox_world,
     sender_hint,
+    settings,
     verify_config,
     verify_options,
 )
-from pipeline.core.config import load_config
 from pipeline.core.doctor import run_doctor
 from pipeline.core.engine import verify_once
 from pipeline.core.errors import UsageError
@@ -71,7 +71,7 @@ def _clean(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else default_output(Path(args.input))
     dataset = args.output_format == "dataset" or str(args.output or "").endswith("/")
     check_output(args.input, output, dataset)
-    config = load_config(args.config)
+    config = settings(args.config)
     addressed = verify_config(args, config).mode in ("smtp", "api")
     memory = args.memory if args.memory is not None else config.run.memory
     if memory < 64:

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.cli.common import bounce_ledger_path, cache_path
+from pipeline.cli.common import bounce_ledger_path, cache_path, settings
 from pipeline.core.bounces.ledger import BounceLedger
-from pipeline.core.config import Config, load_config
+from pipeline.core.config import Config
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.errors import UsageError
 from pipeline.core.sqlite import beside_domain_cache
@@ -73,7 +73,7 @@ def _ledger(args: argparse.Namespace, config: Config) -> BounceLedger:
 
 
 def _bounces_import(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    config = settings(args.config)
     with _ledger(args, config) as ledger:
         for path in args.files:
             report = ledger.import_file(path)
@@ -89,7 +89,7 @@ def _bounces_import(args: argparse.Namespace) -> int:
 
 
 def _bounces_list(args: argparse.Namespace) -> int:
-    with _ledger(args, load_config(args.config)) as ledger:
+    with _ledger(args, settings(args.config)) as ledger:
         events = ledger.events(args.email, args.limit)
     print(f"{'WHEN (UTC)':<20} {'KIND':<10} {'STATUS':<7} {'EMAIL':<40} REASON")
     for e in events:
@@ -102,7 +102,7 @@ def _bounces_list(args: argparse.Namespace) -> int:
 
 
 def _contact_store(args: argparse.Namespace) -> ContactStore:
-    config = load_config(args.config)
+    config = settings(args.config)
     # The service looks beside its domain cache too: both find the same store.
     path = (
         Path(args.db)

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import dataclasses
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from pipeline.service.app import Paths, RedactingAccessLogger, create_app
 
-    service = load_service_config(args.config)
+    service = load_service_config(args.config, os.environ)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     with contextlib.ExitStack() as stack:
         engine = sandbox_world(stack, args, with_resolvers(service.engine, args.resolver))
@@ -72,7 +73,7 @@ def _db_path(args: argparse.Namespace, service: ServiceConfig) -> Path:
 
 
 def _keys_create(args: argparse.Namespace) -> int:
-    service = load_service_config(args.config)
+    service = load_service_config(args.config, os.environ)
     if args.plan not in service.plans:
         raise UsageError(
             f"There is no plan named {args.plan!r}; the plans are {', '.join(service.plans)}. "
@@ -86,7 +87,7 @@ def _keys_create(args: argparse.Namespace) -> int:
 
 
 def _keys_list(args: argparse.Namespace) -> int:
-    with ServiceStore(_db_path(args, load_service_config(args.config))) as store:
+    with ServiceStore(_db_path(args, load_service_config(args.config, os.environ))) as store:
         keys = store.list_keys()
     print(f"{'KEY_ID':<12} {'PLAN':<10} {'CREATED (UTC)':<20} {'STATUS':<8} LABEL")
     for key in keys:
@@ -97,7 +98,7 @@ def _keys_list(args: argparse.Namespace) -> int:
 
 
 def _keys_revoke(args: argparse.Namespace) -> int:
-    with ServiceStore(_db_path(args, load_service_config(args.config))) as store:
+    with ServiceStore(_db_path(args, load_service_config(args.config, os.environ))) as store:
         key = store.revoke_key(args.key_id)
     print(f"API key {key.key_id} is revoked.")
     return 0

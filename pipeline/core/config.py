@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, Final, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 import phonenumbers
 
@@ -196,11 +196,78 @@ class Config:
     contacts: ContactsConfig = field(default_factory=ContactsConfig)
 
 
-def load_config(path: Path | None) -> Config:
-    """Read *path* (TOML) over the defaults; ``None`` gives the defaults."""
-    if path is None:
-        return Config()
-    return build(Config, load_toml(path), str(path))
+def load_config(
+    path: Path | None, env: Mapping[str, str] | None = None, known: frozenset[str] = frozenset()
+) -> Config:
+    """Read *path* (TOML) over the defaults (``None``: the defaults), then the settings that
+    *env* gives as ``LISTCLEAN_<SECTION>_<KEY>`` variables over those (*known*: the names of
+    other commands' settings, which this one ignores)."""
+    config = Config() if path is None else build(Config, load_toml(path), str(path))
+    return with_environment(config, env or {}, known=known)
+
+
+ENV_PREFIX: Final = "LISTCLEAN_"
+# Variables of ours that are not settings (a secret is never a setting: it is not in files).
+NOT_SETTINGS: Final = frozenset({"LISTCLEAN_API_KEY"})
+
+
+def env_names(cls: type[Any], prefix: str = ENV_PREFIX) -> frozenset[str]:
+    """The environment variables that set the settings of the table *cls*."""
+    return frozenset(var for var, _ in _env_slots(cls, prefix))
+
+
+def with_environment(
+    config: T, env: Mapping[str, str], prefix: str = ENV_PREFIX, known: frozenset[str] = frozenset()
+) -> T:
+    """*config* (a tree of setting tables) with every ``LISTCLEAN_<SECTION>_<KEY>`` of *env*
+    applied. A ``LISTCLEAN_`` variable that no setting has (and that is not in *known*) is
+    refused, naming it, like an unknown key in a file."""
+    slots = dict(_env_slots(type(config), prefix))
+    for var in sorted(env):
+        if not var.startswith(ENV_PREFIX) or var in NOT_SETTINGS or var in known - slots.keys():
+            continue
+        if var not in slots:
+            raise ConfigError(
+                f"Unknown environment variable {var}: no setting has that name. Settings are "
+                "LISTCLEAN_<SECTION>_<KEY> in upper case, e.g. LISTCLEAN_DNS_TIMEOUT."
+            )
+        path, spec = slots[var]
+        config = _replaced(config, path, _env_value(env[var], spec, var))
+    return config
+
+
+def _env_slots(cls: type[Any], prefix: str) -> Iterator[tuple[str, tuple[tuple[str, ...], Any]]]:
+    hints = get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        kind = hints[f.name]
+        if dataclasses.is_dataclass(kind):
+            for var, (path, spec) in _env_slots(kind, f"{prefix}{f.name.upper()}_"):  # type: ignore[arg-type]
+                yield var, ((f.name, *path), spec)
+        elif "help" in f.metadata:
+            yield f"{prefix}{f.name.upper()}", ((f.name,), (kind, f.metadata))
+
+
+def _env_value(text: str, spec: tuple[Any, Mapping[str, Any]], var: str) -> Any:
+    """A variable's text as the setting's type: TOML for numbers and lists ("1.5",
+    '["a", "b"]'), and a plain comma-separated list for a list of strings ("a,b")."""
+    kind, metadata = spec
+    raw: Any = text
+    if kind == tuple[str, ...] and not text.lstrip().startswith("["):
+        raw = [part.strip() for part in text.split(",") if part.strip()]
+    elif kind is not str and get_origin(kind) is not Literal:
+        try:
+            raw = tomllib.loads(f"value = {text}")["value"]
+        except tomllib.TOMLDecodeError:
+            raw = text  # refused below, with the variable's name
+    value = _coerce(raw, kind, metadata.get("minimum", 1), var)
+    check = metadata.get("check")
+    return check(value, var) if check else value
+
+
+def _replaced(config: T, path: tuple[str, ...], value: Any) -> T:
+    head, *rest = path
+    inner = value if not rest else _replaced(getattr(config, head), tuple(rest), value)
+    return dataclasses.replace(config, **{head: inner})  # type: ignore[type-var]
 
 
 def load_toml(path: Path) -> dict[str, Any]:

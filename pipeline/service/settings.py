@@ -12,6 +12,7 @@ overrides one of them or adds a new plan.
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,10 +20,30 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pipeline.core.config import Config, build, load_toml, setting
+from pipeline.core.config import (
+    ENV_PREFIX,
+    Config,
+    build,
+    env_names,
+    load_toml,
+    setting,
+    with_environment,
+)
 from pipeline.core.errors import ConfigError
 
 ENGINE_SECTIONS = ("dns", "cache", "lists", "verify", "api", "bounces", "contacts")
+
+
+def _proxies(proxies: tuple[str, ...], where: str) -> tuple[str, ...]:
+    for proxy in proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError as exc:
+            raise ConfigError(
+                f"{where}: trusted_proxies entry {proxy!r} is not an IP address or network "
+                "(write 10.0.0.5 or 10.0.0.0/8)."
+            ) from exc
+    return proxies
 
 
 @dataclass(frozen=True)
@@ -31,7 +52,7 @@ class HttpConfig:
     port: int = setting(8080, "TCP port to listen on.", minimum=0)
     db: str = setting("", "SQLite file for keys and quota counters; empty: user data directory.")
     trusted_proxies: tuple[str, ...] = setting(
-        (), "Proxy addresses or networks whose X-Forwarded-For is believed."
+        (), "Proxy addresses or networks whose X-Forwarded-For is believed.", check=_proxies
     )
     max_value_length: int = setting(512, "Longest accepted parameter value, in characters.")
     shutdown_timeout: float = setting(10.0, "Seconds in-flight requests get to finish on stop.")
@@ -74,7 +95,31 @@ class ServiceConfig:
     plans: Mapping[str, PlanConfig] = field(default_factory=lambda: BUILTIN_PLANS)
 
 
-def load_service_config(path: Path | None) -> ServiceConfig:
+def env_settings() -> frozenset[str]:
+    """Every ``LISTCLEAN_`` variable that sets a setting, the service's and the engine's."""
+    return (
+        env_names(Config)
+        | env_names(HttpConfig, f"{ENV_PREFIX}SERVICE_")
+        | env_names(AnonymousConfig, f"{ENV_PREFIX}ANONYMOUS_")
+    )
+
+
+def load_service_config(path: Path | None, env: Mapping[str, str] | None = None) -> ServiceConfig:
+    """The file's settings over the defaults, then ``LISTCLEAN_`` variables over those: the
+    engine's as for the command line (``LISTCLEAN_DNS_TIMEOUT``), the service's under
+    ``LISTCLEAN_SERVICE_`` and ``LISTCLEAN_ANONYMOUS_`` (plans come from the file only)."""
+    config = _from_file(path)
+    env = env or {}
+    known = env_settings()
+    return dataclasses.replace(
+        config,
+        engine=with_environment(config.engine, env, known=known),
+        service=with_environment(config.service, env, f"{ENV_PREFIX}SERVICE_", known),
+        anonymous=with_environment(config.anonymous, env, f"{ENV_PREFIX}ANONYMOUS_", known),
+    )
+
+
+def _from_file(path: Path | None) -> ServiceConfig:
     if path is None:
         return ServiceConfig()
     data = load_toml(path)
@@ -93,7 +138,6 @@ def load_service_config(path: Path | None) -> ServiceConfig:
         anonymous=build(AnonymousConfig, data.get("anonymous", {}), f"{where} [anonymous]"),
         plans=_plans(data.get("plans", {}), where),
     )
-    _check_proxies(config.service.trusted_proxies, where)
     return config
 
 
@@ -104,14 +148,3 @@ def _plans(tables: Any, where: str) -> Mapping[str, PlanConfig]:
     for name, table in tables.items():
         plans[name] = build(PlanConfig, table, f"{where} [plans.{name}]")
     return MappingProxyType(plans)
-
-
-def _check_proxies(proxies: tuple[str, ...], where: str) -> None:
-    for proxy in proxies:
-        try:
-            ipaddress.ip_network(proxy, strict=False)
-        except ValueError as exc:
-            raise ConfigError(
-                f"{where}: trusted_proxies entry {proxy!r} is not an IP address or network "
-                "(write 10.0.0.5 or 10.0.0.0/8)."
-            ) from exc

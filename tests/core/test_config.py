@@ -61,3 +61,45 @@ def test_closed_sets_keep_their_values(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, '[verify]\nmode = "api"\n[contacts]\nregion = "gb"\n'))
     assert config.verify.mode == "api"
     assert config.contacts.region == "GB"
+
+
+def test_environment_overrides_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, "[dns]\ntimeout = 1\nattempts = 5\n")
+    env = {
+        "LISTCLEAN_DNS_TIMEOUT": "0.5",
+        "LISTCLEAN_DNS_CANARIES": "a.example, b.example",
+        "LISTCLEAN_VERIFY_GREYLIST_DELAYS": "[1, 2.5]",
+        "LISTCLEAN_VERIFY_MODE": "smtp",
+        "LISTCLEAN_API_KEY": "a secret, not a setting",
+        "PATH": "/usr/bin",
+    }
+    config = load_config(path, env)
+    assert config.dns.timeout == 0.5  # env over file
+    assert config.dns.attempts == 5  # file over default
+    assert config.dns.canaries == ("a.example", "b.example")
+    assert config.verify.greylist_delays == (1.0, 2.5)
+    assert config.verify.mode == "smtp"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"LISTCLEAN_DNS_TIMEOUTS": "1"}, "Unknown environment variable LISTCLEAN_DNS_TIMEOUTS"),
+        ({"LISTCLEAN_DNS_TIMEOUT": "fast"}, "LISTCLEAN_DNS_TIMEOUT must be of type float"),
+        ({"LISTCLEAN_DNS_ATTEMPTS": "0"}, "LISTCLEAN_DNS_ATTEMPTS must be at least 1"),
+        ({"LISTCLEAN_VERIFY_MODE": "smtpp"}, "LISTCLEAN_VERIFY_MODE must be one of"),
+        ({"LISTCLEAN_CONTACTS_REGION": "XX"}, "LISTCLEAN_CONTACTS_REGION 'XX' is no country"),
+    ],
+)
+def test_environment_mistakes_are_named(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, env)
+
+
+def test_another_commands_settings_are_not_refused() -> None:
+    from pipeline.service.settings import env_settings, load_service_config
+
+    env = {"LISTCLEAN_SERVICE_PORT": "9000", "LISTCLEAN_DNS_TIMEOUT": "0.7"}
+    assert load_config(None, env, env_settings()).dns.timeout == 0.7
+    service = load_service_config(None, env)
+    assert (service.service.port, service.engine.dns.timeout) == (9000, 0.7)
