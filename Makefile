@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
 
-.PHONY: venv demo test lint docs bench clean lock
+.PHONY: venv demo test integration lint docs bench clean lock
 
 venv: $(STAMP)
 
@@ -21,11 +21,15 @@ demo: $(STAMP)
 		--sandbox --cache-dir $(DEMO)/cache
 	$(BIN)/listclean contacts import sample_data/contacts.csv --sandbox --cache-dir $(DEMO)/cache
 	$(BIN)/listclean clean sample_data/list.csv -o $(DEMO)/list.clean.parquet \
-		--sandbox --cache-dir $(DEMO)/cache --config configs/sandbox.toml --verify smtp
-	$(BIN)/listclean verify 'John.Doe@gmial.com' --sandbox --cache-dir $(DEMO)/cache --config configs/sandbox.toml
+		--sandbox --cache-dir $(DEMO)/cache --verify smtp
+	$(BIN)/listclean verify 'John.Doe@gmial.com' --sandbox --cache-dir $(DEMO)/cache
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+# The heavy end-to-end suite: an installed wheel in a fresh venv, and the like (CI runs it too).
+integration: $(STAMP)
+	$(BIN)/python -m pytest -m integration
 
 lint: $(STAMP)
 	$(BIN)/ruff check pipeline tests bench sample_data

@@ -5,7 +5,7 @@
 Generates the evaluation world (pipeline/sandbox/evaluation/world.py: about 6,500 addresses whose
 deliverability is known) into a temporary directory, then runs `listclean clean` on its list
 three times, each with a fresh cache: in the sandbox with ``--verify smtp`` and with
-``--verify none`` (configs/sandbox.toml, default HELO name and envelope sender), and
+``--verify none`` (the sandbox settings, default HELO name and envelope sender), and
 ``--offline``. Joined with truth.csv it prints:
 
 * truth (deliverable or not) by VERDICT, for the SMTP and the DNS-only run;
@@ -49,8 +49,9 @@ from pipeline.sandbox.evaluation.names import (  # noqa: E402
     shipped_pairs,
 )
 from pipeline.sandbox.evaluation.world import SEED, generate  # noqa: E402
+from pipeline.sandbox.files import SANDBOX_SETTINGS  # noqa: E402
 
-CONFIG = ROOT / "configs" / "sandbox.toml"
+CONFIG = SANDBOX_SETTINGS
 VERDICTS = ("Valid", "Risky", "Invalid")
 TYPO_CLASSES = (
     "typo_squatted",

@@ -4,7 +4,8 @@
                                   [--profile [--profile-seconds 10] [--py-spy PATH]]
 
 Measures, in one run on this machine, requests/s and p50/p99 latency of the real service
-(``listclean serve`` over the loopback DNS world of ``sample_data/world.json``) and of a bare
+(``listclean serve`` over the loopback DNS world of the sample list,
+``pipeline/sandbox/data/world.json``) and of a bare
 aiohttp handler answering a fixed JSON object of the same size (``bench/bare_server.py``), each
 driven the same way: one aiohttp client process, one connector (limit = concurrency, keep-alive),
 *concurrency* workers, a warm-up phase, then a measured phase of fixed duration. Every request
@@ -46,10 +47,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-WORLD = ROOT / "sample_data" / "world.json"
-CONFIG = ROOT / "configs" / "sandbox.toml"
+WORLD = SANDBOX_WORLD
+CONFIG = SANDBOX_SETTINGS
 DOMAINS = ("gmail.com", "outlook.com", "yahoo.com")
 PLAN = "scale"
 # Per loadgen run; the scale plan allows 1,000,000 requests a month and a run makes at most two

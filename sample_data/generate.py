@@ -50,6 +50,8 @@ from disposable_email_domains import blocklist
 from pipeline.sandbox.world import world_from_dict
 
 HERE = Path(__file__).resolve().parent
+# The sample world ships with the package: `--sandbox` serves it from any install.
+WORLD = HERE.parent / "pipeline" / "sandbox" / "data" / "world.json"
 SEED = 20240611
 COLUMNS = ("id", "first_name", "last_name", "Email Address", "company", "signup_date")
 GOOD_ROWS = 212
@@ -353,7 +355,7 @@ def main() -> None:
     world = build_world(rows)
     # Fail here rather than in the tests if a zone or a mail host is invalid.
     parsed = world_from_dict(world)
-    (HERE / "world.json").write_text(world_json(world), encoding="utf-8")
+    WORLD.write_text(world_json(world), encoding="utf-8")
     write_csv(HERE / "list.csv", rows)
     frame = pl.DataFrame({name: [row[name] for row in rows] for name in COLUMNS})
     frame.write_parquet(HERE / "list.parquet")

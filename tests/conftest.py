@@ -10,9 +10,10 @@ import pytest
 from pipeline.core.config import DnsConfig
 from pipeline.core.lists import DomainLists, load_lists
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
+from pipeline.sandbox.files import SANDBOX_WORLD
 
 REPO = Path(__file__).resolve().parent.parent
-SAMPLE_WORLD = REPO / "sample_data" / "world.json"
+SAMPLE_WORLD = SANDBOX_WORLD
 SAMPLE_CSV = REPO / "sample_data" / "list.csv"
 SAMPLE_PARQUET = REPO / "sample_data" / "list.parquet"
 

@@ -9,9 +9,10 @@ import polars as pl
 import pytest
 
 from pipeline.cli import main
+from pipeline.sandbox.files import SANDBOX_SETTINGS
 from tests.conftest import REPO, SAMPLE_CSV
 
-FAST = str(REPO / "configs" / "sandbox.toml")
+FAST = str(SANDBOX_SETTINGS)
 BOUNCES = [str(REPO / "sample_data" / "bounces.csv"), str(REPO / "sample_data" / "bounces.mbox")]
 
 

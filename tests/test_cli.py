@@ -16,9 +16,10 @@ from pipeline.cli.common import effective_config, settings
 from pipeline.core.config import DnsConfig
 from pipeline.core.schema import OUTPUT_COLUMNS, SPEC_COLUMNS
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
-from tests.conftest import REPO, SAMPLE_CSV, SAMPLE_PARQUET
+from pipeline.sandbox.files import SANDBOX_SETTINGS
+from tests.conftest import SAMPLE_CSV, SAMPLE_PARQUET
 
-FAST = str(REPO / "configs" / "sandbox.toml")
+FAST = str(SANDBOX_SETTINGS)
 ORIGINAL = ["id", "first_name", "last_name", "Email Address", "company", "signup_date"]
 
 
@@ -340,7 +341,8 @@ def test_flags_win_over_environment_over_file(
     monkeypatch.setenv("LISTCLEAN_RUN_MEMORY", "200")
     args = ["--verify", "smtp", "--budget", "9", "--config", str(config)]
 
-    assert settings(config).verify.budget == 8 and settings(config).run.memory == 200
+    chosen = settings(argparse.Namespace(config=config, sandbox=False))
+    assert chosen.verify.budget == 8 and chosen.run.memory == 200
     namespace = argparse.Namespace(
         config=config,
         resolver=[],

@@ -16,11 +16,12 @@ from aiohttp import web
 
 from pipeline.cli import main
 from pipeline.core.mailboxes.remote import read_quota
+from pipeline.sandbox.files import SANDBOX_SETTINGS
 from pipeline.sandbox.loop_thread import LoopThreadServer
 from pipeline.service.store import ServiceStore
-from tests.conftest import REPO, SAMPLE_CSV
+from tests.conftest import SAMPLE_CSV
 
-FAST = str(REPO / "configs" / "sandbox.toml")
+FAST = str(SANDBOX_SETTINGS)
 SECRET = "lc_test-secret-key-0123456789"
 GOOD = {
     "EMAIL": "x@gmail.com",

@@ -16,10 +16,11 @@ import pytest
 
 from pipeline.cli import main
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
+from pipeline.sandbox.files import SANDBOX_SETTINGS
 from pipeline.sandbox.smtp_server import SandboxSMTP
-from tests.conftest import REPO, SAMPLE_CSV
+from tests.conftest import SAMPLE_CSV
 
-FAST = str(REPO / "configs" / "sandbox.toml")
+FAST = str(SANDBOX_SETTINGS)
 
 
 def clean_smtp(tmp_path: Path, *extra: str, output: str = "out.parquet") -> dict[str, object]:

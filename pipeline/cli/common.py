@@ -24,10 +24,9 @@ from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
 from pipeline.core.sqlite import beside_domain_cache
 from pipeline.core.verdict import Reason
+from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
 from pipeline.service.settings import env_settings
 from pipeline.stages.workdir import WorkDir
-
-REPO_WORLD = Path(__file__).resolve().parents[2] / "sample_data" / "world.json"
 
 
 def common_options(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +46,7 @@ def common_options(parser: argparse.ArgumentParser) -> None:
         help="answer DNS from a built-in server on 127.0.0.1 serving --world (no network needed)",
     )
     parser.add_argument(
-        "--world", type=Path, default=REPO_WORLD, metavar="FILE", help="sandbox world file"
+        "--world", type=Path, default=SANDBOX_WORLD, metavar="FILE", help="sandbox world file"
     )
 
 
@@ -85,13 +84,19 @@ def verify_config(args: argparse.Namespace, config: Config) -> VerifyConfig:
     return dataclasses.replace(config.verify, **given)
 
 
-def settings(path: Path | None) -> Config:
+def config_file(args: argparse.Namespace) -> Path | None:
+    """The settings file: --config, else with --sandbox the sandbox's own (short timeouts)."""
+    given: Path | None = args.config
+    return given or (SANDBOX_SETTINGS if getattr(args, "sandbox", False) else None)
+
+
+def settings(args: argparse.Namespace) -> Config:
     """The settings: defaults, then the file, then ``LISTCLEAN_`` variables (flags come last)."""
-    return load_config(path, os.environ, env_settings())
+    return load_config(config_file(args), os.environ, env_settings())
 
 
 def effective_config(args: argparse.Namespace) -> Config:
-    config = with_resolvers(settings(args.config), args.resolver)
+    config = with_resolvers(settings(args), args.resolver)
     api = config.api
     if getattr(args, "api_url", None):
         api = dataclasses.replace(api, url=args.api_url)

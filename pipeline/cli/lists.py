@@ -71,7 +71,7 @@ def _clean(args: argparse.Namespace) -> int:
     output = Path(args.output) if args.output else default_output(Path(args.input))
     dataset = args.output_format == "dataset" or str(args.output or "").endswith("/")
     check_output(args.input, output, dataset)
-    config = settings(args.config)
+    config = settings(args)
     addressed = verify_config(args, config).mode in ("smtp", "api")
     memory = args.memory if args.memory is not None else config.run.memory
     if memory < 64:

@@ -73,7 +73,7 @@ def _ledger(args: argparse.Namespace, config: Config) -> BounceLedger:
 
 
 def _bounces_import(args: argparse.Namespace) -> int:
-    config = settings(args.config)
+    config = settings(args)
     with _ledger(args, config) as ledger:
         for path in args.files:
             report = ledger.import_file(path)
@@ -89,7 +89,7 @@ def _bounces_import(args: argparse.Namespace) -> int:
 
 
 def _bounces_list(args: argparse.Namespace) -> int:
-    with _ledger(args, settings(args.config)) as ledger:
+    with _ledger(args, settings(args)) as ledger:
         events = ledger.events(args.email, args.limit)
     print(f"{'WHEN (UTC)':<20} {'KIND':<10} {'STATUS':<7} {'EMAIL':<40} REASON")
     for e in events:
@@ -102,7 +102,7 @@ def _bounces_list(args: argparse.Namespace) -> int:
 
 
 def _contact_store(args: argparse.Namespace) -> ContactStore:
-    config = settings(args.config)
+    config = settings(args)
     # The service looks beside its domain cache too: both find the same store.
     path = (
         Path(args.db)

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import platformdirs
 
-from pipeline.cli.common import cache_path, common_options, sandbox_world, with_resolvers
+from pipeline.cli.common import (
+    cache_path,
+    common_options,
+    config_file,
+    sandbox_world,
+    with_resolvers,
+)
 from pipeline.core.errors import UsageError
 from pipeline.service.settings import ServiceConfig, load_service_config
 from pipeline.service.store import ServiceStore
@@ -47,7 +53,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from pipeline.service.app import Paths, RedactingAccessLogger, create_app
 
-    service = load_service_config(args.config, os.environ)
+    service = load_service_config(config_file(args), os.environ)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     with contextlib.ExitStack() as stack:
         engine = sandbox_world(stack, args, with_resolvers(service.engine, args.resolver))
@@ -73,7 +79,7 @@ def _db_path(args: argparse.Namespace, service: ServiceConfig) -> Path:
 
 
 def _keys_create(args: argparse.Namespace) -> int:
-    service = load_service_config(args.config, os.environ)
+    service = load_service_config(config_file(args), os.environ)
     if args.plan not in service.plans:
         raise UsageError(
             f"There is no plan named {args.plan!r}; the plans are {', '.join(service.plans)}. "
@@ -87,7 +93,7 @@ def _keys_create(args: argparse.Namespace) -> int:
 
 
 def _keys_list(args: argparse.Namespace) -> int:
-    with ServiceStore(_db_path(args, load_service_config(args.config, os.environ))) as store:
+    with ServiceStore(_db_path(args, load_service_config(config_file(args), os.environ))) as store:
         keys = store.list_keys()
     print(f"{'KEY_ID':<12} {'PLAN':<10} {'CREATED (UTC)':<20} {'STATUS':<8} LABEL")
     for key in keys:
@@ -98,7 +104,7 @@ def _keys_list(args: argparse.Namespace) -> int:
 
 
 def _keys_revoke(args: argparse.Namespace) -> int:
-    with ServiceStore(_db_path(args, load_service_config(args.config, os.environ))) as store:
+    with ServiceStore(_db_path(args, load_service_config(config_file(args), os.environ))) as store:
         key = store.revoke_key(args.key_id)
     print(f"API key {key.key_id} is revoked.")
     return 0

@@ -24,7 +24,7 @@ bytes without EDNS (RFC 1035 §4.2.1). ``dnslib`` parses requests and builds rep
 
 Usage::
 
-    with SandboxDNS(load_world("sample_data/world.json")) as dns:
+    with SandboxDNS(load_world(SANDBOX_WORLD)) as dns:
         resolver = aiodns.DNSResolver(nameservers=[dns.address], timeout=0.5, tries=1)
 """
 

@@ -54,7 +54,7 @@ All servers run in one asyncio event loop in a daemon thread; aiosmtpd parses th
 
 Usage::
 
-    world = load_world("sample_data/world.json")
+    world = load_world(SANDBOX_WORLD)
     with SandboxDNS(world) as dns, SandboxSMTP(world.smtp) as smtp:
         ...  # resolve MX hosts with dns.address, connect to (their A record, smtp.port)
 """

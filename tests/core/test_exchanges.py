@@ -18,10 +18,10 @@ from pipeline.core.config import Config, load_config
 from pipeline.core.engine import verify_many
 from pipeline.core.exchanges import Routing, is_address
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
+from pipeline.sandbox.files import SANDBOX_SETTINGS
 from pipeline.sandbox.smtp_server import SandboxSMTP
-from tests.conftest import REPO
 
-FAST = REPO / "configs" / "sandbox.toml"
+FAST = SANDBOX_SETTINGS
 ZONES: dict[str, object] = {
     "gmail.com": {"mx": [[5, "mx.shared.mailworld.org"]]},
     "outlook.com": {"mx": [[5, "mx.shared.mailworld.org"]]},

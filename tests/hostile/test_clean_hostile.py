@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from pipeline.sandbox.files import SANDBOX_SETTINGS
 from tests.hostile.cases import Case, Run, csv_text
 from tests.hostile.checks import check, outputs
 from tests.hostile.corpus import CASES
@@ -100,7 +100,7 @@ def test_stores_are_private(tmp_path: Path) -> None:
     where.mkdir()
     addresses = ("ashleycarter@fastmail.com", "nobody@fastmail.com")
     (where / "list.csv").write_text(csv_text("email", addresses))
-    config = str(REPO / "configs" / "sandbox.toml")
+    config = str(SANDBOX_SETTINGS)
     run = Run("list.csv", ("-o", "out.parquet", "--verify", "smtp", "--config", config))
     outcome = execute(run, where, tmp_path / "cache", ("--sandbox",), umask=0o022)
     assert outcome.code == 0, outcome.stderr

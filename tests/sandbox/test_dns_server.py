@@ -16,9 +16,10 @@ from aiodns.error import DNSError
 from dnslib import QTYPE, RCODE, DNSRecord
 
 from pipeline.sandbox.dns_server import SandboxDNS
+from pipeline.sandbox.files import SANDBOX_WORLD
 from pipeline.sandbox.world import World, Zone, load_world, world_from_dict
 
-SAMPLE_WORLD = Path(__file__).resolve().parents[2] / "sample_data" / "world.json"
+SAMPLE_WORLD = SANDBOX_WORLD
 
 # c-ares status codes as aiodns reports them in DNSError.args[0].
 ARES_ENODATA = 1

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from aiosmtplib import SMTP, SMTPConnectResponseError, SMTPResponse
 
+from pipeline.sandbox.files import SANDBOX_WORLD
 from pipeline.sandbox.smtp_server import SandboxSMTP
 from pipeline.sandbox.world import SmtpDomain, SmtpHost, World, load_world, world_from_dict
 
@@ -553,7 +554,7 @@ def test_dataclasses_validate_when_built_directly() -> None:
 
 @pytest.fixture(scope="module")
 def sample_world() -> World:
-    return load_world(SAMPLE / "world.json")
+    return load_world(SANDBOX_WORLD)
 
 
 def sample_addresses() -> set[str]:

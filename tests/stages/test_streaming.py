@@ -15,10 +15,10 @@ import polars as pl
 
 from pipeline.cli import main
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
+from pipeline.sandbox.files import SANDBOX_SETTINGS
 from pipeline.stages.runner import batch_rows
-from tests.conftest import REPO
 
-FAST = str(REPO / "configs" / "sandbox.toml")
+FAST = str(SANDBOX_SETTINGS)
 ROWS = 40_000
 
 

@@ -114,7 +114,7 @@ def _throttling(b: Builder) -> None:
     for key in ("postfix.postgrey", "sendmail.milter_greylist", "exim.greylistd",
                 "zerospam.greylisted", "fsf.greylisted", "improvmx.try_later",
                 "postfix.unverified_recipient_pending"):  # fmt: skip
-        # Below the prober's first retry delay (2.5 s in configs/sandbox.toml).
+        # Below the prober's first retry delay (2.5 s in pipeline/sandbox/data/sandbox.toml).
         _open(b, "postfix", "greylisted", greylist_seconds=1.5, greylisted=key)
     for style in ("postfix", "exim", "exchange", "sendmail", "gmail", "postfix", "exim", "eop"):
         domain = b.companies(1)[0]

@@ -20,7 +20,8 @@ from pipeline.core.mailboxes.identity import (
     require_real,
 )
 from pipeline.sandbox.dns_server import SandboxDNS
-from tests.conftest import REPO, SAMPLE_CSV
+from pipeline.sandbox.files import SANDBOX_SETTINGS
+from tests.conftest import SAMPLE_CSV
 
 
 @pytest.mark.parametrize(
@@ -71,7 +72,7 @@ def test_a_real_run_on_a_host_without_a_real_name_stops_before_any_probe(
     monkeypatch.setattr(socket, "getfqdn", lambda: "localhost")
     args = ["clean", str(SAMPLE_CSV), "-o", str(tmp_path / "o.parquet"), "--verify", "smtp"]
     args += ["--resolver", sample_dns.address, "--cache-dir", str(tmp_path / "c"), "--quiet"]
-    args += ["--config", str(REPO / "configs" / "sandbox.toml")]
+    args += ["--config", str(SANDBOX_SETTINGS)]
     sample_dns.reset_counts()
     assert main(args) == 2
     err = capsys.readouterr().err
