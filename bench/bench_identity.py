@@ -197,9 +197,12 @@ def _opt_out(store: ContactStore, population: Population) -> dict[str, int]:
     counts: Counter[str] = Counter()
     for request in population.optouts:
         act = store.erase if request.action == "erase" else store.suppress
-        reached = act(email=request.email or None, phone=request.phone or None)
+        reached = act(
+            email=request.email or None, phone=request.phone or None, name=request.name or None
+        )
         counts[f"{request.action} requests"] += 1
-        counts[f"records reached by {request.action}"] += reached
+        counts[f"records reached by {request.action}"] += reached.records
+        counts[f"lookalikes hidden by {request.action}"] += reached.lookalikes
     return dict(counts)
 
 

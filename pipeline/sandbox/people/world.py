@@ -152,6 +152,7 @@ class OptOut:
     action: str  # erase | suppress
     email: str
     phone: str  # E.164
+    name: str = ""  # as the person writes it in the request
 
 
 @functools.lru_cache(maxsize=65536)
