@@ -66,12 +66,26 @@ def phone_readings(raw: str) -> list[str]:
 
 
 def reads_as(raw: str, e164: str) -> bool:
-    """Whether *raw*, read as a number of *e164*'s country, is *e164*."""
+    """Whether *raw*, read as a number of *e164*'s country, is *e164*. A calling code several
+    countries share (+1, +44) is tried in each of them: the number's ranges may be unallocated
+    (the fiction ranges are), which leaves phonenumbers unable to say which one it is in."""
+    if raw.strip().startswith("+"):
+        return normalize_phone(raw, "US") == e164
     try:
-        region = phonenumbers.region_code_for_number(phonenumbers.parse(e164))
+        code = phonenumbers.parse(e164).country_code
     except phonenumbers.NumberParseException:
         return False
-    return bool(region) and normalize_phone(raw, region) == e164
+    regions = phonenumbers.region_codes_for_country_code(code)
+    return any(normalize_phone(raw, region) == e164 for region in regions)
+
+
+@functools.lru_cache(maxsize=65536)
+def national_number(e164: str) -> str:
+    """The national significant number of an E.164 number: its digits after the country code."""
+    try:
+        return str(phonenumbers.parse(e164).national_number)
+    except phonenumbers.NumberParseException:
+        return ""
 
 
 def country_region(country: str) -> str:

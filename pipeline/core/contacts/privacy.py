@@ -12,7 +12,8 @@ Lookalikes (:func:`lookalike`)
     (a name their records carry, or the one the request gives), and no city, address or
     employer other than the person's known ones, may be the person's (an old directory entry
     that only the name leads to). It is hidden from every search, by an erasure too, but kept,
-    as it may be someone else's.
+    as it may be someone else's. When some of them carry the person's name word for word, only
+    those are (:func:`closest`).
 
 The audit log (:func:`audit_values`)
     Lookups whose term was one of the person's email addresses, numbers or names, or that
@@ -54,6 +55,15 @@ def lookalike(names: Sequence[NameParts], person: Sequence[Candidate], other: Ca
         if value and known and value not in known:
             return False
     return True
+
+
+def closest(names: Sequence[NameParts], lookalikes: Sequence[Candidate]) -> list[Candidate]:
+    """The lookalikes to hide: those with one of *names* word for word, if any are; else all.
+    "Kelly Brittany Perez" asks to leave, and a Kelly Brittany Perez in Austin is held: a Kelly
+    Perez in Raleigh, who only may be her, stays."""
+    spelled = {tuple(n.tokens()) for n in names}
+    same = [c for c in lookalikes if tuple(c.parts.tokens()) in spelled]
+    return same or list(lookalikes)
 
 
 def identifiers(person: Iterable[Candidate]) -> list[tuple[str, str]]:

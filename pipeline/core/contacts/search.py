@@ -43,7 +43,14 @@ from dataclasses import replace
 from typing import Final
 
 from pipeline.core.address import Syntax, parse_address
-from pipeline.core.contacts.identity import WORD, normalize_phone, person_key, phone_readings, words
+from pipeline.core.contacts.identity import (
+    WORD,
+    national_number,
+    normalize_phone,
+    person_key,
+    phone_readings,
+    words,
+)
 from pipeline.core.contacts.names import (
     HONORIFICS,
     Fit,
@@ -147,12 +154,18 @@ def name_fit(term: Term, stored: StoredRow) -> Fit:
 
 
 def same_person(a: Candidate, b: Candidate) -> bool:
-    """Two records of one person: names that agree, and a shared email, phone or address."""
+    """Two records of one person: names that agree, and a shared email, phone or address.
+
+    A phone is shared when the numbers are the same after their country codes too: a number
+    written nationally in a file that does not say the country was read as a number of
+    ``contacts.region``, and under the same name it is the same person's number.
+    """
     if not names_agree(a.parts, b.parts):
         return False
+    phones = a.contact.phone and b.contact.phone
     return bool(
         (a.email_key and a.email_key == b.email_key)
-        or (a.contact.phone and a.contact.phone == b.contact.phone)
+        or (phones and national_number(a.contact.phone) == national_number(b.contact.phone))
         or (a.address_key and a.address_key == b.address_key)
     )
 

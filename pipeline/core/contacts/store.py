@@ -322,7 +322,7 @@ class ContactStore(SqliteFile):
             for rid, c in namesakes.items()
             if rid not in person and privacy.lookalike(names, mine, c)
         ]
-        return mine, lookalikes
+        return mine, privacy.closest(names, lookalikes)
 
     def _holding(self, identifiers: Sequence[tuple[str, str]]) -> list[Candidate]:
         params = {
