@@ -75,7 +75,7 @@ def reads_as(raw: str, e164: str) -> bool:
         code = phonenumbers.parse(e164).country_code
     except phonenumbers.NumberParseException:
         return False
-    regions = phonenumbers.region_codes_for_country_code(code)
+    regions = phonenumbers.region_codes_for_country_code(code) if code else ()
     return any(normalize_phone(raw, region) == e164 for region in regions)
 
 
@@ -122,7 +122,7 @@ _ALIASES: Final = {
 # Translations NFKD does not make: letters that are not a base letter plus a mark.
 _LETTERS: Final = str.maketrans(
     {"ß": "ss", "ø": "o", "Ø": "O", "æ": "ae", "Æ": "AE", "œ": "oe", "Œ": "OE", "ł": "l",
-     "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "ı": "i"}
+     "Ł": "L", "đ": "d", "Đ": "D", "þ": "th", "Þ": "Th", "\u0131": "i"}
 )  # fmt: skip
 
 

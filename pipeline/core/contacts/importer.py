@@ -138,7 +138,8 @@ def normalize_rows(
         region_line = " ".join(v for v in (c["state"][i], c["postcode"][i]) if v)
         parts = (c["street"][i], c["city"][i], region_line, c["country"][i])
         address = ", ".join(p for p in parts if p)
-        first = "" if c["name"][i] else c["first"][i]
+        # A first-name cell says where the given names end, unless it holds the whole name.
+        first = "" if c["name"][i] or not c["last"][i] else c["first"][i]
         row = Row(
             name=name,
             address=address,
@@ -227,7 +228,9 @@ class Drafts:
         return agreeing[0] if all(names_agree(names[0], n) for n in names[1:]) else None
 
     def _holding(self, kind: str, value: str) -> list[int]:
-        return self._index[kind].get(value, []) if value and (kind != "person" or self._people) else []
+        return (
+            self._index[kind].get(value, []) if value and (kind != "person" or self._people) else []
+        )
 
     def _agrees(self, at: int, parts: NameParts) -> bool:
         return names_agree(NameParts.decode(self.rows[at][1].parts), parts)

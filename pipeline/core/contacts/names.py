@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -45,9 +45,9 @@ HONORIFICS: Final = frozenset({"mr", "mrs", "ms", "mx", "miss", "dr", "prof", "s
 SUFFIXES: Final = frozenset({"jr", "sr", "ii", "iii", "iv"})
 # Words that begin a surname: "Pieter van der Berg", "Ana de la Cruz", "Omar al-Rashid".
 PARTICLES: Final = frozenset(
-    "van von der den de del della di da das dos du la le al el bin ibn ni nic mac mc ter ten "
-    "st saint ap ab".split()
-)
+    {"van", "von", "der", "den", "de", "del", "della", "di", "da", "das", "dos", "du", "la",
+     "le", "al", "el", "bin", "ibn", "ni", "nic", "mac", "mc", "ter", "ten", "st", "saint"}
+)  # fmt: skip
 
 # Common English diminutives and a few Spanish ones (hypocorisms) and the formal names they
 # stand for. Only a formal name and its own nicknames are paired: "Al" widens "Albert" and
@@ -104,7 +104,9 @@ class NameParts:
 
     def tokens(self) -> list[str]:
         head = [self.given] if self.given else []
-        return head + list(self.middle) + list(self.surname) + ([self.suffix] if self.suffix else [])
+        return (
+            head + list(self.middle) + list(self.surname) + ([self.suffix] if self.suffix else [])
+        )
 
     def encode(self) -> str:
         """One text for the store: the parts' tokens, "|" between the parts."""
@@ -128,8 +130,8 @@ def parse_name(
         surname, suffix = _split_suffix(rest, keep=1)
         return NameParts(given[0] if given else "", tuple(given[1:]), tuple(surname), suffix)
     if "," in name:
-        last, _, rest = name.partition(",")
-        given, (surname, suffix) = _plain(name_tokens(rest)), _split_suffix(name_tokens(last), 1)
+        last, _, after = name.partition(",")
+        given, (surname, suffix) = _plain(name_tokens(after)), _split_suffix(name_tokens(last), 1)
         if given and surname:
             return NameParts(given[0], tuple(given[1:]), tuple(surname), suffix)
     tokens, suffix = _split_suffix(_plain(name_tokens(name)), keep=2)
@@ -233,9 +235,9 @@ def fit(term: Term, parts: NameParts, context: frozenset[str]) -> Fit:
     if not (parts.given and parts.surname):
         return Fit.NONE
     roles = [_role(token, parts, context) for token in term.tokens]
-    if None in roles:
+    if any(role is None for role in roles):
         return Fit.NONE
-    named = [(at, role) for at, role in enumerate(roles) if role not in ("c", "m", "x")]
+    named = [(at, r) for at, r in enumerate(roles) if r is not None and r not in ("c", "m", "x")]
     given = [at for at, role in named if role in ("g", "g~")]
     surname = [role for _, role in named if role in ("s", "s~")]
     if len(given) != 1 or not _whole_surname(term, parts, surname):
@@ -254,7 +256,9 @@ def _whole_surname(term: Term, parts: NameParts, roles: list[str]) -> bool:
         return False
     whole = present == list(parts.surname)
     first_only = (
-        len(parts.surname) == 2 and present == [parts.surname[0]] and _same_surname(present, parts.surname)
+        len(parts.surname) == 2
+        and present == [parts.surname[0]]
+        and _same_surname(present, parts.surname)
     )
     return whole or first_only
 

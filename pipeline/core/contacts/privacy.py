@@ -70,7 +70,11 @@ def identifiers(person: Iterable[Candidate]) -> list[tuple[str, str]]:
     """The person's identifiers as the suppression list keeps them."""
     found: dict[tuple[str, str], None] = {}
     for c in person:
-        for kind, value in (("email", c.email_key), ("phone", c.contact.phone), ("person", c.person)):
+        for kind, value in (
+            ("email", c.email_key),
+            ("phone", c.contact.phone),
+            ("person", c.person),
+        ):
             if value:
                 found[kind, value] = None
     return list(found)

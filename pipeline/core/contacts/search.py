@@ -115,7 +115,8 @@ def fts_query(term: str) -> str:
             clauses[folded] = f'"{folded}"*'
             continue
         written = " ".join(WORD.findall(unicodedata.normalize("NFC", raw)))
-        options = dict.fromkeys([folded, *variants(folded), written])
+        same = written.casefold() == folded
+        options = dict.fromkeys([folded, *variants(folded), "" if same else written])
         clauses[folded] = "(" + " OR ".join(f'"{o}"' for o in options if o) + ")"
     kept = list(clauses.values())[:MAX_WORDS] or ['""']
     return " AND ".join(kept)

@@ -87,8 +87,7 @@ NAMES = "SELECT id, name FROM contacts"
 SET_PARTS = "UPDATE contacts SET parts = ? WHERE id = ?"
 
 FIELDS = (
-    "c.id, c.name, c.address, c.place, c.phone, c.email, c.email_key, c.company, c.title, "
-    "c.parts"
+    "c.id, c.name, c.address, c.place, c.phone, c.email, c.email_key, c.company, c.title, c.parts"
 )
 SELECT = f"SELECT {FIELDS}, c.imported_at, c.hidden FROM contacts AS c"
 BY_EMAIL = f"{SELECT} WHERE c.email_key = ? AND c.email_key != ''"

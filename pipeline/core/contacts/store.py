@@ -209,7 +209,9 @@ class ContactStore(SqliteFile):
                 i for c in candidates for i in (("email", c.email_key), ("phone", c.contact.phone))
             ]
             hits = self._suppressed_among(asked)
-        on_term = any(i in hits and (kind is not TermKind.PHONE or reads_as(term, i[1])) for i in term_ids)
+        on_term = any(
+            i in hits and (kind is not TermKind.PHONE or reads_as(term, i[1])) for i in term_ids
+        )
         return decide(
             kind, candidates, term_suppressed=on_term, suppressed=lambda k, v: (k, v) in hits
         )

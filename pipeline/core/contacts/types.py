@@ -81,7 +81,9 @@ class Reached:
     """What an opt-out or erasure reached in the contact store."""
 
     records: int  # the person's records: deleted by an erasure, hidden by a suppression
-    lookalikes: int  # records that may be the person's (same name, nothing tells them apart): hidden
+    lookalikes: (
+        int  # records that may be the person's (same name, nothing tells them apart): hidden
+    )
     audit: int  # audit records that no longer say whom the lookup was about
     email_keys: tuple[str, ...]  # the person's addresses (dedupe keys), for the other stores
 
