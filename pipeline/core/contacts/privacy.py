@@ -80,20 +80,23 @@ def identifiers(person: Iterable[Candidate]) -> list[tuple[str, str]]:
     return list(found)
 
 
-def audit_values(person: Iterable[Candidate]) -> list[tuple[str, str]]:
+def audit_values(
+    person: Iterable[Candidate], seeds: Iterable[tuple[str, str]] = ()
+) -> list[tuple[str, str]]:
     """(kind, normalized term) of the lookups that may have been about the person: their email
-    keys, numbers (E.164, and national digits for a term written nationally in another
-    country), full names and given name + surname."""
+    keys and numbers (E.164, and national digits for a term written nationally in another
+    country), those the request named (*seeds*), full names and given name + surname."""
     found: dict[tuple[str, str], None] = {}
+    named = list(seeds)
     for c in person:
-        if c.email_key:
-            found["email", c.email_key] = None
-        if c.contact.phone:
-            found["phone", c.contact.phone] = None
-            found["phone", _national_digits(c.contact.phone)] = None
+        named += [("email", c.email_key), ("phone", c.contact.phone)]
         if c.parts.given and c.parts.surname:
             found["name", " ".join(c.parts.tokens())] = None
             found["name", " ".join([c.parts.given, *c.parts.surname])] = None
+    for kind, value in named:
+        found[kind, value] = None
+        if kind == "phone":
+            found["phone", _national_digits(value)] = None
     return [key for key in found if key[1]]
 
 

@@ -119,11 +119,12 @@ class ContactStore(SqliteFile):
         with self._transaction("BEGIN IMMEDIATE"):
             if "parts" not in columns:
                 self._run(lambda db: _execute_all(db, sql.UPGRADE_COLUMNS))
+                named = self._query(sql.NAMES)
+                known = frozenset(first_token(name) for _, name in named)
+                parts = [(parse_name(name, known).encode(), rid) for rid, name in named]
+                self._run(lambda db: db.executemany(sql.SET_PARTS, parts))
+            # The index is made after the parts are in: its triggers must not see them change.
             self._run(lambda db: _execute_all(db, sql.FULL_TEXT))
-            named = self._query(sql.NAMES)
-            known = frozenset(first_token(name) for _, name in named)
-            parts = [(parse_name(name, known).encode(), rid) for rid, name in named]
-            self._run(lambda db: db.executemany(sql.SET_PARTS, parts))
             self._run(lambda db: db.execute(sql.REBUILD_FULL_TEXT))
             self._run(lambda db: db.execute(f"PRAGMA user_version = {sql.VERSION}"))
 
@@ -260,8 +261,8 @@ class ContactStore(SqliteFile):
             person, lookalikes = self._reach(seeds, name or "")
             self._add_suppressions(privacy.identifiers(person) + seeds)
             self._run(lambda db: db.execute(sql.HIDE, (_ids(person + lookalikes),)))
-            audit = self._scrub_audit(person + lookalikes)
-        return _reached(person, lookalikes, audit)
+            audit = self._scrub_audit(person + lookalikes, seeds)
+        return _reached(person, lookalikes, audit, seeds)
 
     def erase(
         self, *, email: str | None = None, phone: str | None = None, name: str | None = None
@@ -278,8 +279,8 @@ class ContactStore(SqliteFile):
             phones = json.dumps([v for k, v in found if k == "phone"])
             self._run(lambda db: db.execute(sql.BLANK_EMAILS, (emails,)))
             self._run(lambda db: db.execute(sql.BLANK_PHONES, (phones,)))
-            audit = self._scrub_audit(person + lookalikes)
-        return _reached(person, lookalikes, audit)
+            audit = self._scrub_audit(person + lookalikes, seeds)
+        return _reached(person, lookalikes, audit, seeds)
 
     def _seeds(self, email: str | None, phone: str | None) -> list[tuple[str, str]]:
         seeds: list[tuple[str, str]] = []
@@ -338,8 +339,9 @@ class ContactStore(SqliteFile):
         rows = [(self._digest("suppress", kind, value), kind, now) for kind, value in identifiers]
         self._run(lambda db: db.executemany(sql.ADD_SUPPRESSED, rows))
 
-    def _scrub_audit(self, records: Sequence[Candidate]) -> int:
-        digests = [self._digest("audit", *v) for v in privacy.audit_values(records)]
+    def _scrub_audit(self, records: Sequence[Candidate], seeds: list[tuple[str, str]]) -> int:
+        values = privacy.audit_values(records, seeds)
+        digests = [self._digest("audit", *v) for v in values]
         params = (_ids(records), json.dumps(digests))
         return self._run(lambda db: db.execute(sql.SCRUB_AUDIT, params).rowcount)
 
@@ -427,6 +429,11 @@ def _spoken(parts: NameParts) -> str:
     return " ".join([parts.given, *parts.surname])
 
 
-def _reached(person: Sequence[Candidate], lookalikes: Sequence[Candidate], audit: int) -> Reached:
-    keys = tuple(sorted({c.email_key for c in person if c.email_key}))
-    return Reached(len(person), len(lookalikes), audit, keys)
+def _reached(
+    person: Sequence[Candidate],
+    lookalikes: Sequence[Candidate],
+    audit: int,
+    seeds: Sequence[tuple[str, str]],
+) -> Reached:
+    keys = {c.email_key for c in person if c.email_key} | {v for k, v in seeds if k == "email"}
+    return Reached(len(person), len(lookalikes), audit, tuple(sorted(keys)))
