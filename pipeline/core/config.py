@@ -159,8 +159,8 @@ class ContactsConfig:
     db: str = setting("", "SQLite file of the contact store; empty: contacts.sqlite in the cache.")
     region: str = setting(
         "US",
-        "Country (ISO 3166-1 alpha-2) of imported phone numbers written without a +country "
-        "code whose row has no country.",
+        "Country (ISO 3166-1 alpha-2) of numbers without a +country code where nothing says "
+        "otherwise: imported rows without a country, numbers given to suppress and erase.",
         check=known_region,
     )
     retention_days: int = setting(365, "Days a lookup's audit record is kept.")

@@ -45,6 +45,7 @@ from typing import Final
 from pipeline.core.address import Syntax, parse_address
 from pipeline.core.contacts.identity import (
     WORD,
+    fold,
     national_number,
     normalize_phone,
     person_key,
@@ -114,10 +115,11 @@ def fts_query(term: str) -> str:
         if len(folded) == 1:
             clauses[folded] = f'"{folded}"*'
             continue
-        written = " ".join(WORD.findall(unicodedata.normalize("NFC", raw)))
-        same = written.casefold() == folded
-        options = dict.fromkeys([folded, *variants(folded), "" if same else written])
-        clauses[folded] = "(" + " OR ".join(f'"{o}"' for o in options if o) + ")"
+        written = WORD.findall(unicodedata.normalize("NFC", raw))
+        options = [f'"{o}"' for o in dict.fromkeys([folded, *variants(folded)])]
+        if fold("".join(written)) != folded or len(written) > 1:
+            options.append("(" + " AND ".join(f'"{w}"' for w in written) + ")")
+        clauses[folded] = "(" + " OR ".join(options) + ")"
     kept = list(clauses.values())[:MAX_WORDS] or ['""']
     return " AND ".join(kept)
 

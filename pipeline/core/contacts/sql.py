@@ -54,7 +54,7 @@ FULL_TEXT = """
 CREATE VIRTUAL TABLE IF NOT EXISTS contacts_fts USING fts5 (
     parts, address, company,
     content = 'contacts', content_rowid = 'id',
-    tokenize = 'unicode61 remove_diacritics 2'
+    tokenize = 'unicode61 remove_diacritics 2', detail = none, columnsize = 0
 );
 CREATE TRIGGER IF NOT EXISTS contacts_fts_insert AFTER INSERT ON contacts BEGIN
     INSERT INTO contacts_fts (rowid, parts, address, company)

@@ -37,10 +37,10 @@ def test_classify_term(term: str, region: str, kind: TermKind, value: str) -> No
 
 
 def test_the_full_text_query_widens_each_word_and_quotes_everything() -> None:
-    query = fts_query('Dr. Bob "Smith" O\'Brien M.')
+    query = fts_query('Dr. Bob "Smith" O\'Brien M. Zoë')
     assert query == (
-        '("bob" OR "robert" OR "b") AND ("smith" OR "s") AND ("obrien" OR "o" OR "O Brien") '
-        'AND "m"*'
+        '("bob" OR "robert" OR "b") AND ("smith" OR "s") '
+        'AND ("obrien" OR "o" OR ("O" AND "Brien")) AND "m"* AND ("zoe" OR "z")'
     )
 
 
