@@ -1,12 +1,24 @@
 """Make a synthetic list and its DNS world for the benchmarks (never committed).
 
     python bench/generate.py --rows 1000000 --domains 50000 --out bench/out
+    python bench/generate.py --rows 100000000 --distinct 0.9 --out /big/disk   # 100M rows
 
 Writes ``list.csv`` (id, email, first_name, country) and ``world.json``: about 90% of the
 domains have an MX, the rest are absent (NXDOMAIN), null MX, A-only or record-less, so every
-DNS path is exercised. Half the addresses are at six big providers; the rest spread over the
-company domains, a few of which hold many addresses. About 2% of the addresses are messy
-(upper case, spaces, broken syntax) and a few percent repeat earlier ones.
+DNS path is exercised.
+
+The list is written in chunks of ``--chunk`` rows, so its size is bounded by the disk, not by
+memory (100M rows: about 4.6 GB of CSV, well under 1 GiB of memory while writing). Every value
+is a function of its row number and the seed (polars' seeded hash, so the same list for the
+same pinned polars version), computed a chunk at a time.
+
+Addresses: a share ``--distinct`` of the rows introduce a new person; every other row repeats
+the address of a person introduced earlier (uniformly among them), so the share of distinct
+addresses is ``--distinct`` (minus the few messy rows below that carry no address). Domains are
+skewed as consumer lists are: half the people are at six big providers (gmail alone a quarter),
+the other half at company domains, with a Zipf-like head (a few domains hold many people) and a
+long uniform tail. About 2% of the rows are messy: upper case and spaces (the same person, so a
+duplicate after normalization), a doubled ``@`` (invalid) or an empty cell.
 """
 
 from __future__ import annotations
@@ -14,11 +26,14 @@ from __future__ import annotations
 import argparse
 import json
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 
 PROVIDERS = ["gmail.com", "yahoo.com", "outlook.com", "hotmail.com", "icloud.com", "aol.com"]
+# Share of all people at each provider (sums to 0.50); roughly the order of consumer lists.
+PROVIDER_SHARES = [0.25, 0.08, 0.05, 0.06, 0.04, 0.02]
 NAMES = [
     "anna",
     "ben",
@@ -41,6 +56,9 @@ NAMES = [
     "sam",
     "tina",
 ]
+SURNAMES = ["smith", "mueller", "garcia", "rossi", "dubois", "kowalski", "silva", "tanaka"]
+COUNTRIES = ["US", "DE", "FR", "GB", "BR"]
+CHUNK = 1_000_000
 
 
 def make_world(domains: list[str], rng: random.Random) -> dict[str, object]:
@@ -59,33 +77,118 @@ def make_world(domains: list[str], rng: random.Random) -> dict[str, object]:
     return {"zones": zones}
 
 
-def make_email(rng: random.Random, rows: int, domains: list[str]) -> str:
-    if rng.random() < 0.5:
-        domain = rng.choice(PROVIDERS)
-    elif rng.random() < 0.3:  # a few company domains hold many addresses (Pareto-like)
-        domain = domains[min(int(rng.paretovariate(0.6)) - 1, len(domains) - 1)]
-    else:
-        domain = rng.choice(domains)
-    email = f"{rng.choice(NAMES)}.{rng.randrange(rows // 2)}@{domain}"  # repeats -> duplicates
-    messy = rng.random()
-    if messy < 0.01:
-        return f"  {email.upper()} "
-    if messy < 0.015:
-        return email.replace("@", "@@")
-    if messy < 0.02:
-        return ""
-    return email
+def company_domains(count: int, rng: random.Random) -> list[str]:
+    return [f"company{i}-{rng.randrange(10**6)}.com" for i in range(count)]
 
 
-def make_list(rows: int, domains: list[str], rng: random.Random) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "id": range(rows),
-            "email": [make_email(rng, rows, domains) for _ in range(rows)],
-            "first_name": [rng.choice(NAMES).title() for _ in range(rows)],
-            "country": [rng.choice(("US", "DE", "FR", "GB", "BR")) for _ in range(rows)],
-        }
+def _uniform(index: pl.Expr, salt: int) -> pl.Expr:
+    """A uniform number in [0, 1) for each index, fixed by *salt* and the seed in it."""
+    return (index.hash(salt) % (1 << 53)).cast(pl.Float64) / float(1 << 53)
+
+
+def _pick(values: list[str], index: pl.Expr, salt: int) -> pl.Expr:
+    return pl.lit(pl.Series(values)).gather((_uniform(index, salt) * len(values)).cast(pl.UInt32))
+
+
+def _domain(person: pl.Expr, domains: list[str], seed: int) -> pl.Expr:
+    u = _uniform(person, seed + 1)
+    bounds = [sum(PROVIDER_SHARES[: i + 1]) for i in range(len(PROVIDERS))]
+    provider = pl.lit(pl.Series(PROVIDERS)).gather(
+        pl.sum_horizontal(*[(u >= b).cast(pl.UInt32) for b in bounds[:-1]])
     )
+    # Company people: 60% log-uniform over the domains (Zipf-like, P(i) ~ 1/i), 40% uniform.
+    v = _uniform(person, seed + 2)
+    zipf = (pl.lit(float(len(domains))).pow(v) - 1).cast(pl.UInt32)
+    flat = (v * len(domains)).cast(pl.UInt32)
+    company = pl.lit(pl.Series(domains)).gather(
+        pl.when(_uniform(person, seed + 3) < 0.6).then(zipf).otherwise(flat)
+    )
+    return pl.when(u < bounds[-1]).then(provider).otherwise(company)
+
+
+def _fresh(row: pl.Expr, distinct: float, seed: int) -> pl.Expr:
+    """Whether the row introduces a new person (row 0 always does: nobody is known yet)."""
+    return (_uniform(row, seed) < distinct) | (row == 0)
+
+
+def count_fresh(stop: int, distinct: float, seed: int, start: int = 0) -> int:
+    """How many of the rows ``start .. stop - 1`` introduce a new person, a chunk at a time."""
+    total = 0
+    for first in range(start, stop, CHUNK):
+        row = pl.int_range(first, min(first + CHUNK, stop), dtype=pl.UInt64)
+        total += int(pl.select(_fresh(row, distinct, seed).sum()).item())
+    return total
+
+
+def _people(start: int, rows: int, distinct: float, seed: int, known: int) -> pl.DataFrame:
+    """Each row's person: new people are numbered in order of arrival (*known* came before)."""
+    frame = pl.select(row=pl.int_range(start, start + rows, dtype=pl.UInt64))
+    frame = frame.with_columns(fresh=_fresh(pl.col("row"), distinct, seed))
+    frame = frame.with_columns(
+        known=known + pl.col("fresh").cast(pl.UInt64).cum_sum() - pl.col("fresh")
+    )
+    earlier = (_uniform(pl.col("row"), seed + 4) * pl.col("known")).cast(pl.UInt64)
+    return frame.select(
+        "row", person=pl.when(pl.col("fresh")).then(pl.col("known")).otherwise(earlier)
+    )
+
+
+def make_chunk(
+    start: int,
+    rows: int,
+    domains: list[str],
+    distinct: float,
+    seed: int,
+    known: int | None = None,
+) -> pl.DataFrame:
+    """Rows ``start .. start + rows - 1`` of the list; *known*: ``count_fresh(start, ...)``."""
+    if known is None:
+        known = count_fresh(start, distinct, seed)
+    person = pl.col("person")
+    email = pl.concat_str(
+        _pick(NAMES, person, seed + 5),
+        pl.lit("."),
+        _pick(SURNAMES, person, seed + 6),
+        person.cast(pl.String),
+        pl.lit("@"),
+        _domain(person, domains, seed),
+    )
+    messy = _uniform(pl.col("row"), seed + 7)
+    email = (
+        pl.when(messy < 0.01)
+        .then(pl.concat_str(pl.lit("  "), email.str.to_uppercase(), pl.lit(" ")))
+        .when(messy < 0.015)
+        .then(email.str.replace("@", "@@", literal=True))
+        .when(messy < 0.02)
+        .then(pl.lit(""))
+        .otherwise(email)
+    )
+    return _people(start, rows, distinct, seed, known).select(
+        id=pl.col("row"),
+        email=email,
+        first_name=_pick(NAMES, person, seed + 5).str.to_titlecase(),
+        country=_pick(COUNTRIES, pl.col("row"), seed + 8),
+    )
+
+
+def chunks(
+    rows: int, domains: list[str], distinct: float, seed: int, chunk: int = CHUNK
+) -> Iterator[pl.DataFrame]:
+    """The whole list, *chunk* rows at a time, in order; memory is one chunk."""
+    known = 0
+    for start in range(0, rows, chunk):
+        stop = min(start + chunk, rows)
+        yield make_chunk(start, stop - start, domains, distinct, seed, known)
+        known += count_fresh(stop, distinct, seed, start=start)
+
+
+def write_list(path: Path, chunk_frames: Iterator[pl.DataFrame]) -> int:
+    written = 0
+    with path.open("wb") as out:
+        for frame in chunk_frames:
+            frame.write_csv(out, include_header=written == 0)
+            written += frame.height
+    return written
 
 
 def main() -> None:
@@ -94,12 +197,15 @@ def main() -> None:
     parser.add_argument("--domains", type=int, default=50_000)
     parser.add_argument("--out", type=Path, default=Path("bench/out"))
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--distinct", type=float, default=0.97, help="share of new people")
+    parser.add_argument("--chunk", type=int, default=CHUNK, help="rows generated at a time")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    domains = [f"company{i}-{rng.randrange(10**6)}.com" for i in range(args.domains)]
+    domains = company_domains(args.domains, rng)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "world.json").write_text(json.dumps(make_world(domains, rng)))
-    make_list(args.rows, domains, rng).write_csv(args.out / "list.csv")
+    frames = chunks(args.rows, domains, args.distinct, args.seed, args.chunk)
+    write_list(args.out / "list.csv", frames)
     print(f"wrote {args.rows:,} rows over {args.domains:,} domains to {args.out}")
 
 

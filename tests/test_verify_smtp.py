@@ -181,12 +181,12 @@ def resume_world() -> dict[str, object]:
 
 
 def run_clean(
-    tmp: Path, dns: SandboxDNS, smtp: SandboxSMTP, out: str, cache: str
+    tmp: Path, dns: SandboxDNS, smtp: SandboxSMTP, out: str, cache: str, per_session: int = 5
 ) -> subprocess.Popen[bytes]:
     config = tmp / "resume.toml"
     config.write_text(
         "[dns]\ntimeout = 0.3\nattempts = 2\nbackoff = 0.05\n"
-        "[verify]\ntimeout = 2.0\ngreylist_delays = [4.0]\nrcpts_per_session = 5\n"
+        f"[verify]\ntimeout = 2.0\ngreylist_delays = [4.0]\nrcpts_per_session = {per_session}\n"
         "rcpts_per_minute_per_host = 60000\nrcpts_per_minute_per_provider = 60000\n"
     )
     return subprocess.Popen(
@@ -260,3 +260,28 @@ def test_killed_run_resumes_without_probing_twice(tmp_path: Path) -> None:
     columns = ["email", "VERDICT", "SCORE", "REASON"]
     assert resumed.select(columns).equals(reference.select(columns))
     assert Counter(resumed["REASON"]) == Counter({"mailbox_ok": 70, "no_such_user": 10})
+
+
+def test_answers_received_mid_session_survive_a_kill(tmp_path: Path) -> None:
+    """Killed in the middle of long sessions, a run keeps every reply it had received: the
+    rerun repeats at most the RCPTs that were in flight (one per open session)."""
+    world = resume_world()
+    for host in world["smtp"].values():  # type: ignore[attr-defined]
+        host["delay_ms"] = 15  # every reply after the banner takes a moment
+    addresses = [f"{p}@{d}" for d in DOMAINS if not d.startswith("grey") for p in PEOPLE]
+    (tmp_path / "list.csv").write_text("email\n" + "\n".join(addresses) + "\n")
+    w = world_from_dict(world)
+    with SandboxDNS(w) as dns, SandboxSMTP(w.smtp) as smtp:
+        run = run_clean(tmp_path, dns, smtp, "out.parquet", "cache", per_session=40)
+        deadline = time.monotonic() + 30
+        while len(smtp.rcpts()) < 30 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        first = len([r for _, r, _ in smtp.rcpts() if not r.startswith("lc-probe")])
+        assert 0 < first < len(addresses)  # killed mid-way, sessions still open
+        assert run_clean(tmp_path, dns, smtp, "out.parquet", "cache", 40).wait(timeout=60) == 0
+        counts = Counter(rcpt for _, rcpt, _ in smtp.rcpts() if not rcpt.startswith("lc-probe"))
+    in_flight = 2 * 2  # hosts x sessions_per_host, one RCPT each at a time
+    assert set(counts) == set(addresses)
+    assert sum(1 for n in counts.values() if n > 1) <= in_flight

@@ -50,6 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ListcleanError as exc:
         print(f"listclean: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except OSError as exc:  # a path the user named could not be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"listclean: error: {where}{exc.strerror or exc}.", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("listclean: interrupted; no output was written.", file=sys.stderr)
         return 130

@@ -21,19 +21,30 @@ from pipeline.cli.common import (
 from pipeline.core.config import load_config
 from pipeline.core.doctor import run_doctor
 from pipeline.core.engine import verify_once
+from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.smtp import smtp_settings
-from pipeline.stages.runner import CleanJob, RunSummary, run_clean
-from pipeline.stages.workdir import WorkDir, fingerprint
+from pipeline.stages.job import CleanJob, check_output, open_input, refuse_url
+from pipeline.stages.runner import RunSummary, run_clean
+from pipeline.stages.workdir import WorkDir, check_work_dir, fingerprint, work_folder
 from pipeline.stages.write import default_output
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     clean = commands.add_parser("clean", help="clean a CSV or Parquet list into enriched Parquet")
-    clean.add_argument("input", type=Path, metavar="INPUT", help="CSV or Parquet list")
-    clean.add_argument("-o", "--output", type=Path, help="default: ./<input stem>.clean.parquet")
+    # Strings, not Paths: a Path would fold the "//" of a URL into a local folder name.
+    clean.add_argument("input", metavar="INPUT", help="CSV or Parquet list; - reads stdin")
+    clean.add_argument("-o", "--output", help="default: ./<input stem>.clean.parquet")
     clean.add_argument("--email-column", metavar="NAME", help="the column holding the addresses")
     clean.add_argument("--quiet", action="store_true", help="no progress bars or summary table")
     clean.add_argument("--work-dir", type=Path, metavar="DIR", help="default: <output>.work")
+    clean.add_argument(
+        "--memory", type=int, metavar="MiB", help="memory to stay within (default [run] memory)"
+    )
+    clean.add_argument(
+        "--output-format",
+        choices=("parquet", "dataset"),
+        help="parquet: one file (default); dataset: a folder of part files (also: -o DIR/)",
+    )
     common_options(clean)
     verify_options(clean)
     clean.set_defaults(handler=_clean)
@@ -52,15 +63,31 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _clean(args: argparse.Namespace) -> int:
-    output = args.output or default_output(args.input)
+    refuse_url(args.input, "input")
+    if args.output is not None:
+        refuse_url(args.output, "output")
+    output = Path(args.output) if args.output else default_output(Path(args.input))
+    dataset = args.output_format == "dataset" or str(args.output or "").endswith("/")
+    check_output(args.input, output, dataset)
+    config = load_config(args.config)
+    addressed = verify_config(args, config).mode in ("smtp", "api")
+    memory = args.memory if args.memory is not None else config.run.memory
+    if memory < 64:
+        raise UsageError(f"--memory must be at least 64 (MiB), got {memory}.")
+    directory = args.work_dir or output.with_name(output.name + ".work")
+    check_work_dir(directory)
     with contextlib.ExitStack() as stack:
+        source = stack.enter_context(open_input(args.input))
+        folder = stack.enter_context(work_folder(directory))
         work = None
-        if verify_config(args, load_config(args.config)).mode in ("smtp", "api"):
-            directory = args.work_dir or output.with_name(output.name + ".work")
-            run_id = fingerprint(args.input.resolve(), output.resolve(), args.budget, args.config)
-            work = stack.enter_context(WorkDir(directory, run_id))
+        if addressed:
+            run_id = fingerprint(
+                Path(args.input).resolve(), output.resolve(), args.budget, args.config
+            )
+            work = stack.enter_context(WorkDir(folder, run_id))
         engine = stack.enter_context(open_engine(args, work))
-        summary = run_clean(CleanJob(args.input, output, args.email_column), engine)
+        job = CleanJob(source, output, args.email_column, args.input, dataset, memory)
+        summary = run_clean(job, engine, folder.path)
         if work is not None:
             work.finish()
     for warning in summary.warnings:

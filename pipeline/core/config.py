@@ -167,7 +167,18 @@ class ContactsConfig:
 
 
 @dataclass(frozen=True)
+class RunConfig:
+    memory: int = setting(
+        1024,
+        "MiB a clean run aims to stay within (--memory); sets how many rows a batch holds. "
+        "Lists of any length pass through batches of this size.",
+        minimum=64,
+    )
+
+
+@dataclass(frozen=True)
 class Config:
+    run: RunConfig = field(default_factory=RunConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     lists: ListsConfig = field(default_factory=ListsConfig)

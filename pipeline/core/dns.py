@@ -184,17 +184,18 @@ async def lookup_domains(
     resolver: Resolver,
     domains: Iterable[str],
     concurrency: int,
-    on_done: Callable[[int], object] | None = None,
+    on_answer: Callable[[str, DnsAnswer], object] | None = None,
 ) -> dict[str, DnsAnswer]:
-    """Look up every domain, at most *concurrency* at a time."""
+    """Look up every domain, at most *concurrency* at a time; *on_answer* hears each answer
+    as it arrives."""
     pending = iter(domains)
     answers: dict[str, DnsAnswer] = {}
 
     async def worker() -> None:
         for domain in pending:
             answers[domain] = await lookup_domain(resolver, domain)
-            if on_done is not None:
-                on_done(1)
+            if on_answer is not None:
+                on_answer(domain, answers[domain])
 
     await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     return answers

@@ -13,6 +13,7 @@ rule, and a distributed runner can call the same functions per partition.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -70,11 +71,16 @@ class DomainStats:
     dns_queries: int  # sent for this step, the resolver's health check included
 
 
-def annotate_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
-    """Normalize and classify each address; mark repeats of an earlier row's address."""
+def classify_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
+    """Normalize and classify each address (EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE)."""
     parsed = normalize_column(emails)
-    return parsed.with_columns(
-        ROLE=(pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL")),
+    return parsed.with_columns(ROLE=(pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL")))
+
+
+def annotate_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
+    """:func:`classify_addresses`, and DUPLICATE: repeats of an earlier row's address among
+    *emails* (a whole list in one frame; a list read in batches marks them out of core)."""
+    return classify_addresses(emails, lists).with_columns(
         DUPLICATE=(pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct(),
     )
 
@@ -128,9 +134,7 @@ async def check_domains(engine: Engine, domains: Sequence[str]) -> tuple[pl.Data
         answers = engine.cache.get_many(domains) if engine.cache else {}
         hits = len(answers)
         missing = [d for d in domains if d not in answers]
-        fresh, queries = await _resolve(engine, missing)
-        if engine.cache and fresh:
-            engine.cache.put_many(fresh)
+        fresh, queries = await _resolve(engine, missing)  # cached as they arrive
         answers.update(fresh)
     frame = _domain_table(engine.lists, domains, answers)
     stats = DomainStats(
@@ -148,14 +152,46 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
     sent_before = engine.dns.queries_sent
     resolver = await engine.dns.get()
     bar = engine.progress(len(domains), "DNS") if engine.progress else None
+    keeper = _AnswerKeeper(engine.cache, bar)
     try:
         answers = await lookup_domains(
-            resolver, domains, engine.config.dns.concurrency, bar.update if bar else None
+            resolver, domains, engine.config.dns.concurrency, keeper.keep
         )
     finally:
+        keeper.flush()
         if bar:
             bar.close()
     return answers, engine.dns.queries_sent - sent_before
+
+
+class _AnswerKeeper:
+    """Commits DNS answers to the domain cache in small groups as they arrive, so a run killed
+    in the middle of a long lookup round keeps all but the last second's answers."""
+
+    _EVERY = 500  # answers
+    _SECONDS = 1.0
+
+    def __init__(self, cache: DomainCache | None, bar: Progress | None) -> None:
+        self._cache = cache
+        self._bar = bar
+        self._pending: dict[str, DnsAnswer] = {}
+        self._since = time.monotonic()
+
+    def keep(self, domain: str, answer: DnsAnswer) -> None:
+        if self._bar is not None:
+            self._bar.update(1)
+        if self._cache is None:
+            return
+        self._pending[domain] = answer
+        full = len(self._pending) >= self._EVERY
+        if full or time.monotonic() - self._since >= self._SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._cache is not None and self._pending:
+            self._cache.put_many(self._pending)
+        self._pending = {}
+        self._since = time.monotonic()
 
 
 def _domain_table(
@@ -219,15 +255,24 @@ async def check_addresses(
 _LEDGER_SCOPE_FROM = 10_000  # rows; see attach_bounces
 
 
-def attach_bounces(ledger: BounceLedger | None, rows: pl.DataFrame) -> pl.DataFrame:
-    """LEDGER_KNOWN / LEDGER_SUSPECTED per row from the ledger (one query for all keys)."""
+BounceScope = tuple[set[str], set[str]]  # keys with events, domains whose mail bounces
+
+
+def attach_bounces(
+    ledger: BounceLedger | None, rows: pl.DataFrame, scope: BounceScope | None = None
+) -> pl.DataFrame:
+    """LEDGER_KNOWN / LEDGER_SUSPECTED per row from the ledger (one query for all keys).
+    *scope* is the ledger's (:meth:`BounceLedger.scope`), when the caller has read it once for
+    many batches."""
     if ledger is None:
         return rows
     wanted = rows.filter(pl.col("KEY") != "")
-    if wanted.height > _LEDGER_SCOPE_FROM:
+    if scope is None and wanted.height > _LEDGER_SCOPE_FROM:
         # A big list: ask only about the keys the ledger could flag. Reading the ledger's scope
         # costs a scan of it, so small batches (the service) ask about their keys directly.
-        with_events, dead_domains = ledger.scope()
+        scope = ledger.scope()
+    if scope is not None:
+        with_events, dead_domains = scope
         wanted = wanted.filter(
             pl.col("KEY").is_in(list(with_events)) | pl.col("DOMAIN").is_in(list(dead_domains))
         )

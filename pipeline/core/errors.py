@@ -8,6 +8,7 @@ fix before a run can succeed, and every message says what was wrong and what to 
     ├── UsageError                 exit_code 2   bad flag or config value
     │   └── ConfigError            exit_code 2   configs/*.toml unreadable or invalid
     ├── InputError                 exit_code 2   input file unreadable, no email column, ...
+    ├── OutputError                exit_code 2   the output cannot be written where it was asked
     ├── ResolverUnhealthyError     exit_code 3   the resolver cannot resolve well-known mail domains
     ├── SmtpUnavailableError       exit_code 3   no mail server can be reached for SMTP checks
     └── StoreError                 exit_code 1   the on-disk cache is broken or unwritable
@@ -36,6 +37,12 @@ class ConfigError(UsageError):
 
 class InputError(ListcleanError):
     """The input list cannot be read as a list of addresses."""
+
+    exit_code = 2
+
+
+class OutputError(ListcleanError):
+    """The output (or a companion file) cannot be written where the user asked."""
 
     exit_code = 2
 

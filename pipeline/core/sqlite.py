@@ -10,6 +10,7 @@ surfaces as a :class:`StoreError` that names the file and says what to do.
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,6 +34,17 @@ def beside_domain_cache(domain_cache: Path, name: str, configured: str = "") -> 
     return domain_cache.with_name(f"{prefix}{name}.sqlite")
 
 
+def _create_private(path: Path) -> None:
+    """Make *path* (and the folders to it) readable by its owner alone, whatever the umask:
+    the stores hold key hashes, people's data and secrets, the caches people's addresses.
+    SQLite gives the -wal and -shm files the database file's permissions."""
+    missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+
+
 class SqliteFile:
     """Base of the stores: opens *path* with *schema*, closes on ``with`` exit.
 
@@ -53,7 +65,7 @@ class SqliteFile:
         self._what = what
         self._broken_remedy = broken_remedy or remedy
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")

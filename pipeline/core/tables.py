@@ -1,95 +1,87 @@
 """Files of rows as people export them: one reader for lists, bounce reports and contacts.
 
-One rule tells Parquet from text (:func:`is_parquet`), one finds a column by its header
-(:func:`find_column`; each kind of table keeps its own candidate names), and one reads a record
-table of either kind column by column (:func:`read_table`).
-
-Encodings: UTF-8 with or without a BOM; otherwise Windows-1252 (what spreadsheet programs on
-Windows write), and Latin-1 as the last resort because it decodes any byte string. Delimiters:
-``,`` ``;`` TAB ``|``, sniffed from the first lines. A row with more fields than the header is
-rejected with its line number rather than silently cut; a shorter one is padded.
+One rule tells what a file is from its first bytes (:func:`file_kind`: Parquet, text, or a
+container we name in the refusal), one finds a column by its header (:func:`find_column`; each
+kind of table keeps its own candidate names), and one reads a record table of either kind column
+by column (:func:`read_table`). Delimited text itself (encodings, delimiters, the exact record
+reader) is :mod:`pipeline.core.delimited`'s.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import re
+import zipfile
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 
+from pipeline.core.delimited import decode, read_rows, sniff_delimiter
 from pipeline.core.errors import InputError
 
-DELIMITERS = (",", ";", "\t", "|")
-_SNIFF_LINES = 20
 _SNIFF_CHARS: Final = 65536
 # Apache Parquet files start (and end) with these four bytes.
 PARQUET_MAGIC: Final = b"PAR1"
+HEAD_BYTES: Final = 8  # enough for every signature below
 
 
-@dataclass(frozen=True)
-class Decoded:
-    text: str
-    encoding: str  # "utf-8", "cp1252" or "latin-1"
-    bad_offset: int | None  # where UTF-8 decoding first failed; None when the file is UTF-8
+class FileKind(StrEnum):
+    """What a file is, by its first bytes (and, for a broken Parquet file, its name)."""
+
+    EMPTY = "empty"
+    TEXT = "text"
+    PARQUET = "parquet"
+    GZIP = "gzip"
+    ZIP = "zip"
+    XLSX = "xlsx"
+    ARROW = "arrow"
 
 
-def decode(raw: bytes) -> Decoded:
-    raw = raw.removeprefix(b"\xef\xbb\xbf")
+# File signatures (the first bytes of each format's specification).
+_SIGNATURES: Final = (
+    (b"\x1f\x8b", FileKind.GZIP),  # RFC 1952 §2.3.1
+    (b"PK\x03\x04", FileKind.ZIP),  # PKWARE APPNOTE §4.3.7: a local file header
+    (b"ARROW1", FileKind.ARROW),  # Arrow IPC file format
+)
+# What to do with a file we recognise but cannot read (yet), said in the refusal.
+_REMEDIES: Final = {
+    FileKind.GZIP: "is gzip-compressed: decompress it (gunzip) and pass the CSV inside",
+    FileKind.ZIP: "is a zip archive: extract the CSV file from it and pass that",
+    FileKind.XLSX: "is an Excel workbook (.xlsx): save the sheet as CSV UTF-8 and pass that",
+    FileKind.ARROW: "is an Arrow IPC file, not Parquet or CSV: write it out as Parquet",
+}
+
+
+def file_kind(path: Path, head: bytes) -> FileKind:
+    """The kind of *path* from its first :data:`HEAD_BYTES` bytes."""
+    if not head:
+        return FileKind.EMPTY
+    if head.startswith(PARQUET_MAGIC) or path.suffix.lower() == ".parquet":
+        # A .parquet name without the magic is a broken Parquet file (a truncated copy,
+        # say), refused as one rather than read as text.
+        return FileKind.PARQUET
+    for signature, kind in _SIGNATURES:
+        if head.startswith(signature):
+            return FileKind.XLSX if kind is FileKind.ZIP and _is_workbook(path) else kind
+    return FileKind.TEXT
+
+
+def _is_workbook(path: Path) -> bool:
     try:
-        return Decoded(raw.decode("utf-8"), "utf-8", None)
-    except UnicodeDecodeError as exc:
-        bad = exc.start
-    try:
-        return Decoded(raw.decode("cp1252"), "cp1252", bad)
-    except UnicodeDecodeError:
-        return Decoded(raw.decode("latin-1"), "latin-1", bad)
+        with zipfile.ZipFile(path) as archive:
+            return any(name.startswith("xl/") for name in archive.namelist())
+    except (OSError, zipfile.BadZipFile):
+        return False
 
 
-def sniff_delimiter(sample: str) -> str:
-    """The delimiter that splits the first lines most consistently; ``,`` when unsure."""
-    lines = [line for line in sample.splitlines()[:_SNIFF_LINES] if line.strip()]
-    if not lines:
-        return ","
-    best, best_score = ",", 0
-    for delimiter in DELIMITERS:
-        counts = [len(row) - 1 for row in csv.reader(lines, delimiter=delimiter)]
-        header = counts[0]
-        score = header * sum(1 for c in counts if c == header)
-        if score > best_score:
-            best, best_score = delimiter, score
-    return best
-
-
-@dataclass(frozen=True)
-class Rows:
-    header: list[str]
-    rows: list[tuple[int, list[str]]] = field(default_factory=list)  # (line, cells padded)
-    rejects: list[tuple[int, str, str]] = field(default_factory=list)  # (line, reason, raw)
-
-
-def read_rows(text: str, delimiter: str) -> Rows:
-    """Every record with the line it starts on; quoted fields may span lines."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = next(reader, [])
-    result = Rows(header)
-    width = len(header)
-    line = reader.line_num + 1
-    try:
-        for record in reader:
-            if len(record) > width:
-                reason = f"row has {len(record)} fields but the header has {width}"
-                result.rejects.append((line, reason, delimiter.join(record)))
-            else:
-                result.rows.append((line, record + [""] * (width - len(record))))
-            line = reader.line_num + 1
-    except csv.Error as exc:  # e.g. a field over csv.field_size_limit(): the rest is unusable
-        result.rejects.append((line, f"unreadable CSV from here on: {exc}", ""))
-    return result
+def refuse_kind(path: Path, kind: FileKind, what: str) -> InputError:
+    """The error for a file of a kind no table can be read from."""
+    if kind is FileKind.EMPTY:
+        return InputError(f"The {what} {path} is empty: there is no header row and no data.")
+    return InputError(f"The {what} {path} {_REMEDIES[kind]}.")
 
 
 def find_column(columns: Iterable[str], names: Sequence[str]) -> str | None:
@@ -102,12 +94,6 @@ def find_column(columns: Iterable[str], names: Sequence[str]) -> str | None:
             if key == name:
                 return column
     return None
-
-
-def is_parquet(path: Path, head: bytes) -> bool:
-    """Parquet by its magic bytes; a ``.parquet`` name without them is a broken Parquet file
-    (a truncated copy, say), to be refused as one rather than read as text."""
-    return head.startswith(PARQUET_MAGIC) or path.suffix.lower() == ".parquet"
 
 
 def read_head(path: Path, size: int, what: str) -> bytes:
@@ -133,7 +119,10 @@ class Table:
 def read_table(path: Path, what: str, *, text: bool = False) -> Table:
     """A CSV or Parquet record table. Parquet values keep their types unless *text* asks for
     strings (nulls as ""); delimited text skips blank lines."""
-    if is_parquet(path, read_head(path, len(PARQUET_MAGIC), what)):
+    kind = file_kind(path, read_head(path, HEAD_BYTES, what))
+    if kind not in (FileKind.PARQUET, FileKind.TEXT):
+        raise refuse_kind(path, kind, what)
+    if kind is FileKind.PARQUET:
         frame = read_parquet(path)
         if text:
             frame = frame.select(pl.all().cast(pl.String).fill_null(""))
@@ -152,8 +141,18 @@ def read_table(path: Path, what: str, *, text: bool = False) -> Table:
     return Table(columns, where, rejected)
 
 
+def check_parquet(path: Path) -> None:
+    """InputError unless *path* starts like a Parquet file (a name is not enough)."""
+    if not read_head(path, len(PARQUET_MAGIC), "Parquet file").startswith(PARQUET_MAGIC):
+        raise InputError(
+            f"{path} is named like a Parquet file but is not one (it does not start with "
+            "PAR1). Check the file, or pass a CSV or Parquet list."
+        )
+
+
 def read_parquet(path: Path) -> pl.DataFrame:
     """A Parquet file, or an InputError that names it (a truncated copy is the usual cause)."""
+    check_parquet(path)
     try:
         return pl.read_parquet(path)
     except (OSError, pl.exceptions.PolarsError) as exc:

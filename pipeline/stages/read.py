@@ -1,65 +1,143 @@
-"""Stage 1, read: a CSV or Parquet list into a frame, keeping every original column.
+"""Stage 1, read: a CSV or Parquet list as batches of frames, keeping every original column.
 
-CSV files are sniffed (delimiter among ``, ; TAB |``; UTF-8 with or without BOM, else cp1252 or
-Latin-1 with a warning). Rows that cannot be parsed, such as a row with more fields than the
-header, go to the rejects table with their line number and the reason, so that
-rows in = rows out + rows rejected, always.
+:func:`open_list` looks at the input once (its kind, its columns, which of them holds the
+addresses) and refuses what cannot be a list before any work; :meth:`ListReader.batches` then
+hands out bounded batches of the original columns, each with the rejects of its stretch of the
+file (line, reason, raw text), so that rows in = rows out + rows rejected, always. CSV is read
+by :mod:`pipeline.stages.csv_source`, Parquet files and datasets by
+:mod:`pipeline.stages.parquet_source`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Final, Protocol
 
 import polars as pl
 
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS
 from pipeline.core.tables import (
-    PARQUET_MAGIC,
-    decode,
+    HEAD_BYTES,
+    FileKind,
+    file_kind,
     find_column,
-    is_parquet,
     read_head,
-    read_parquet,
-    read_rows,
-    sniff_delimiter,
+    refuse_kind,
 )
+from pipeline.stages.csv_source import REJECT_SCHEMA, CsvSource, ReadAgain
+from pipeline.stages.parquet_source import ParquetSource, is_dataset, shards
 
-_SNIFF_BYTES = 64 * 1024
+_WHAT: Final = "input file"
 # Header names we recognise as the email column, compared without case, spaces, - or _.
-_EMAIL_NAMES = ("email", "emailaddress", "mail", "emailaddr", "mailaddress")
-REJECT_SCHEMA = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
+_EMAIL_NAMES: Final = ("email", "emailaddress", "mail", "emailaddr", "mailaddress")
+
+
+class Source(Protocol):
+    columns: list[str]
+    encoding: str
+    delimiter: str
+    warnings: tuple[str, ...]
+    exact: bool
+
+    @property
+    def schema(self) -> dict[str, pl.DataType]: ...
+
+    @property
+    def bytes_per_row(self) -> float: ...
+
+    def batches(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]: ...
 
 
 @dataclass(frozen=True)
-class ReadResult:
-    frame: pl.DataFrame  # the original columns, values as read (CSV: all strings)
-    email_column: str
+class ReadBatch:
+    frame: pl.DataFrame  # the original columns (renamed where they clash), email as text
     rejects: pl.DataFrame  # line, reason, raw
-    source_format: str
-    encoding: str = ""
-    delimiter: str = ""
-    warnings: tuple[str, ...] = field(default=())
 
 
-def read_list(path: Path, email_column: str | None = None) -> ReadResult:
-    """Read *path*; raise :class:`InputError` when it cannot be used as a list."""
-    head = read_head(path, len(PARQUET_MAGIC), "input file")
-    result = _read_parquet(path) if is_parquet(path, head) else _read_csv(path)
-    column = find_email_column(result.frame.columns, email_column, path)
-    frame, renamed = _avoid_collisions(result.frame)
-    warnings = result.warnings + tuple(
-        f"Input column {old!r} is named like an output column; it is kept as {new!r}."
-        for old, new in renamed.items()
-    )
-    return dataclasses.replace(
-        result, frame=frame, email_column=renamed.get(column, column), warnings=warnings
-    )
+class ListReader:
+    """A list whose kind, columns and email column are known; its batches on demand."""
+
+    def __init__(
+        self, source: Source, source_format: str, email_column: str | None, where: str
+    ) -> None:
+        self._source = source
+        self.source_format = source_format
+        column = find_email_column(source.columns, email_column, where)
+        self._renamed = _collisions(source.columns)
+        self.email_column = self._renamed.get(column, column)
+        self._original_email = column
+        _check_type(source.schema[column], column)
+        self.warnings = source.warnings + tuple(
+            f"Input column {old!r} is named like an output column; it is kept as {new!r}."
+            for old, new in self._renamed.items()
+        )
+
+    @property
+    def encoding(self) -> str:
+        return self._source.encoding
+
+    @property
+    def delimiter(self) -> str:
+        return self._source.delimiter
+
+    @property
+    def bytes_per_row(self) -> float:
+        return self._source.bytes_per_row
+
+    @property
+    def schema(self) -> dict[str, pl.DataType]:
+        """The original columns' names (as output) and types, email column as text."""
+        renamed = {self._renamed.get(k, k): v for k, v in self._source.schema.items()}
+        renamed[self.email_column] = pl.String()
+        return renamed
+
+    def read_exactly(self) -> None:
+        """From now on, read with the exact reader (after :class:`ReadAgain`)."""
+        self._source.exact = True
+
+    def batches(self, rows: int) -> Iterator[ReadBatch]:
+        for frame, rejects in self._source.batches(rows):
+            renamed = frame.rename(self._renamed) if self._renamed else frame
+            yield ReadBatch(_as_text(renamed, self.email_column), rejects)
 
 
-def find_email_column(columns: list[str], wanted: str | None, path: Path) -> str:
+def open_list(text: str, path: Path, spill: Path, email_column: str | None) -> ListReader:
+    """The list at *path* (given as *text*), or InputError when it cannot be one. A CSV that
+    needs transcoding gets its UTF-8 copy in *spill*."""
+    if is_dataset(text):
+        return ListReader(ParquetSource(shards(text)), "parquet", email_column, text)
+    kind = file_kind(path, read_head(path, HEAD_BYTES, _WHAT))
+    if kind is FileKind.PARQUET:
+        return ListReader(ParquetSource([path]), "parquet", email_column, text)
+    if kind is FileKind.TEXT:
+        return ListReader(CsvSource(path, spill), "csv", email_column, text)
+    raise refuse_kind(path, kind, _WHAT)
+
+
+@dataclass(frozen=True)
+class WholeList:
+    frame: pl.DataFrame
+    rejects: pl.DataFrame
+    reader: ListReader
+
+
+def read_list(path: Path, spill: Path, email_column: str | None = None) -> WholeList:
+    """The whole list in memory: for small lists (and tests of the reader)."""
+    reader = open_list(str(path), path, spill, email_column)
+    try:
+        parts = list(reader.batches(1_000_000))
+    except ReadAgain:
+        reader.read_exactly()
+        parts = list(reader.batches(1_000_000))
+    frames = [p.frame for p in parts] or [pl.DataFrame(schema=reader.schema)]
+    rejects = [p.rejects for p in parts] or [pl.DataFrame(schema=REJECT_SCHEMA)]
+    return WholeList(pl.concat(frames, how="vertical"), pl.concat(rejects), reader)
+
+
+def find_email_column(columns: list[str], wanted: str | None, where: object) -> str:
     """The email column: *wanted* if given (exact, then case-insensitive), else by name."""
     if wanted is not None:
         matches = [c for c in columns if c == wanted] or [
@@ -68,14 +146,14 @@ def find_email_column(columns: list[str], wanted: str | None, path: Path) -> str
         if matches:
             return matches[0]
         raise InputError(
-            f"{path} has no column named {wanted!r}. Its columns are: {_listing(columns)}. "
+            f"{where} has no column named {wanted!r}. Its columns are: {_listing(columns)}. "
             "Pass one of them with --email-column."
         )
     found = find_column(columns, _EMAIL_NAMES)
     if found is not None:
         return found
     raise InputError(
-        f"Cannot tell which column of {path} holds the email addresses. Its columns are: "
+        f"Cannot tell which column of {where} holds the email addresses. Its columns are: "
         f"{_listing(columns)}. Name it with --email-column."
     )
 
@@ -84,69 +162,37 @@ def _listing(columns: list[str]) -> str:
     return ", ".join(repr(c) for c in columns) if columns else "(none)"
 
 
-def _avoid_collisions(frame: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
+def _collisions(columns: list[str]) -> dict[str, str]:
+    """Input columns named like an output column, and the names they are kept under."""
     renamed: dict[str, str] = {}
-    for name in frame.columns:
+    for name in columns:
         if name in OUTPUT_COLUMNS:
             new = f"input_{name}"
-            while new in frame.columns or new in renamed.values():
+            while new in columns or new in renamed.values():
                 new = f"input_{new}"
             renamed[name] = new
-    return (frame.rename(renamed) if renamed else frame), renamed
+    return renamed
 
 
-def _read_parquet(path: Path) -> ReadResult:
-    return ReadResult(read_parquet(path), "", pl.DataFrame(schema=REJECT_SCHEMA), "parquet")
+def _check_type(dtype: pl.DataType, column: str) -> None:
+    """A column of lists or records holds no address: refused before any work."""
+    if dtype.is_nested() or dtype == pl.Object:
+        raise InputError(
+            f"The email column {column!r} holds {dtype} values (lists or records), not text. "
+            "Name the column of plain addresses with --email-column."
+        )
 
 
-def _read_csv(path: Path) -> ReadResult:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"Cannot read the input file {path}: {exc.strerror}.") from exc
-    data, encoding, warnings = _to_utf8(raw, path)
-    delimiter = sniff_delimiter(data[:_SNIFF_BYTES].decode("utf-8", errors="ignore"))
-    if not data.strip():
-        raise InputError(f"{path} is empty: there is no header row and no address in it.")
-    try:
-        frame = pl.read_csv(data, separator=delimiter, infer_schema=False, quote_char='"')
-        rejects = pl.DataFrame(schema=REJECT_SCHEMA)
-    except pl.exceptions.ComputeError:
-        # Ragged or otherwise irregular rows: the precise reader keeps every good row and
-        # names each bad one with its line number.
-        frame, rejects = _read_csv_precisely(data.decode("utf-8"), delimiter)
-    return ReadResult(frame, "", rejects, "csv", encoding, delimiter, warnings)
-
-
-def _to_utf8(raw: bytes, path: Path) -> tuple[bytes, str, tuple[str, ...]]:
-    decoded = decode(raw)
-    if decoded.bad_offset is None:
-        return raw.removeprefix(b"\xef\xbb\xbf"), decoded.encoding, ()
-    warning = (
-        f"{path} is not valid UTF-8 (first bad byte at offset {decoded.bad_offset}); "
-        f"read it as {decoded.encoding}. Save the file as UTF-8 to silence this warning."
-    )
-    return decoded.text.encode("utf-8"), decoded.encoding, (warning,)
-
-
-def _read_csv_precisely(text: str, delimiter: str) -> tuple[pl.DataFrame, pl.DataFrame]:
-    found = read_rows(text, delimiter)
-    # Empty cells are nulls, as polars' fast reader makes them.
-    rows = [[cell or None for cell in cells] for _, cells in found.rows]
-    names = _unique_names(found.header)
-    frame = pl.DataFrame(rows, schema=dict.fromkeys(names, pl.String), orient="row")
-    return frame, pl.DataFrame(found.rejects, schema=REJECT_SCHEMA, orient="row")
-
-
-def _unique_names(header: list[str]) -> list[str]:
-    # The same renaming polars applies, so both readers name duplicate headers alike.
-    seen: dict[str, int] = {}
-    names = []
-    for name in header:
-        if name in seen:
-            names.append(f"{name}_duplicated_{seen[name]}")
-            seen[name] += 1
-        else:
-            seen[name] = 0
-            names.append(name)
-    return names
+def _as_text(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+    """*frame* with its email column as text. Numbers and nulls are cast; bytes are decoded as
+    UTF-8, a value that is not UTF-8 spelled with \\x escapes (so it is never an address)."""
+    dtype = frame.schema[column]
+    if dtype == pl.String:
+        return frame
+    if dtype == pl.Binary:  # rare: decoded once per distinct value
+        values = frame.get_column(column)
+        distinct = values.drop_nulls().unique().to_list()
+        texts = {v: v.decode("utf-8", errors="backslashreplace") for v in distinct}
+        decoded = values.replace_strict(texts, default=None, return_dtype=pl.String)
+        return frame.with_columns(decoded.alias(column))
+    return frame.with_columns(pl.col(column).cast(pl.String))

@@ -1,38 +1,74 @@
-"""The batch runner: read -> normalize -> domains -> verify -> write, timed and summarized.
+"""The batch runner: read -> normalize -> domains -> verify -> write, over bounded batches.
 
-A run is one event loop: the engine's one resolver is made (and health-checked) the first time
-a stage needs the network, and closed when the run ends.
+A run is one event loop and two passes over the list, so memory depends on the batch size, not
+on the list's length:
+
+1. **scan**: each batch is read and normalized; its addresses go to the out-of-core duplicate
+   marker (:mod:`pipeline.stages.dedupe`), its domains to the run's set of distinct domains, and
+   the batch itself to the spill folder. Rejects go straight to the rejects file.
+2. **between**: each distinct domain is checked once (cache, then DNS; answers are cached as they
+   arrive). With ``--verify``, the distinct addresses worth asking are gathered from the spill
+   and answered in the priority order and within the budget of the address step.
+3. **decide**: each spilled batch gets its DUPLICATE flags, domain answers, address answers and
+   bounce flags, is decided, and is written as one row group of the output.
+
+The engine's one resolver is made (and health-checked) the first time a step needs the network,
+and closed when the run ends.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from pipeline.core.engine import DomainStats, Engine
+from pipeline.core.engine import (
+    BounceScope,
+    DomainStats,
+    Engine,
+    attach_bounces,
+    attach_domains,
+    check_domains,
+    classify_addresses,
+    decide,
+    resolvable_domains,
+    with_address_columns,
+)
+from pipeline.core.mailboxes.step import PROBEABLE, join_answers
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.stages.base import Batch, StageSummary
-from pipeline.stages.domains import domains
-from pipeline.stages.normalize import NormalizeStats, normalize
-from pipeline.stages.read import read_list
-from pipeline.stages.verify import verify
-from pipeline.stages.write import OutputPaths, output_frame, write_outputs, write_summary
+from pipeline.stages.csv_source import ReadAgain
+from pipeline.stages.dedupe import DuplicateMarker
+from pipeline.stages.job import CleanJob
+from pipeline.stages.read import ListReader, open_list
+from pipeline.stages.spill import Spill, spill_folder
+from pipeline.stages.write import (
+    OutputPaths,
+    ParquetSink,
+    RejectsSink,
+    output_frame,
+    output_schema,
+    write_summary,
+)
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+_MIN_ROWS = 1_000
+_MAX_ROWS = 1_000_000
+
 
 @dataclass(frozen=True)
-class CleanJob:
-    input: Path
-    output: Path
-    email_column: str | None = None
+class NormalizeStats:
+    distinct_addresses: int
+    duplicates: int
 
 
 @dataclass(frozen=True)
@@ -96,70 +132,208 @@ class _Clock:
         self, name: str, rows_in: int, rows_out: int, stats: DataclassInstance | None = None
     ) -> None:
         now = time.perf_counter()
-        details = dataclasses.asdict(stats) if stats is not None else {}
-        seconds = round(now - self._last, 3)
-        self.stages.append(StageSummary(name, rows_in, rows_out, seconds, details))
+        self.add(name, rows_in, rows_out, now - self._last, stats)
         self._last = now
 
+    def add(
+        self,
+        name: str,
+        rows_in: int,
+        rows_out: int,
+        seconds: float,
+        stats: DataclassInstance | None = None,
+    ) -> None:
+        """A stage timed by its caller (stages that take turns within one pass)."""
+        details = dataclasses.asdict(stats) if stats is not None else {}
+        self.stages.append(StageSummary(name, rows_in, rows_out, round(seconds, 3), details))
+        self._last = time.perf_counter()
 
-def run_clean(job: CleanJob, engine: Engine) -> RunSummary:
-    """Clean one list in one event loop."""
-    return asyncio.run(_clean(job, engine))
+
+@dataclass
+class _Scan:
+    """What pass 1 learned: the spilled batches, the marker, the distinct domains, counts."""
+
+    spill: Spill
+    marker: DuplicateMarker
+    domains: dict[str, None] = field(default_factory=dict)  # first-seen order
+    rows: int = 0
+    rejected: int = 0
+    reading: float = 0.0  # seconds spent reading, the rest of the pass normalizing
 
 
-async def _clean(job: CleanJob, engine: Engine) -> RunSummary:
+def run_clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
+    """Clean one list in one event loop; *spill_parent* holds the run's spill folder."""
+    return asyncio.run(_clean(job, engine, spill_parent))
+
+
+async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
     try:
-        return await _stages(job, engine)
+        with spill_folder(spill_parent) as folder:
+            return await _stages(job, engine, folder)
     finally:
         await engine.dns.close()
 
 
-async def _stages(job: CleanJob, engine: Engine) -> RunSummary:
+async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
     clock = _Clock()
-    read = read_list(job.input, job.email_column)
-    originals = read.frame
-    clock.lap("read", 0, originals.height)
-    work, norm = normalize(originals, read.email_column, engine.lists)
-    clock.lap("normalize", originals.height, work.height, norm)
-    work, dom = await domains(engine, work)
-    clock.lap("domains", work.height, work.height, dom)
-    work, checks = await verify(engine, work)
-    clock.lap("verify", work.height, work.height, checks)
-    if work.height != originals.height:  # a bug, never an input problem
-        raise AssertionError(f"{originals.height} rows read but {work.height} rows decided")
-    paths = OutputPaths.for_output(job.output)
-    frame = output_frame(Batch(originals, work))
-    write_outputs(frame, read.rejects, paths)
-    clock.lap("write", frame.height, frame.height)
+    reader = open_list(job.name or str(job.input), job.input, folder, job.email_column)
+    paths = OutputPaths.for_output(job.output, job.dataset)
+    rows = batch_rows(job.memory_mb, reader.bytes_per_row)
+    with contextlib.ExitStack() as stack:
+        rejects = stack.enter_context(contextlib.closing(RejectsSink(paths.rejects)))
+        started = time.perf_counter()
+        scan = _scan(reader, engine, folder, rows, rejects)
+        dedupe = scan.marker.finish()
+        normalized = NormalizeStats(dedupe.distinct, dedupe.duplicates)
+        clock.add("read", 0, scan.rows, scan.reading)
+        clock.add(
+            "normalize",
+            scan.rows,
+            scan.rows,
+            time.perf_counter() - started - scan.reading,
+            normalized,
+        )
+        table, dom = await check_domains(engine, list(scan.domains))
+        clock.lap("domains", scan.rows, scan.rows, dom)
+        answers, checks = await _check_addresses(engine, scan, table)
+        clock.lap("verify", scan.rows, scan.rows, checks)
+        sink = stack.enter_context(ParquetSink(paths, output_schema(reader.schema)))
+        verdicts, reasons = _decide_all(engine, scan, table, answers, sink)
+        sink.commit()
+        rejects.commit()
+        clock.lap("write", scan.rows, scan.rows)
     summary = RunSummary(
-        input=str(job.input),
+        input=job.name or str(job.input),
         output=str(paths.parquet),
         rejects_file=str(paths.rejects),
-        rows_in=originals.height + read.rejects.height,
-        rows_out=frame.height,
-        rows_rejected=read.rejects.height,
-        normalized=norm,
+        rows_in=scan.rows + scan.rejected,
+        rows_out=scan.rows,
+        rows_rejected=scan.rejected,
+        normalized=normalized,
         domains=dom,
         checks=checks,
         dns_queries=engine.dns.queries_sent,
-        verdicts=_counts(work.get_column("VERDICT")),
-        reasons=_reason_counts(work.get_column("REASON")),
+        verdicts=dict(verdicts.most_common()),
+        reasons=_reason_counts(reasons),
         stages=clock.stages,
-        warnings=list(read.warnings),
+        warnings=list(reader.warnings),
     )
     write_summary(summary.as_dict(), paths.summary)
     return summary
 
 
-def _reason_counts(reasons: pl.Series) -> dict[str, int]:
-    """Rows per reason code; split once per distinct REASON string, not once per row."""
-    per_string = reasons.value_counts(name="n")
-    codes = per_string.with_columns(pl.col(reasons.name).str.split(";")).explode(reasons.name)
-    totals = codes.filter(pl.col(reasons.name) != "").group_by(reasons.name).agg(pl.col("n").sum())
-    ordered = totals.sort(["n", reasons.name], descending=[True, False])
-    return {str(code): int(n) for code, n in ordered.iter_rows()}
+def batch_rows(memory_mb: int, bytes_per_row: float) -> int:
+    """Rows per batch for a run that should stay within *memory_mb*: a batch is held a few
+    times over (input, work columns, spill, output), each row costing about four times its
+    size in the file plus our columns."""
+    per_row = 4 * bytes_per_row + 1_200
+    return int(min(_MAX_ROWS, max(_MIN_ROWS, memory_mb * 2**20 // (3 * per_row))))
 
 
-def _counts(values: pl.Series) -> dict[str, int]:
-    counted = values.filter(values.is_not_null() & (values != "")).value_counts(sort=True)
+def _scan(
+    reader: ListReader, engine: Engine, folder: Path, rows: int, rejects: RejectsSink
+) -> _Scan:
+    """Pass 1, again with the exact reader when the fast one turns out wrong."""
+    try:
+        return _scan_with(reader, engine, folder, rows, rejects)
+    except ReadAgain:
+        reader.read_exactly()
+        rejects.restart()
+        return _scan_with(reader, engine, folder, rows, rejects)
+
+
+def _scan_with(
+    reader: ListReader, engine: Engine, folder: Path, rows: int, rejects: RejectsSink
+) -> _Scan:
+    spill = Spill(folder / "batches")
+    spill.folder.mkdir(exist_ok=True)
+    spill.clear()
+    scan = _Scan(spill, DuplicateMarker(folder))
+    try:
+        batches = reader.batches(rows)
+        while True:
+            started = time.perf_counter()
+            read = next(batches, None)
+            scan.reading += time.perf_counter() - started
+            if read is None:
+                break
+            rejects.write(read.rejects)
+            scan.rejected += read.rejects.height
+            emails = read.frame.get_column(reader.email_column)
+            work = classify_addresses(emails, engine.lists)
+            scan.marker.add(work.get_column("KEY"))
+            scan.domains.update(dict.fromkeys(resolvable_domains(work)))
+            spill.put(Batch(read.frame, work))
+            scan.rows += read.frame.height
+    except BaseException:
+        scan.marker.close()
+        raise
+    return scan
+
+
+async def _check_addresses(
+    engine: Engine, scan: _Scan, table: pl.DataFrame
+) -> tuple[pl.DataFrame | None, CheckStats | None]:
+    """The answers of the address checker (one row per address asked), in the order and
+    within the budget it decides, from the addresses of the whole list."""
+    if engine.checker is None or engine.offline:
+        return None, None
+    candidates = []
+    offset = 0
+    for index in range(scan.spill.count):
+        work = _marked(scan, scan.spill.work(index), offset)
+        offset += work.height
+        candidates.append(attach_domains(work, table).filter(PROBEABLE))
+    rows = pl.concat(candidates, how="vertical_relaxed") if candidates else None
+    if rows is None or rows.is_empty():
+        return None, None
+    checked, stats = await engine.checker.check(rows, engine.dns, engine.lists)
+    answered = [c for c in checked.columns if c not in rows.columns]
+    return checked.select("KEY", *answered).unique("KEY", keep="first"), stats
+
+
+def _decide_all(
+    engine: Engine,
+    scan: _Scan,
+    table: pl.DataFrame,
+    answers: pl.DataFrame | None,
+    sink: ParquetSink,
+) -> tuple[Counter[str], Counter[str]]:
+    """Pass 2: every batch decided and written; VERDICT and REASON counts."""
+    verdicts: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
+    offset = 0
+    for index in range(scan.spill.count):
+        batch = scan.spill.batch(index)
+        work = attach_domains(_marked(scan, batch.work, offset), table)
+        offset += work.height
+        work = attach_bounces(engine.bounces, work, scope)
+        if answers is not None:
+            work = join_answers(work, answers)
+        decided = decide(with_address_columns(work))
+        sink.write(output_frame(Batch(batch.originals, decided)))
+        verdicts.update(_counted(decided.get_column("VERDICT")))
+        reasons.update(_counted(decided.get_column("REASON")))
+        scan.spill.drop(index)
+    scan.marker.close()
+    return verdicts, reasons
+
+
+def _marked(scan: _Scan, work: pl.DataFrame, offset: int) -> pl.DataFrame:
+    return work.with_columns(scan.marker.flags(offset, work.height).alias("DUPLICATE"))
+
+
+def _counted(values: pl.Series) -> dict[str, int]:
+    counted = values.filter(values.is_not_null()).value_counts()
     return {str(k): int(v) for k, v in counted.iter_rows()}
+
+
+def _reason_counts(per_string: Counter[str]) -> dict[str, int]:
+    """Rows per reason code, from rows per REASON string (split once per distinct string)."""
+    codes: Counter[str] = Counter()
+    for text, n in per_string.items():
+        for code in text.split(";"):
+            if code:
+                codes[code] += n
+    return {code: n for code, n in sorted(codes.items(), key=lambda item: (-item[1], item[0]))}

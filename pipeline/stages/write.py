@@ -1,44 +1,62 @@
 """Stage 5, write: the enriched Parquet, the rejects file and the run summary.
 
-Every file is written to a temporary name in the target directory and then renamed over the
-final one (``os.replace`` is atomic on POSIX), so a killed run never leaves a half-written
-output that looks complete.
+The Parquet output is written batch by batch, one row group per batch (pyarrow's
+``ParquetWriter``), so a list of any size passes through bounded memory; a dataset output is a
+folder of part files. Every file is written to a temporary name in the target directory and
+renamed over the final one at the end (``os.replace`` is atomic on POSIX), so a killed run never
+leaves a half-written output that looks complete. The temporary name carries the writer's
+process id (``.out.parquet.<pid>.tmp``): what a killed run left behind is removed by the next
+run that writes the same output, once no process of that id is alive.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
+import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import IO, Any, Final, TypeVar
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
+from pipeline.core.errors import OutputError
 from pipeline.core.schema import OUTPUT_COLUMNS
 from pipeline.stages.base import Batch
+from pipeline.stages.workdir import alive
+
+_PART_ROWS: Final = 1_000_000  # rows per part file of a dataset output
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class OutputPaths:
-    parquet: Path
+    parquet: Path  # a file, or a folder of part files (dataset)
     rejects: Path
     summary: Path
+    dataset: bool = False
 
     @classmethod
-    def for_output(cls, output: Path) -> OutputPaths:
+    def for_output(cls, output: Path, dataset: bool = False) -> OutputPaths:
         stem = output.with_suffix("") if output.suffix == ".parquet" else output
         return cls(
             parquet=output,
             rejects=stem.with_name(stem.name + ".rejects.csv"),
             summary=stem.with_name(stem.name + ".summary.json"),
+            dataset=dataset,
         )
 
 
 def default_output(input_path: Path) -> Path:
-    """``<input stem>.clean.parquet`` in the current directory."""
-    return Path.cwd() / f"{input_path.stem}.clean.parquet"
+    """``<input stem>.clean.parquet`` in the current directory (``stdin.clean.parquet`` for -)."""
+    stem = "stdin" if str(input_path) == "-" else input_path.stem
+    return Path.cwd() / f"{stem}.clean.parquet"
 
 
 def output_frame(batch: Batch) -> pl.DataFrame:
@@ -47,21 +65,149 @@ def output_frame(batch: Batch) -> pl.DataFrame:
     return pl.concat([batch.originals, ours], how="horizontal")
 
 
-def write_outputs(frame: pl.DataFrame, rejects: pl.DataFrame, paths: OutputPaths) -> None:
-    paths.parquet.parent.mkdir(parents=True, exist_ok=True)
-    _atomically(paths.parquet, lambda tmp: frame.write_parquet(tmp))
-    _atomically(paths.rejects, lambda tmp: rejects.write_csv(tmp))
+def output_schema(originals: Mapping[str, pl.DataType]) -> pa.Schema:
+    """The output's columns and types: the input's, then ours."""
+    empty = pl.DataFrame(schema={**originals, **OUTPUT_COLUMNS})
+    return empty.to_arrow().schema
+
+
+class ParquetSink:
+    """The enriched output, written as it comes, made visible whole at :meth:`commit`."""
+
+    def __init__(self, paths: OutputPaths, schema: pa.Schema) -> None:
+        self._final = paths.parquet
+        self._dataset = paths.dataset
+        self._schema = schema
+        make_folder(self._final.parent)
+        sweep_stale(self._final)
+        self._tmp = _tmp_of(self._final)
+        self._writer: pq.ParquetWriter | None = None
+        self._part_rows = 0
+        self._parts = 0
+        if self._dataset:
+            _guard(self._final, lambda: self._tmp.mkdir())
+
+    def write(self, frame: pl.DataFrame) -> None:
+        table = frame.to_arrow().cast(self._schema)
+        if self._writer is None or (self._dataset and self._part_rows >= _PART_ROWS):
+            self._next_part()
+        writer = self._writer
+        assert writer is not None
+        _guard(self._final, lambda: writer.write_table(table))
+        self._part_rows += frame.height
+
+    def commit(self) -> None:
+        if self._writer is None:
+            self._next_part()  # an empty list still gets a file with every column
+        writer = self._writer
+        assert writer is not None
+        _guard(self._final, writer.close)
+        if self._dataset and self._final.is_dir():  # an earlier run's dataset: swapped out
+            old = self._final.with_name(f".{self._final.name}.{os.getpid()}.old")
+            _guard(self._final, lambda: os.replace(self._final, old))
+            _guard(self._final, lambda: os.replace(self._tmp, self._final))
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            _guard(self._final, lambda: os.replace(self._tmp, self._final))
+
+    def close(self) -> None:
+        """Drop what was written if :meth:`commit` was not reached."""
+        if self._writer is not None:
+            with contextlib.suppress(OSError, pa.ArrowException):
+                self._writer.close()
+        if self._tmp.is_dir():
+            shutil.rmtree(self._tmp, ignore_errors=True)
+        else:
+            self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> ParquetSink:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _next_part(self) -> None:
+        if self._writer is not None:
+            _guard(self._final, self._writer.close)
+        target = self._tmp / f"part-{self._parts:05d}.parquet" if self._dataset else self._tmp
+        schema = self._schema
+        self._writer = _guard(self._final, lambda: pq.ParquetWriter(target, schema))
+        self._parts += 1
+        self._part_rows = 0
+
+
+class RejectsSink:
+    """The rejects file (line, reason, raw), appended batch by batch, renamed at the end."""
+
+    def __init__(self, path: Path) -> None:
+        self._final = path
+        make_folder(path.parent)
+        sweep_stale(path)
+        self._tmp = _tmp_of(path)
+        self._handle: IO[bytes] = self._open()
+
+    def _open(self) -> IO[bytes]:
+        handle = _guard(self._final, lambda: self._tmp.open("wb"))
+        handle.write(b"line,reason,raw\n")
+        return handle
+
+    def restart(self) -> None:
+        """Start the file over (the list is read again from the top)."""
+        self._handle.close()
+        self._handle = self._open()
+
+    def write(self, rejects: pl.DataFrame) -> None:
+        if rejects.height:
+            _guard(self._final, lambda: rejects.write_csv(self._handle, include_header=False))
+
+    def commit(self) -> None:
+        _guard(self._final, self._handle.close)
+        _guard(self._final, lambda: os.replace(self._tmp, self._final))
+
+    def close(self) -> None:
+        self._handle.close()
+        self._tmp.unlink(missing_ok=True)
 
 
 def write_summary(summary: Mapping[str, Any], path: Path) -> None:
     text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
-    _atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def _atomically(path: Path, write: Callable[[Path], object]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    sweep_stale(path)
+    tmp = _tmp_of(path)
     try:
-        write(tmp)
-        os.replace(tmp, path)
+        _guard(path, lambda: tmp.write_text(text, encoding="utf-8"))
+        _guard(path, lambda: os.replace(tmp, path))
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def make_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"Cannot create the output's folder {folder}: {exc.strerror}.") from exc
+
+
+def _tmp_of(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _guard(path: Path, work: Callable[[], T]) -> T:
+    """*work*, with a failure to write (a full disk, say) reported as the file it was for."""
+    try:
+        return work()
+    except (OSError, pa.ArrowException, pl.exceptions.PolarsError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise OutputError(f"Cannot write {path}: {why}. Nothing was replaced.") from exc
+
+
+def sweep_stale(path: Path) -> None:
+    """Remove the temporary files an earlier, killed writer of *path* left beside it."""
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name.removeprefix(f".{path.name}.").removesuffix(".tmp")
+        if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
+            if tmp.is_dir():
+                shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                tmp.unlink(missing_ok=True)

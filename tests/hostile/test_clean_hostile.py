@@ -22,50 +22,8 @@ from tests.hostile.corpus import CASES
 from tests.hostile.corpus_paths import CSV
 from tests.hostile.runner import Outcome, Snapshot, execute, snapshot
 
-_COLUMN_NOISE = "exit 2, 'Cannot tell which column', the header's bytes as the column names"
-_WHOLE_FILE = "the whole file is overwritten with Parquet, exit 0"
-_URL_OUTPUT = "writes a local folder named after the scheme (Path folds '//'), exit 0"
-_URL_INPUT = "exit 2, 'No such file' for a local path with '//' folded to '/': no word of URLs"
-_TWICE = "read_list opens the input twice: the second read finds the stream drained, exit 2 'empty'"
-
-# What today's code does with the cases it gets wrong.
-TODAY: dict[str, str] = {
-    "utf16le_bom": _COLUMN_NOISE,
-    "utf16be_bom": _COLUMN_NOISE,
-    "utf16le_no_bom": _COLUMN_NOISE,
-    "utf16be_no_bom": _COLUMN_NOISE,
-    "quote_unclosed_mid_file": "exit 0 with 2 rows of 4: the open quote swallows C and D",
-    "huge_field_after_ragged_row": "exit 0, rows_in 3 of 4: one reject with empty raw, D lost",
-    "huge_field_in_ragged_row": "exit 0, rows_in 2 of 4: one reject with empty raw, C and D lost",
-    "line_ends_cr_only": "exit 0, 0 rows: a lone CR ends no record, the data lands in the header",
-    "parquet_wrong_magic": _COLUMN_NOISE,
-    "arrow_file_named_parquet": _COLUMN_NOISE,
-    "parquet_email_binary_not_utf8": "traceback: polars ComputeError 'invalid utf8' in normalize",
-    "parquet_email_list": "traceback: polars InvalidOperationError casting List to String",
-    "parquet_email_struct": 'exit 0: each struct is cast to text (\'{"ann","x"}\'), syntax_invalid',
-    "gzip_csv": _COLUMN_NOISE,
-    "zip_csv": _COLUMN_NOISE,
-    "xlsx": _COLUMN_NOISE,
-    "output_is_the_input_csv": _WHOLE_FILE,
-    "output_is_the_input_parquet": _WHOLE_FILE,
-    "output_is_the_input_spelled_otherwise": _WHOLE_FILE,
-    "rejects_file_is_the_input": "the input is replaced by the (header-only) rejects file, exit 0",
-    "output_is_a_directory": "traceback: IsADirectoryError from os.replace(tmp, 'sub')",
-    "output_under_a_regular_file": "traceback: FileExistsError from mkdir of the output's folder",
-    "output_s3_url": _URL_OUTPUT,
-    "output_https_url": _URL_OUTPUT,
-    "output_gs_url": _URL_OUTPUT,
-    "input_s3_url": _URL_INPUT,
-    "input_https_url": _URL_INPUT,
-    "work_dir_holds_a_foreign_file": "the finished run deletes precious/: notes.txt and the output",
-    "work_dir_is_dot": "the finished run deletes everything in the working directory",
-    "work_dir_is_a_file": "exit 1 (StoreError 'File exists') instead of 2",
-    "named_pipe": "opened twice: the second open waits for a writer forever (or finds it 'empty')",
-    "stdin_as_dash": "exit 2, 'Cannot read the input file -': '-' is taken as a file name",
-    "dev_stdin": _TWICE,
-    "process_substitution": _TWICE,
-    "output_write_fails": "traceback: polars ComputeError 'File too large' from write_parquet",
-}
+# What today's code does with the cases it gets wrong: each a strict xfail naming what happens.
+TODAY: dict[str, str] = {}
 
 
 def _param(case: Case) -> object:
@@ -136,7 +94,6 @@ def test_clean(case: Case, runs: Runs) -> None:
     check(case.expect, ran.run, ran.where, ran.before, ran.outcome)
 
 
-@pytest.mark.xfail(strict=True, reason="the stores are created 0644 (umask 022)")
 def test_stores_are_private(tmp_path: Path) -> None:
     """The caches hold addresses (personal data): owner-only files whatever the umask."""
     where = tmp_path / "case"
@@ -169,7 +126,6 @@ def test_a_run_killed_mid_write_leaves_no_output(tmp_path: Path) -> None:
     assert not (where / "out.parquet").exists()
 
 
-@pytest.mark.xfail(strict=True, reason="the killed run's .out.parquet.<pid>.tmp stays for good")
 def test_the_next_run_leaves_no_temporary_files(tmp_path: Path) -> None:
     where = _killed_mid_write(tmp_path)
     outcome = execute(Run("list.csv"), where, tmp_path / "cache")

@@ -7,8 +7,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from pipeline.core.delimited import sniff_delimiter
 from pipeline.core.errors import InputError
-from pipeline.stages.read import find_email_column, read_list, sniff_delimiter
+from pipeline.stages.read import find_email_column, read_list
 
 
 @pytest.mark.parametrize(
@@ -52,45 +53,47 @@ def test_named_email_column_exact_then_case_insensitive() -> None:
 def test_utf8_bom_is_not_part_of_the_first_column(tmp_path: Path) -> None:
     path = tmp_path / "bom.csv"
     path.write_bytes("\ufeffemail,name\nä@b.de,Jürgen\n".encode())
-    result = read_list(path)
-    assert result.email_column == "email"
+    result = read_list(path, tmp_path)
+    assert result.reader.email_column == "email"
     assert result.frame.row(0) == ("ä@b.de", "Jürgen")
-    assert result.warnings == ()
+    assert result.reader.warnings == ()
 
 
 def test_latin1_bytes_fall_back_with_a_warning(tmp_path: Path) -> None:
     path = tmp_path / "latin.csv"
     path.write_bytes(b"email;name\nx@y.fr;Fran\xe7ois\n")
-    result = read_list(path)
+    result = read_list(path, tmp_path)
     assert result.frame.row(0) == ("x@y.fr", "François")
-    assert result.encoding == "cp1252"
-    assert "not valid UTF-8" in result.warnings[0] and "offset 22" in result.warnings[0]
+    assert result.reader.encoding == "cp1252"
+    warning = result.reader.warnings[0]
+    assert "not valid UTF-8" in warning and "offset 22" in warning
 
 
 def test_values_are_kept_as_written(tmp_path: Path) -> None:
     path = tmp_path / "zip.csv"
     path.write_text("email,zip,amount\na@b.com,01234,1.50\n")
-    assert read_list(path).frame.row(0) == ("a@b.com", "01234", "1.50")
+    assert read_list(path, tmp_path).frame.row(0) == ("a@b.com", "01234", "1.50")
 
 
 def test_short_rows_are_padded_and_long_rows_rejected(tmp_path: Path) -> None:
     path = tmp_path / "ragged.csv"
     path.write_text('email,a,b\nx@y.com,1,2\nz@y.com\n"multi\nline@y.com",1,2,3\nw@y.com,1,2\n')
-    result = read_list(path)
+    result = read_list(path, tmp_path)
     assert result.frame.get_column("email").to_list() == ["x@y.com", "z@y.com", "w@y.com"]
     assert result.frame.row(1) == ("z@y.com", None, None)
     assert result.rejects.rows() == [
-        (4, "row has 4 fields but the header has 3", "multi\nline@y.com,1,2,3")
+        # The raw text as the file has it, quotes included, so nothing is lost.
+        (4, "row has 4 fields but the header has 3", '"multi\nline@y.com",1,2,3')
     ]
 
 
 def test_parquet_is_recognised_by_content_and_keeps_types(tmp_path: Path) -> None:
     path = tmp_path / "list.data"  # no .parquet suffix on purpose
     pl.DataFrame({"id": [1, 2], "Email": ["a@b.com", None]}).write_parquet(path)
-    result = read_list(path)
-    assert result.source_format == "parquet"
+    result = read_list(path, tmp_path)
+    assert result.reader.source_format == "parquet"
     assert result.frame.schema["id"] == pl.Int64
-    assert result.email_column == "Email"
+    assert result.reader.email_column == "Email"
 
 
 def test_truncated_parquet_is_an_input_error(tmp_path: Path) -> None:
@@ -98,16 +101,18 @@ def test_truncated_parquet_is_an_input_error(tmp_path: Path) -> None:
     pl.DataFrame({"email": ["a@b.com"] * 100}).write_parquet(path)
     path.write_bytes(path.read_bytes()[:60])
     with pytest.raises(InputError, match=r"Cannot read .* as Parquet"):
-        read_list(path)
+        read_list(path, tmp_path)
 
 
 def test_empty_file_is_an_input_error(tmp_path: Path) -> None:
     path = tmp_path / "empty.csv"
     path.write_text("")
     with pytest.raises(InputError, match="is empty"):
-        read_list(path)
+        read_list(path, tmp_path)
 
 
 def test_directory_is_an_input_error(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="Cannot read the input file"):
-        read_list(tmp_path)
+    with pytest.raises(
+        InputError, match="is a directory that holds no Parquet file"
+    ):  # a folder is a dataset
+        read_list(tmp_path, tmp_path)

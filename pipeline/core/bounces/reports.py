@@ -22,7 +22,7 @@ from pipeline.core.bounces.types import BounceEvent, BounceKind, Rejected
 from pipeline.core.bounces.values import cell_text, timestamp
 from pipeline.core.errors import InputError
 from pipeline.core.status_codes import find_status, status_class
-from pipeline.core.tables import Table, find_column, is_parquet, read_head, read_table
+from pipeline.core.tables import FileKind, Table, file_kind, find_column, read_head, read_table
 
 # Header names of a bounce table, compared after case-folding and dropping spaces, - and _
 # ("E-Mail", "Bounce Type", "bounced_at" all match). The first name found wins.
@@ -80,7 +80,7 @@ def read_bounce_file(path: Path) -> tuple[list[BounceEvent], Rejected]:
     head = read_head(path, _SNIFF_BYTES, _WHAT)
     mtime = _modified(path)
     suffix = path.suffix.lower()
-    if is_parquet(path, head):
+    if file_kind(path, head) is FileKind.PARQUET:
         return _table_events(read_table(path, _WHAT), path, mtime)
     if suffix == ".mbox" or MBOX_FROM_LINE.match(head):
         return messages_events(read_mbox(path), path.name, mtime)

@@ -88,9 +88,9 @@ class SmtpChecker:
                 self.budget,
                 self._remember,
                 dns_concurrency=dns.config.concurrency,
+                on_catch_all=lambda domain, flag: self.cache.put_catch_all({domain: flag}),
             )
             answers.update(await prober.run(reached, known))
-            self.cache.put_catch_all(prober.catch_all)
             sent = prober.stats
             busiest = max(sent.sessions_per_host.values(), default=0)
             stats = CheckStats("smtp", sent.rcpts, sent.sessions, busiest)

@@ -103,6 +103,7 @@ class Prober:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         dns_concurrency: int = 100,
+        on_catch_all: Callable[[str, bool], None] | None = None,
     ) -> None:
         self._resolver = resolver
         self._config = config
@@ -110,6 +111,7 @@ class Prober:
         self._lists = lists
         self.budget = budget
         self._on_result = on_result
+        self._on_catch_all = on_catch_all  # each domain's catch-all answer, as it is learned
         self._clock = clock
         self._sleep = sleep
         self._hosts: dict[str, HostState] = {}
@@ -177,6 +179,8 @@ class Prober:
             outcome = classify(replies[probe])
             if outcome is not Mailbox.DEFERRED:  # deferred: learn nothing, ask the addresses
                 self.catch_all[domain] = outcome is Mailbox.OK
+                if self._on_catch_all is not None:
+                    self._on_catch_all(domain, outcome is Mailbox.OK)
             return None
         return failure
 
@@ -196,13 +200,17 @@ class Prober:
                     finish(by_address[address], _NOT_VERIFIED)
                 break
             chunk = pending[: self._config.rcpts_per_session]
-            replies, failure, unasked = await self._ask(hosts, chunk)
-            for address, reply in replies.items():
+
+            def answered(address: str, reply: Reply) -> None:
+                # Kept the moment it arrives: a run killed mid-session loses only what is in
+                # flight (RFC 5321 has no way to ask the same server "what did you say?").
                 outcome = classify(reply)
                 if outcome is Mailbox.DEFERRED:
                     deferred.append(by_address[address])
                 else:
                     finish(by_address[address], result_of(reply, outcome))
+
+            _, failure, unasked = await self._ask(hosts, chunk, answered)
             rest = pending[len(chunk) :]
             if failure is None and unasked and self.budget.exhausted:
                 failure = _NOT_VERIFIED
@@ -215,7 +223,10 @@ class Prober:
         return deferred
 
     async def _ask(
-        self, hosts: list[str], recipients: list[str]
+        self,
+        hosts: list[str],
+        recipients: list[str],
+        on_reply: Callable[[str, Reply], None] | None = None,
     ) -> tuple[dict[str, Reply], MailboxResult | None, list[str]]:
         """One session with the first host that lets us in: replies, a failure, the unasked.
 
@@ -230,7 +241,7 @@ class Prober:
             addresses = await self._host_addresses(host)
             if not addresses:
                 continue
-            session = await self._session(host, state, addresses[0], recipients)
+            session = await self._session(host, state, addresses[0], recipients, on_reply)
             self._judge_host(state, session)
             if session.replies or session.failure is None:
                 return session.replies, None, session.unasked(recipients)
@@ -246,7 +257,12 @@ class Prober:
         return {}, failure, recipients
 
     async def _session(
-        self, host: str, state: HostState, address: str, recipients: list[str]
+        self,
+        host: str,
+        state: HostState,
+        address: str,
+        recipients: list[str],
+        on_reply: Callable[[str, Reply], None] | None,
     ) -> SessionResult:
         async with state.sessions:
             rest = state.rest_until - self._clock()
@@ -265,7 +281,7 @@ class Prober:
                 self.stats.rcpts += 1
                 return True
 
-            return await probe_session(address, recipients, self._settings, pace)
+            return await probe_session(address, recipients, self._settings, pace, on_reply)
 
     def _judge_host(self, state: HostState, session: SessionResult) -> None:
         """Count policy refusals in a row; a 421 or 4.7.x also makes the host rest."""

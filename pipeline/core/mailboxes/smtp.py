@@ -130,11 +130,13 @@ async def probe_session(
     recipients: Sequence[str],
     settings: SmtpSettings,
     pace: Callable[[], Awaitable[bool]] | None = None,
+    on_reply: Callable[[str, Reply], None] | None = None,
 ) -> SessionResult:
     """Ask *host* about *recipients* in one session; never raises for network trouble.
 
     *pace* is awaited before each RCPT: it may wait (rate limits) or answer False to stop the
     session (the budget is spent); the recipients not asked are then left out of the result.
+    *on_reply* hears each recipient's reply the moment it arrives.
     """
     result = SessionResult()
     client = aiosmtplib.SMTP(
@@ -158,6 +160,8 @@ async def probe_session(
             if outcome is Mailbox.TOO_MANY or reply.code == 421:
                 return _ended(result, reply)
             result.replies[recipient] = reply
+            if on_reply is not None:  # the caller keeps it now: a kill must not lose it
+                on_reply(recipient, reply)
         await client.quit()
     except aiosmtplib.SMTPConnectTimeoutError:
         result.failure = Mailbox.TIMEOUT

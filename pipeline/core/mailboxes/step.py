@@ -27,7 +27,8 @@ from pipeline.core.mailboxes.types import (
 )
 from pipeline.core.schema import keyed_schema
 
-_PROBEABLE = (
+# Rows whose address is worth an address-level check (one per distinct address).
+PROBEABLE = (
     ~pl.col("DUPLICATE")
     & (pl.col("KEY") != "")
     # RCPT with a non-ASCII local part needs SMTPUTF8 on the far side: not probed.
@@ -38,7 +39,7 @@ _PROBEABLE = (
 
 def probe_order(rows: pl.DataFrame) -> pl.DataFrame:
     """The probeable rows, one per address, best-informing first."""
-    candidates = rows.lazy().with_row_index("_row").filter(_PROBEABLE)
+    candidates = rows.lazy().with_row_index("_row").filter(PROBEABLE)
     good_domain = (
         (pl.col("DNS_STATUS") == DnsStatus.MX.value)
         & ~pl.col("DISPOSABLE")
@@ -132,7 +133,7 @@ def attach_remote_answers(rows: pl.DataFrame, answers: dict[str, RemoteAnswer]) 
             "API_SUSPECTED_BOUNCES",
         ),
     )
-    return _join_answers(rows, table)
+    return join_answers(rows, table)
 
 
 def _failure(answer: RemoteAnswer) -> str | None:
@@ -152,10 +153,10 @@ def attach_mailbox_answers(rows: pl.DataFrame, answers: dict[str, MailboxResult]
         },
         schema=keyed_schema("MAILBOX", "MAILBOX_REPLY", "MAILBOX_AT"),
     )
-    return _join_answers(rows, table)
+    return join_answers(rows, table)
 
 
-def _join_answers(rows: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+def join_answers(rows: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
     """Each row gets its address's answer by KEY, so duplicates get their first's answer;
     rows that were never probeable get nulls even when another row shares their key."""
     probeable = (pl.col("KEY") != "") & (pl.col("SYNTAX") == Syntax.OK.value)

@@ -184,7 +184,8 @@ def test_windows_1252_is_read(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("id,name\n1,Ann\n", "Its columns are: 'id', 'name'"),
-        ("", r"Its columns are: \(none\)"),
+        ("", r"is empty: there is no header row"),
+        ("\n\n", r"Its columns are: \(none\)"),
     ],
 )
 def test_a_table_without_an_email_column_is_an_input_error(

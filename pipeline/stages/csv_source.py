@@ -1,0 +1,193 @@
+"""A delimited-text list, read batch by batch in bounded memory.
+
+Before the first batch the file is made plain UTF-8: a UTF-8 file (BOM or not) is read as it
+is; UTF-16, or text that is not valid UTF-8 (then cp1252, or Latin-1, with a warning naming the
+first bad byte), is transcoded once into a UTF-8 copy in the run's spill folder. Its records are
+counted without parsing it (:func:`~pipeline.core.delimited.count_records_in`).
+
+Batches come from polars' batched reader while that reader can be trusted: it reads every record
+as a row, so the rows it returns must add up to the records counted. When they do not (a ragged
+row, a lone CR ending a line, a quote that never closes), :class:`ReadAgain` asks the caller to
+start over with the exact reader (:class:`~pipeline.core.delimited.Table`), which accounts for
+every line and puts what it cannot use in the rejects, with the line and the raw text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+
+from pipeline.core.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
+from pipeline.core.errors import InputError
+
+REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
+_CHUNK: Final = 1 << 24  # bytes read at a time
+_SNIFF: Final = 1 << 16
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+class ReadAgain(Exception):
+    """The fast reader's rows do not add up to the file's records: read it with the exact one."""
+
+
+class CsvSource:
+    """A CSV (or ``;`` TAB ``|`` delimited) list as UTF-8, its header, and its batches."""
+
+    def __init__(self, path: Path, spill: Path) -> None:
+        self.path = path
+        self.text, self.encoding, self.warnings = _as_utf8(path, spill)
+        self.records = count_records_in(_chunks(self.text))
+        head = _head(self.text)
+        if not head.strip():
+            raise InputError(f"{path} is empty: there is no header row and no address in it.")
+        self.delimiter = sniff_delimiter(head)
+        with _lines(self.text) as lines:
+            self.columns = unique_names(Table(lines, self.delimiter).header)
+        self.exact = self.records is None  # quotes that do not pair up: no count to check
+
+    @property
+    def schema(self) -> dict[str, pl.DataType]:
+        return dict.fromkeys(self.columns, pl.String())
+
+    @property
+    def bytes_per_row(self) -> float:
+        return self.text.stat().st_size / max(1, (self.records or 2) - 1)
+
+    def batches(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+        """(rows, rejects) of at most *rows* rows each, in file order."""
+        if self.exact:
+            yield from self._exact(rows)
+        else:
+            yield from self._fast(rows)
+
+    def _fast(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+        scan = pl.scan_csv(self.text, separator=self.delimiter, infer_schema=False, quote_char='"')
+        read = 0
+        no_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
+        try:
+            for batch in scan.collect_batches(chunk_size=rows):
+                if batch.columns != self.columns:
+                    raise ReadAgain
+                read += batch.height
+                yield batch, no_rejects
+        except pl.exceptions.PolarsError as exc:
+            raise ReadAgain from exc
+        if self.records is None or read != self.records - 1:
+            raise ReadAgain
+
+    def _exact(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+        with _lines(self.text) as lines:
+            table = Table(lines, self.delimiter)
+            kept: list[list[str | None]] = []
+            rejects: list[tuple[int, str, str]] = []
+            for line, cells, raw in table:
+                if isinstance(cells, str):
+                    rejects.append((line, cells, raw))
+                else:
+                    kept.append([cell or None for cell in cells])  # empty cells are nulls
+                if len(kept) >= rows:
+                    yield self._frame(kept), _rejects(rejects)
+                    kept, rejects = [], []
+            if kept or rejects:
+                yield self._frame(kept), _rejects(rejects)
+
+    def _frame(self, rows: list[list[str | None]]) -> pl.DataFrame:
+        return pl.DataFrame(rows, schema=self.schema, orient="row")
+
+
+def _rejects(rejects: list[tuple[int, str, str]]) -> pl.DataFrame:
+    return pl.DataFrame(rejects, schema=REJECT_SCHEMA, orient="row")
+
+
+def unique_names(header: list[str]) -> list[str]:
+    """Header names made unique the way polars makes them, so both readers agree."""
+    seen: dict[str, int] = {}
+    names = []
+    for name in header:
+        if name in seen:
+            names.append(f"{name}_duplicated_{seen[name]}")
+            seen[name] += 1
+        else:
+            seen[name] = 0
+            names.append(name)
+    return names
+
+
+def _as_utf8(path: Path, spill: Path) -> tuple[Path, str, tuple[str, ...]]:
+    """*path* if it is UTF-8, else a UTF-8 copy of it in *spill*; the encoding; warnings."""
+    with path.open("rb") as handle:
+        head = handle.read(_SNIFF)
+    utf16 = utf16_encoding(head[: len(head) - len(head) % 2])
+    if utf16 is not None:
+        return _transcode(path, spill, utf16), utf16, ()
+    bad = _first_bad_utf8(path)
+    if bad is None:
+        return path, "utf-8", ()
+    encoding = "cp1252" if _decodes(path, "cp1252") else "latin-1"
+    warning = (
+        f"{path} is not valid UTF-8 (first bad byte at offset {bad}); read it as {encoding}. "
+        "Save the file as UTF-8 to silence this warning."
+    )
+    return _transcode(path, spill, encoding), encoding, (warning,)
+
+
+def _first_bad_utf8(path: Path) -> int | None:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    for chunk in _chunks(path):
+        try:
+            decoder.decode(chunk)
+        except UnicodeDecodeError as exc:
+            return offset + exc.start
+        offset += len(chunk)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:
+        return offset + exc.start
+    return None
+
+
+def _decodes(path: Path, encoding: str) -> bool:
+    decoder = codecs.getincrementaldecoder(encoding)()
+    try:
+        for chunk in _chunks(path):
+            decoder.decode(chunk)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _transcode(path: Path, spill: Path, encoding: str) -> Path:
+    target = spill / "input.utf8.csv"
+    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    with target.open("wb") as out:
+        for chunk in _chunks(path):
+            out.write(decoder.decode(chunk).encode("utf-8"))
+        out.write(decoder.decode(b"", final=True).encode("utf-8"))
+    return target
+
+
+def _chunks(path: Path) -> Iterator[bytes]:
+    """The file's bytes, a chunk at a time, without a leading UTF-8 BOM."""
+    with path.open("rb") as handle:
+        first = True
+        while chunk := handle.read(_CHUNK):
+            yield chunk.removeprefix(_BOM) if first else chunk
+            first = False
+
+
+def _head(path: Path) -> str:
+    with path.open("rb") as handle:
+        return handle.read(_SNIFF).removeprefix(_BOM).decode("utf-8", errors="ignore")
+
+
+@contextlib.contextmanager
+def _lines(path: Path) -> Iterator[Iterator[str]]:
+    """The UTF-8 file's physical lines (LF, CRLF and lone CR all end one), BOM dropped."""
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        yield iter(handle)

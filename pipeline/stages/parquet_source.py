@@ -1,0 +1,104 @@
+"""A Parquet list, one file or a dataset of shards, read batch by batch in bounded memory.
+
+A dataset is a directory of ``*.parquet`` files (how BigQuery, Snowflake and Spark export a
+table) or a glob of them; its shards are read in the order of their names, which is the order
+those tools number them in (``part-00000``, ``part-00001``, ...). Every shard must have the
+first one's columns; a shard's types are cast to the first one's.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.core.errors import InputError
+from pipeline.core.tables import check_parquet
+from pipeline.stages.csv_source import REJECT_SCHEMA
+
+_GLOB: Final = ("*", "?", "[")
+
+
+def is_dataset(text: str) -> bool:
+    """A directory, or a glob pattern: a list of Parquet shards."""
+    return Path(text).is_dir() or any(c in text for c in _GLOB)
+
+
+def shards(text: str) -> list[Path]:
+    """The Parquet files of a dataset, in name order; InputError when there are none."""
+    path = Path(text)
+    found = sorted(path.glob("*.parquet")) if path.is_dir() else sorted(map(Path, glob.glob(text)))
+    files = [p for p in found if p.is_file()]
+    if not files:
+        what = "is a directory that holds" if path.is_dir() else "matches"
+        raise InputError(
+            f"{text} {what} no Parquet file (*.parquet). Pass a CSV or Parquet file, a folder "
+            "of Parquet shards, or a glob of them such as 'export/part-*.parquet'."
+        )
+    return files
+
+
+class ParquetSource:
+    """One Parquet file or the shards of a dataset, as batches of polars frames."""
+
+    def __init__(self, files: list[Path]) -> None:
+        self.files = files
+        self.encoding = self.delimiter = ""
+        self.warnings: tuple[str, ...] = ()
+        self.exact = False
+        self._schema = _schema_of(files[0])
+        empty = pl.from_arrow(self._schema.empty_table())
+        assert isinstance(empty, pl.DataFrame)
+        self._polars_schema = dict(empty.schema)
+        self.columns = list(self._polars_schema)
+        for shard in files[1:]:
+            if _schema_of(shard).names != self._schema.names:
+                raise InputError(
+                    f"The Parquet shard {shard} has other columns than {files[0]}: every "
+                    "shard of a dataset must have the same columns."
+                )
+
+    @property
+    def schema(self) -> dict[str, pl.DataType]:
+        return self._polars_schema
+
+    @property
+    def bytes_per_row(self) -> float:
+        """Uncompressed bytes per row, from the first shard's metadata."""
+        meta = _open(self.files[0]).metadata
+        size: int = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        rows: int = meta.num_rows
+        return size / max(1, rows)
+
+    def batches(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+        no_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
+        for shard in self.files:
+            try:
+                for batch in _open(shard).iter_batches(batch_size=rows):
+                    table = pa.Table.from_batches([batch]).cast(self._schema)
+                    frame = pl.from_arrow(table)
+                    assert isinstance(frame, pl.DataFrame)
+                    yield frame, no_rejects
+            except (OSError, pa.ArrowException) as exc:
+                raise InputError(
+                    f"Cannot read {shard} as Parquet: {exc}. Check that the file is complete."
+                ) from exc
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    check_parquet(path)
+    try:
+        return pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(
+            f"Cannot read {path} as Parquet: {exc}. Check that the file is complete."
+        ) from exc
+
+
+def _schema_of(path: Path) -> pa.Schema:
+    return _open(path).schema_arrow
