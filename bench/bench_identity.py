@@ -291,7 +291,7 @@ def run(work: Path, *, http: bool) -> tuple[dict[str, Any], str]:
     first = _first_import_state(population, paths, work, owners, present)
     steps = load_store(population, paths, db)
     final = inspect(db, owners, present)
-    answers, work = search_in_process(db, population.searches)
+    answers, statements = search_in_process(db, population.searches)
     verdicts = [judge(s, a, owners) for s, (a, _) in zip(population.searches, answers, strict=True)]
     lines = [
         _composition(population),
@@ -300,7 +300,7 @@ def run(work: Path, *, http: bool) -> tuple[dict[str, Any], str]:
     leaks = revealed(population, [a for a, _ in answers], owners)
     lines += [f"Answers revealing an erased or opted-out person: {leaks}.", ""]
     lines += [_outcomes(population.searches, verdicts, [o for _, o in answers])]
-    lines += [work_line(work), ""]
+    lines += [work_line(statements), ""]
     lines += [store_lines("After the first import", first, len(present))]
     lines += [store_lines("At the end (opt-outs, second import)", final, len(present)), ""]
     lines += [f"Import and opt-outs: {json.dumps(steps)}"]
