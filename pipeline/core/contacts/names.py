@@ -230,27 +230,41 @@ class Term:
         return cls(tuple(kept[:limit]), "," in text)
 
 
+class _Role(enum.StrEnum):
+    """What a word of a term is in a record."""
+
+    GIVEN = "given"
+    SURNAME = "surname"
+    MIDDLE = "middle"  # a middle name or its initial
+    SUFFIX = "suffix"
+    CONTEXT = "context"  # a word of the address or employer
+    NICKNAME = "given, widened"  # a nickname or an initial of the given name
+    INITIAL = "surname, widened"  # an initial of the surname
+
+
+_WIDENED: Final = (_Role.NICKNAME, _Role.INITIAL)
+
+
 def fit(term: Term, parts: NameParts, context: frozenset[str]) -> Fit:
     """How the record with name *parts* and address and employer words *context* fits *term*."""
     if not (parts.given and parts.surname):
         return Fit.NONE
-    roles = [_role(token, parts, context) for token in term.tokens]
-    if any(role is None for role in roles):
+    found = [_role(token, parts, context) for token in term.tokens]
+    roles = [role for role in found if role is not None]
+    if len(roles) < len(found):
         return Fit.NONE
-    named = [(at, r) for at, r in enumerate(roles) if r is not None and r not in ("c", "m", "x")]
-    given = [at for at, role in named if role in ("g", "g~")]
-    surname = [role for _, role in named if role in ("s", "s~")]
-    if len(given) != 1 or not _whole_surname(term, parts, surname):
+    given = [at for at, role in enumerate(roles) if role in (_Role.GIVEN, _Role.NICKNAME)]
+    surname = [at for at, role in enumerate(roles) if role in (_Role.SURNAME, _Role.INITIAL)]
+    if len(given) != 1 or not _whole_surname(term, parts, [roles[at] for at in surname]):
         return Fit.NONE
-    first_surname = min(at for at, role in named if role in ("s", "s~"))
-    if given[0] > first_surname and not term.comma:
+    if given[0] > surname[0] and not term.comma:  # "Roe Jane" is not "Roe, Jane"
         return Fit.NONE
-    return Fit.WIDENED if any(role.endswith("~") for _, role in named) else Fit.EXACT
+    return Fit.WIDENED if any(role in _WIDENED for role in roles) else Fit.EXACT
 
 
-def _whole_surname(term: Term, parts: NameParts, roles: list[str]) -> bool:
-    if "s~" in roles:  # "Kofi A.": a lone initial stands for the whole surname
-        return roles == ["s~"]
+def _whole_surname(term: Term, parts: NameParts, roles: list[_Role]) -> bool:
+    if _Role.INITIAL in roles:  # "Kofi A.": a lone initial stands for the whole surname
+        return roles == [_Role.INITIAL]
     present = [t for t in parts.surname if t in term.tokens]
     if len(present) != len(roles):
         return False
@@ -263,23 +277,23 @@ def _whole_surname(term: Term, parts: NameParts, roles: list[str]) -> bool:
     return whole or first_only
 
 
-def _role(token: str, parts: NameParts, context: frozenset[str]) -> str | None:
-    """What *token* is in the record: g(iven), s(urname), m(iddle), x (suffix), c(ontext), or
-    through a nickname or initial g~ / s~; None when nothing."""
+def _role(token: str, parts: NameParts, context: frozenset[str]) -> _Role | None:
+    """What *token* is in the record; None when nothing. The exact roles come first: a word
+    that is a word of the record's address is never read as a nickname."""
     if token == parts.given:
-        return "g"
+        return _Role.GIVEN
     if token in parts.surname:
-        return "s"
+        return _Role.SURNAME
     if token in parts.middle or (len(token) == 1 and any(m[0] == token for m in parts.middle)):
-        return "m"
+        return _Role.MIDDLE
     if token == parts.suffix:
-        return "x"
+        return _Role.SUFFIX
     if token in context:
-        return "c"
+        return _Role.CONTEXT
     if same_given(token, parts.given) or _initial(token, parts.given):
-        return "g~"
+        return _Role.NICKNAME
     if _initial(token, parts.surname[0]) and len(parts.surname) == 1:
-        return "s~"
+        return _Role.INITIAL
     return None
 
 

@@ -1,6 +1,10 @@
-"""The contact store's SQLite schema and statements."""
+"""The contact store's SQLite schema and statements, and the upgrade of an earlier schema."""
 
 from __future__ import annotations
+
+import sqlite3
+
+from pipeline.core.contacts.names import first_token, parse_name
 
 # Schema versions (PRAGMA user_version): 0 is a store from before names were read into parts;
 # 1 adds contacts.parts and contacts.hidden and indexes parts, address and company.
@@ -130,3 +134,27 @@ SCRUB_AUDIT = (
     f"UPDATE audit SET term_hmac = '', record_id = NULL "
     f"WHERE record_id IN {_IDS} OR term_hmac IN {_IDS}"
 )
+
+
+def upgrade(db: sqlite3.Connection) -> None:
+    """From an earlier version to :data:`VERSION`, inside the caller's transaction."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(contacts)")}
+    if "parts" not in columns:
+        _execute_all(db, UPGRADE_COLUMNS)
+        named = db.execute(NAMES).fetchall()
+        known = frozenset(first_token(name) for _, name in named)
+        db.executemany(SET_PARTS, [(parse_name(n, known).encode(), rid) for rid, n in named])
+    # The index is made after the parts are in: its triggers must not see them change.
+    _execute_all(db, FULL_TEXT)
+    db.execute(REBUILD_FULL_TEXT)
+    db.execute(f"PRAGMA user_version = {VERSION}")
+
+
+def _execute_all(db: sqlite3.Connection, script: str) -> None:
+    # executescript would commit the open transaction first; one statement at a time does not.
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            db.execute(statement)
+            statement = ""

@@ -36,7 +36,6 @@ import hashlib
 import hmac
 import json
 import secrets
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -48,7 +47,7 @@ from pipeline.core.config import ContactsConfig, known_region
 from pipeline.core.contacts import privacy, sql
 from pipeline.core.contacts.identity import normalize_phone, person_key, reads_as
 from pipeline.core.contacts.importer import Drafts, normalize_rows, read_contacts
-from pipeline.core.contacts.names import Fit, NameParts, first_token, parse_name
+from pipeline.core.contacts.names import Fit, NameParts, parse_name
 from pipeline.core.contacts.search import (
     candidate,
     classify_term,
@@ -113,20 +112,9 @@ class ContactStore(SqliteFile):
 
     def _upgrade(self) -> None:
         """Bring a store of an earlier schema version up to this one (see sql.VERSION)."""
-        if self._query("PRAGMA user_version")[0][0] >= sql.VERSION:
-            return
-        columns = {row[1] for row in self._query("PRAGMA table_info(contacts)")}
-        with self._transaction("BEGIN IMMEDIATE"):
-            if "parts" not in columns:
-                self._run(lambda db: _execute_all(db, sql.UPGRADE_COLUMNS))
-                named = self._query(sql.NAMES)
-                known = frozenset(first_token(name) for _, name in named)
-                parts = [(parse_name(name, known).encode(), rid) for rid, name in named]
-                self._run(lambda db: db.executemany(sql.SET_PARTS, parts))
-            # The index is made after the parts are in: its triggers must not see them change.
-            self._run(lambda db: _execute_all(db, sql.FULL_TEXT))
-            self._run(lambda db: db.execute(sql.REBUILD_FULL_TEXT))
-            self._run(lambda db: db.execute(f"PRAGMA user_version = {sql.VERSION}"))
+        if self._query("PRAGMA user_version")[0][0] < sql.VERSION:
+            with self._transaction("BEGIN IMMEDIATE"):
+                self._run(sql.upgrade)
 
     # ---- import
 
@@ -388,16 +376,6 @@ class ContactStore(SqliteFile):
         # its suppression digest, and an email never collides with a phone (\x1f: unit separator).
         message = f"{purpose}\x1f{kind}\x1f{value}".encode()
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
-
-
-def _execute_all(db: sqlite3.Connection, script: str) -> None:
-    # executescript would commit the open transaction first; one statement at a time does not.
-    statement = ""
-    for line in script.splitlines(keepends=True):
-        statement += line
-        if sqlite3.complete_statement(statement):
-            db.execute(statement)
-            statement = ""
 
 
 def _stored(row: Sequence[Any]) -> StoredRow:
