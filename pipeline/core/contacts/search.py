@@ -156,21 +156,21 @@ def name_fit(term: Term, stored: StoredRow) -> Fit:
 # --------------------------------------------------------------------------- people
 
 
-def same_person(a: Candidate, b: Candidate) -> bool:
-    """Two records of one person: names that agree, and a shared email, phone or address.
+def _links(c: Candidate) -> list[str]:
+    """The values that tie a record to another of the same person (with an agreeing name).
 
-    A phone is shared when the numbers are the same after their country codes too: a number
-    written nationally in a file that does not say the country was read as a number of
-    ``contacts.region``, and under the same name it is the same person's number.
+    A phone counts by its number after the country code: a number written nationally in a file
+    that did not say the country was read as one of ``contacts.region``, and under the same
+    name it is the same person's number.
     """
-    if not names_agree(a.parts, b.parts):
-        return False
-    phones = a.contact.phone and b.contact.phone
-    return bool(
-        (a.email_key and a.email_key == b.email_key)
-        or (phones and national_number(a.contact.phone) == national_number(b.contact.phone))
-        or (a.address_key and a.address_key == b.address_key)
-    )
+    values = [f"email:{c.email_key}", f"address:{c.address_key}"]
+    values.append(f"phone:{national_number(c.contact.phone)}" if c.contact.phone else "")
+    return [v for v in values if not v.endswith(":") and v]
+
+
+def same_person(a: Candidate, b: Candidate) -> bool:
+    """Two records of one person: names that agree, and a shared email, phone or address."""
+    return names_agree(a.parts, b.parts) and bool(set(_links(a)) & set(_links(b)))
 
 
 def people(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
@@ -185,10 +185,13 @@ def people(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
             i = parent[i]
         return i
 
-    for i, a in enumerate(candidates):
-        for j in range(i):
-            if same_person(a, candidates[j]):
-                parent[root(i)] = root(j)
+    holders: dict[str, list[int]] = {}  # records sharing a value, not every pair of records
+    for i, c in enumerate(candidates):
+        for value in _links(c):
+            for j in holders.setdefault(value, []):
+                if names_agree(c.parts, candidates[j].parts):
+                    parent[root(i)] = root(j)
+            holders[value].append(i)
     groups: dict[int, list[Candidate]] = {}
     for i, c in enumerate(candidates):
         groups.setdefault(root(i), []).append(c)
