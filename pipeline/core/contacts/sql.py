@@ -128,7 +128,14 @@ DELETE = f"DELETE FROM contacts WHERE id IN {_IDS}"
 # Another person's record keeps nothing of an erased person: a shared mailbox or number goes.
 BLANK_EMAILS = f"UPDATE contacts SET email = '', email_key = '' WHERE email_key IN {_IDS}"
 BLANK_PHONES = f"UPDATE contacts SET phone = '' WHERE phone IN {_IDS}"
+ADD_SECRET = "INSERT OR IGNORE INTO secret (id, value) VALUES (1, ?)"
+SECRET = "SELECT value FROM secret WHERE id = 1"
+SCHEMA_VERSION = "PRAGMA user_version"
+ANY_SUPPRESSED = "SELECT EXISTS (SELECT 1 FROM suppressed)"
 AUDIT_COLUMNS = ("at", "key_id", "client_ip", "kind", "term_hmac", "record_id", "outcome")
+ADD_AUDIT = f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+AUDIT_SINCE = f"SELECT {', '.join(AUDIT_COLUMNS)} FROM audit WHERE at >= ? ORDER BY at, rowid"
+PURGE_AUDIT = "DELETE FROM audit WHERE at < ?"
 # The audit keeps that a lookup happened, not whom it was about.
 SCRUB_AUDIT = (
     f"UPDATE audit SET term_hmac = '', record_id = NULL "

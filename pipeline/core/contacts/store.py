@@ -103,16 +103,12 @@ class ContactStore(SqliteFile):
         self._upgrade()
         # Made once per store (INSERT OR IGNORE keeps the first). 32 bytes is SHA-256's output
         # length L, below which RFC 2104 §3 discourages HMAC keys.
-        self._run(
-            lambda db: db.execute(
-                "INSERT OR IGNORE INTO secret (id, value) VALUES (1, ?)", (secrets.token_bytes(32),)
-            )
-        )
-        self._secret: bytes = self._query("SELECT value FROM secret WHERE id = 1", ())[0][0]
+        self._run(lambda db: db.execute(sql.ADD_SECRET, (secrets.token_bytes(32),)))
+        self._secret: bytes = self._query(sql.SECRET, ())[0][0]
 
     def _upgrade(self) -> None:
         """Bring a store of an earlier schema version up to this one (see sql.VERSION)."""
-        if self._query("PRAGMA user_version")[0][0] < sql.VERSION:
+        if self._query(sql.SCHEMA_VERSION)[0][0] < sql.VERSION:
             with self._transaction("BEGIN IMMEDIATE"):
                 self._run(sql.upgrade)
 
@@ -127,7 +123,7 @@ class ContactStore(SqliteFile):
         imported = merged = 0
         with self._lock, self._transaction("BEGIN IMMEDIATE"):
             now = self._clock()
-            screen = self._query("SELECT EXISTS (SELECT 1 FROM suppressed)", ())[0][0] == 1
+            screen = self._query(sql.ANY_SUPPRESSED, ())[0][0] == 1
             for start in range(0, len(rows), _BATCH):
                 batch = rows[start : start + _BATCH]
                 added, joined, refused = self._import_batch(batch, source, now, screen)
@@ -348,26 +344,20 @@ class ContactStore(SqliteFile):
             lookup.contact.record_id if lookup.contact is not None else None,
             lookup.outcome.value,
         )
-        insert = f"INSERT INTO audit ({', '.join(sql.AUDIT_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)"
         with self._lock:
-            self._run(lambda db: db.execute(insert, row))
+            self._run(lambda db: db.execute(sql.ADD_AUDIT, row))
 
     def audit_records(self, since: float | None = None) -> list[dict[str, object]]:
         """Audit records, oldest first; only those at or after *since* when given."""
-        select = (
-            f"SELECT {', '.join(sql.AUDIT_COLUMNS)} FROM audit WHERE at >= ? ORDER BY at, rowid"
-        )
         with self._lock:
-            rows = self._query(select, (float("-inf") if since is None else since,))
+            rows = self._query(sql.AUDIT_SINCE, (float("-inf") if since is None else since,))
         return [dict(zip(sql.AUDIT_COLUMNS, row, strict=True)) for row in rows]
 
     def purge_audit(self) -> int:
         """Delete audit records older than ``contacts.retention_days``; how many went."""
         cutoff = self._clock() - self._config.retention_days * _DAY
         with self._lock:
-            return self._run(
-                lambda db: db.execute("DELETE FROM audit WHERE at < ?", (cutoff,)).rowcount
-            )
+            return self._run(lambda db: db.execute(sql.PURGE_AUDIT, (cutoff,)).rowcount)
 
     # ---- plumbing
 
