@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime as dt
 import json
@@ -133,12 +134,17 @@ def _contacts_forget(args: argparse.Namespace) -> int:
     if not (args.email or args.phone):
         raise UsageError("Name the person by --email, by --phone or both (--name may follow).")
     config = load_config(args.config)
-    mailboxes = beside_domain_cache(cache_path(args, config), "mailboxes")
-    with (
-        _contact_store(args) as contacts,
-        MailboxCache(mailboxes, config.verify) as cache,
-        BounceLedger(bounce_ledger_path(args, config), config.bounces) as ledger,
-    ):
+    answers = beside_domain_cache(cache_path(args, config), "mailboxes")
+    events = bounce_ledger_path(args, config)
+    with contextlib.ExitStack() as stack:
+        contacts = stack.enter_context(_contact_store(args))
+        # A store that was never made holds nothing about anyone: it is not made now.
+        cache = (
+            stack.enter_context(MailboxCache(answers, config.verify)) if answers.exists() else None
+        )
+        ledger = (
+            stack.enter_context(BounceLedger(events, config.bounces)) if events.exists() else None
+        )
         done = forget(
             args.request, contacts, cache, ledger, email=args.email, phone=args.phone,
             name=args.name,

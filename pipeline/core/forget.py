@@ -51,15 +51,18 @@ class Forgotten:
 def forget(
     request: Request,
     contacts: ContactStore,
-    mailboxes: MailboxCache,
-    ledger: BounceLedger,
+    mailboxes: MailboxCache | None,
+    ledger: BounceLedger | None,
     *,
     email: str | None = None,
     phone: str | None = None,
     name: str | None = None,
 ) -> Forgotten:
-    """Carry out *request* for the person named by *email* / *phone* (and *name*)."""
+    """Carry out *request* for the person named by *email* / *phone* (and *name*). A store that
+    does not exist yet (None) holds nothing to forget."""
     act = contacts.erase if request is Request.ERASE else contacts.suppress
     reached = act(email=email, phone=phone, name=name)
     keys = reached.email_keys
-    return Forgotten(reached, mailboxes.forget(keys), ledger.forget(keys))
+    answers = mailboxes.forget(keys) if mailboxes is not None else 0
+    events = ledger.forget(keys) if ledger is not None else 0
+    return Forgotten(reached, answers, events)
