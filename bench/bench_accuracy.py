@@ -15,7 +15,14 @@ three times, each with a fresh cache: in the sandbox with ``--verify smtp`` and 
 * per class of the world, the wrong answers: deliverable marked Invalid, undeliverable marked
   Valid; and the replies behind deliverable addresses marked Invalid;
 * typo suggestions per distinct domain: recall on squatted typos not in known_typos.txt, and
-  the other typo classes; suggestions given to real near-provider domains (online, offline).
+  the other typo classes; suggestions given to real near-provider domains (online, offline);
+* a sweep beyond the world's sample: every one-edit typing slip of the world's typo targets that
+  is no listed domain, as a squatter would register it (MX at a parking service's host), and
+  the share that gets the right suggestion.
+
+The sandbox gives the probes names of its own (probe.listclean-sandbox.net), which the world's
+DNS does not know: its servers that check senders refuse them, as real ones refuse
+postmaster@localhost.
 """
 
 from __future__ import annotations
@@ -32,6 +39,15 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipeline.core.lists import load_lists  # noqa: E402
+from pipeline.core.suggest import suggest_domain  # noqa: E402
+from pipeline.sandbox.evaluation.names import (  # noqa: E402
+    NEAR_PROVIDER,
+    TYPO_TARGETS,
+    one_edit_typos,
+    shipped_list,
+    shipped_pairs,
+)
 from pipeline.sandbox.evaluation.world import SEED, generate  # noqa: E402
 
 CONFIG = ROOT / "configs" / "sandbox.toml"
@@ -147,6 +163,24 @@ def typo_report(rows: pl.DataFrame, title: str) -> None:
     print(f"  near-provider domains given a suggestion: {near.height}/{total}{suffix}")
 
 
+def typo_sweep() -> None:
+    """Every unlisted one-edit slip of the typo targets, squatted (MX at a parking host)."""
+    lists = load_lists()
+    listed = shipped_list("popular_domains.txt") | shipped_list("free_providers.txt")
+    listed |= set(shipped_pairs("known_typos.txt")) | set(NEAR_PROVIDER)
+    print("\nsweep: every unlisted one-edit slip of a typo target, MX at a parking host")
+    total = found = 0
+    for target in TYPO_TARGETS:
+        slips = [t for t in one_edit_typos(target) if t not in listed]
+        right = sum(
+            suggest_domain(t, has_working_mx=True, lists=lists, mx="park-mx.above.com") == target
+            for t in slips
+        )
+        total, found = total + len(slips), found + right
+        print(f"  {target:16} recall {_pct(right, len(slips)):>6} ({right}/{len(slips)})")
+    print(f"  {'all':16} recall {_pct(found, total):>6} ({found}/{total})")
+
+
 def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "n/a"
 
@@ -184,6 +218,7 @@ def main() -> None:
         harmful_replies(smtp_rows)
         typo_report(judged(truth, dns), "online (--verify none)")
         typo_report(judged(truth, offline), "offline")
+        typo_sweep()
 
 
 if __name__ == "__main__":

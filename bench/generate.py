@@ -62,18 +62,28 @@ CHUNK = 1_000_000
 
 
 def make_world(domains: list[str], rng: random.Random) -> dict[str, object]:
+    """Two thirds of the MX domains use one of 500 shared hosting mail hosts, the others two
+    hosts of their own; every MX host has an address, as a working one must."""
     zones: dict[str, object] = {p: {"mx": [[10, f"mx.{p}"]]} for p in PROVIDERS}
+    hosting = [(f"mx1.hosting{i}.net", f"mx2.hosting{i}.net") for i in range(500)]
     for domain in domains:
         k = rng.random()
-        if k < 0.90:
+        if k < 0.60:
+            first, second = rng.choice(hosting)
+            zones[domain] = {"mx": [[10, first], [20, second]]}
+        elif k < 0.90:
             zones[domain] = {"mx": [[10, f"mx1.{domain}"], [20, f"mx2.{domain}"]]}
         elif k < 0.92:
             zones[domain] = {"mx": [[0, "."]]}
         elif k < 0.94:
-            zones[domain] = {"a": ["192.0.2.1"]}
+            zones[domain] = {"a": ["203.0.114.1"]}  # routable: an implicit MX counts
         elif k < 0.96:
             zones[domain] = {}
         # else: absent from the world -> NXDOMAIN
+    for zone in list(zones.values()):
+        for _, host in zone.get("mx", []):  # type: ignore[attr-defined]
+            if host != ".":
+                zones.setdefault(host, {"a": ["203.0.114.25"]})
     return {"zones": zones}
 
 

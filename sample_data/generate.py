@@ -159,10 +159,12 @@ TYPOS_ABSENT = ("gmai.com", "yahooo.com", "outlok.com", "gmail.con")
 SPECIAL_ZONES: dict[str, dict[str, object]] = {
     # RFC 7505 null MX: the domain accepts no mail.
     "parkedsite.net": {"mx": [[0, "."]]},
-    # No MX but an A record: RFC 5321 §5.1 implicit MX.
-    "smallbiz-bakery.com": {"a": ["192.0.2.10"]},
+    # No MX but an A record: RFC 5321 §5.1 implicit MX. An implicit MX counts only when its
+    # address is globally routable (the documentation ranges 192.0.2.0/24 and 2001:db8::/32 are
+    # not), so these are global addresses; the sandbox never connects outside loopback.
+    "smallbiz-bakery.com": {"a": ["203.0.114.10"]},
     # No MX, only AAAA: the implicit MX rule covers AAAA too.
-    "v6only-hosting.net": {"aaaa": ["2001:db8::25"]},
+    "v6only-hosting.net": {"aaaa": ["2001:67c:2e8::25"]},
     # The name exists but has no records at all: NODATA for MX, A and AAAA.
     "empty-records.com": {},
     "broken-dns-co.com": {"rcode": "SERVFAIL"},

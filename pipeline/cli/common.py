@@ -23,6 +23,7 @@ from pipeline.core.engine import Engine, Progress
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
 from pipeline.core.sqlite import beside_domain_cache
+from pipeline.core.verdict import Reason
 from pipeline.stages.workdir import WorkDir
 
 REPO_WORLD = Path(__file__).resolve().parents[2] / "sample_data" / "world.json"
@@ -203,6 +204,19 @@ def plan_text(plan: Plan) -> str:
         f"budget {budget} covers {plan.covered:,} of them."
     )
     return text.replace("SMTP check", "API request") if plan.kind == "api" else text
+
+
+def sender_hint(reasons: dict[str, int]) -> str:
+    """What to do when mail servers refused us rather than the mailboxes; "" when none did."""
+    refused = reasons.get(Reason.SMTP_SENDER_REFUSED.value, 0)
+    if not refused:
+        return ""
+    return (
+        f"{refused:,} rows were not verified because their mail servers refused our "
+        "envelope sender or EHLO name (smtp_sender_refused). Run `listclean doctor`, then pass "
+        "--helo with this host's fully qualified name and --mail-from with an address in a "
+        "domain you control (an MX record and an SPF record allowing this host)."
+    )
 
 
 def _progress(total: int, label: str) -> Progress:

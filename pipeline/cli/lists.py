@@ -15,6 +15,7 @@ from pipeline.cli.common import (
     effective_config,
     open_engine,
     sandbox_world,
+    sender_hint,
     verify_config,
     verify_options,
 )
@@ -22,6 +23,7 @@ from pipeline.core.config import load_config
 from pipeline.core.doctor import run_doctor
 from pipeline.core.engine import verify_once
 from pipeline.core.errors import UsageError
+from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
 from pipeline.stages.job import CleanJob, check_output, open_input, refuse_url
 from pipeline.stages.runner import RunSummary, run_clean
@@ -90,7 +92,8 @@ def _clean(args: argparse.Namespace) -> int:
         summary = run_clean(job, engine, folder.path)
         if work is not None:
             work.finish()
-    for warning in summary.warnings:
+    hint = sender_hint(summary.reasons)
+    for warning in [*summary.warnings, *([hint] if hint else [])]:
         print(f"listclean: warning: {warning}", file=sys.stderr)
     if not args.quiet:
         print_summary(summary, sys.stdout)
@@ -108,7 +111,8 @@ def _doctor(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         config = sandbox_world(stack, args, effective_config(args))
         settings = smtp_settings(config.verify, loopback_only=args.sandbox)
-        checks = asyncio.run(run_doctor(config, settings))
+        lists = load_lists(config.lists.extra_disposable, config.lists.extra_free)
+        checks = asyncio.run(run_doctor(config, settings, lists))
     for check in checks:
         print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
     return 0 if all(c.ok for c in checks) else 1

@@ -21,9 +21,11 @@ from pipeline.core.dns import SharedResolver
 from pipeline.core.domain_cache import DomainCache
 from pipeline.core.engine import Engine, ProgressFactory
 from pipeline.core.errors import UsageError
-from pipeline.core.lists import load_lists
+from pipeline.core.exchanges import Routing
+from pipeline.core.lists import DomainLists, load_lists
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.checkers import AddressChecker, ApiChecker, PlanSink, SmtpChecker
+from pipeline.core.mailboxes.identity import identity_of, require_real
 from pipeline.core.mailboxes.smtp import smtp_settings
 from pipeline.core.mailboxes.types import Budget
 from pipeline.core.sqlite import beside_domain_cache
@@ -53,7 +55,7 @@ def open_engine(
     cache = stack.enter_context(DomainCache(domain_cache, config.cache, options.clock))
     ledger_path = beside_domain_cache(domain_cache, "bounces", config.bounces.db)
     ledger = stack.enter_context(BounceLedger(ledger_path, config.bounces))
-    checker = None if options.offline else _checker(stack, config, domain_cache, options)
+    checker = None if options.offline else _checker(stack, config, domain_cache, options, lists)
     return Engine(
         config,
         lists,
@@ -63,15 +65,22 @@ def open_engine(
         options.progress,
         checker,
         ledger,
+        Routing(sandbox=options.loopback_only),
     )
 
 
 def _checker(
-    stack: contextlib.ExitStack, config: Config, domain_cache: Path, options: EngineOptions
+    stack: contextlib.ExitStack,
+    config: Config,
+    domain_cache: Path,
+    options: EngineOptions,
+    lists: DomainLists,
 ) -> AddressChecker | None:
     mode = config.verify.mode
     if mode == "none":
         return None
+    if mode == "smtp":  # before anything is opened or sent: names no server would accept
+        require_real(identity_of(config.verify, sandbox=options.loopback_only), lists.is_tld)
     path = beside_domain_cache(domain_cache, "mailboxes")
     cache = stack.enter_context(MailboxCache(path, config.verify, options.clock))
     if options.spent is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiodns
@@ -48,6 +48,10 @@ class DnsAnswer:
     status: DnsStatus
     # Lowest-preference exchange, lower case, no trailing dot; the domain itself for implicit MX.
     mx: str = ""
+    # What a fresh lookup saw, for judging whether mail can go anywhere
+    # (pipeline.core.exchanges); not part of the answer's identity, and not cached.
+    exchanges: tuple[str, ...] = field(default=(), compare=False)  # MX hosts, best first
+    addresses: tuple[str, ...] = field(default=(), compare=False)  # an implicit MX's A records
 
 
 class _Outcome(enum.Enum):
@@ -139,15 +143,17 @@ def _pick_mx(records: Sequence[Any]) -> DnsAnswer:
         return DnsAnswer(DnsStatus.NULL_MX)
     # A null MX beside real ones is a misconfiguration; the real hosts still receive mail.
     # Ties on preference are broken by name so the MX column is stable across runs.
-    return DnsAnswer(DnsStatus.MX, min(real)[1])
+    ranked = tuple(dict.fromkeys(host for _, host in sorted(real)))
+    return DnsAnswer(DnsStatus.MX, ranked[0], exchanges=ranked)
 
 
 async def _implicit_mx(resolver: Resolver, domain: str) -> DnsAnswer:
     # RFC 5321 §5.1: with no MX records, the domain's own address is the mail host.
     for qtype in ("A", "AAAA"):
-        outcome, _ = await resolver.query(domain, qtype)
+        outcome, records = await resolver.query(domain, qtype)
         if outcome is _Outcome.RECORDS:
-            return DnsAnswer(DnsStatus.IMPLICIT_MX, domain)
+            found = tuple(r.data.addr for r in records if hasattr(r.data, "addr"))
+            return DnsAnswer(DnsStatus.IMPLICIT_MX, domain, addresses=found)
         if outcome is _Outcome.NXDOMAIN:
             return DnsAnswer(DnsStatus.NO_DOMAIN)
         if outcome in _FAILURE:
@@ -178,6 +184,38 @@ async def host_addresses(resolver: Resolver, host: str) -> list[str]:
         if outcome is _Outcome.RECORDS:
             found.extend(r.data.addr for r in records if hasattr(r.data, "addr"))
     return found
+
+
+class HostStatus(enum.StrEnum):
+    """What DNS says about a host name's addresses (an MX host's, or an implicit MX's)."""
+
+    ADDRESS = "address"  # an A or AAAA record
+    NO_ADDRESS = "no_address"  # the name exists, with neither record
+    NO_HOST = "no_host"  # NXDOMAIN
+    TEMPORARY = "temporary"  # SERVFAIL or timeouts after retries
+
+
+@dataclass(frozen=True)
+class HostAnswer:
+    status: HostStatus
+    addresses: tuple[str, ...] = ()
+
+
+async def lookup_host(
+    resolver: Resolver, host: str, qtypes: Sequence[str] = ("A", "AAAA")
+) -> HostAnswer:
+    """The addresses of *host*: A records first, AAAA only when there is no A record."""
+    status = HostStatus.NO_ADDRESS
+    for qtype in qtypes:
+        outcome, records = await resolver.query(host, qtype)
+        found = tuple(r.data.addr for r in records if hasattr(r.data, "addr"))
+        if found:  # (a CNAME chain alone is no address)
+            return HostAnswer(HostStatus.ADDRESS, found)
+        if outcome is _Outcome.NXDOMAIN:
+            return HostAnswer(HostStatus.NO_HOST)
+        if outcome in _FAILURE:
+            status = HostStatus.TEMPORARY
+    return HostAnswer(status)
 
 
 async def lookup_domains(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from pipeline.core.config import CacheConfig
-from pipeline.core.dns import NEGATIVE, TEMPORARY, DnsAnswer, DnsStatus
+from pipeline.core.dns import NEGATIVE, TEMPORARY, DnsAnswer, DnsStatus, HostStatus
 from pipeline.core.errors import StoreError
 from pipeline.core.sqlite import SqliteFile
 
@@ -28,11 +28,19 @@ CREATE TABLE IF NOT EXISTS domains (
     checked_at REAL NOT NULL,
     expires_at REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS hosts (
+    host       TEXT PRIMARY KEY,   -- an MX host name
+    status     TEXT NOT NULL,      -- a HostStatus: has an address, has none, does not exist
+    expires_at REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 
 class DomainCache(SqliteFile):
-    """Cached DNS answers per domain, with expiry."""
+    """Cached DNS answers per domain, and per MX host (whether it has an address), with expiry.
+
+    Hosts are kept so that tomorrow's run does not ask again about the mail hosts that many of
+    its new domains share (pipeline.core.exchanges)."""
 
     def __init__(
         self, path: Path, config: CacheConfig, clock: Callable[[], float] = time.time
@@ -76,6 +84,35 @@ class DomainCache(SqliteFile):
                 self._db.executemany("INSERT OR REPLACE INTO domains VALUES (?, ?, ?, ?, ?)", rows)
         except sqlite3.Error as exc:
             raise self._broken(exc) from exc
+
+    def get_hosts(self, hosts: Iterable[str]) -> dict[str, HostStatus]:
+        """Unexpired statuses of those of *hosts* that are cached."""
+        try:
+            rows = self._db.execute(
+                "SELECT h.host, h.status FROM json_each(?) AS w "
+                "JOIN hosts AS h ON h.host = w.value WHERE h.expires_at > ?",
+                (json.dumps(list(hosts)), self._clock()),
+            ).fetchall()
+        except sqlite3.Error as exc:
+            raise self._broken(exc) from exc
+        return {host: HostStatus(status) for host, status in rows}
+
+    def put_hosts(self, answers: Mapping[str, HostStatus]) -> None:
+        now = self._clock()
+        rows = [(h, s.value, now + self._host_ttl(s)) for h, s in answers.items()]
+        try:
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.executemany("INSERT OR REPLACE INTO hosts VALUES (?, ?, ?)", rows)
+        except sqlite3.Error as exc:
+            raise self._broken(exc) from exc
+
+    def _host_ttl(self, status: HostStatus) -> int:
+        if status is HostStatus.TEMPORARY:
+            return self._config.ttl_temporary
+        if status is HostStatus.ADDRESS:
+            return self._config.ttl_good
+        return self._config.ttl_negative
 
     def _ttl(self, status: DnsStatus) -> int:
         if status in TEMPORARY:

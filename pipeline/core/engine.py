@@ -12,10 +12,10 @@ rule, and a distributed runner can call the same functions per partition.
 
 from __future__ import annotations
 
+import asyncio
 import functools
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import polars as pl
@@ -23,8 +23,16 @@ import polars as pl
 from pipeline.core.address import Syntax, normalize_column, normalize_domain
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
-from pipeline.core.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains
+from pipeline.core.dns import (
+    TEMPORARY,
+    DnsAnswer,
+    DnsStatus,
+    Resolver,
+    SharedResolver,
+    lookup_domains,
+)
 from pipeline.core.domain_cache import DomainCache
+from pipeline.core.exchanges import MemoryHosts, Routing, judge_exchanges
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import AddressChecker
 from pipeline.core.mailboxes.types import CheckStats, Mailbox
@@ -61,6 +69,8 @@ class Engine:
     checker: AddressChecker | None = None
     # The bounce ledger; None: no bounce history (both bounce flags false).
     bounces: BounceLedger | None = None
+    # Which addresses mail can reach: implicit MX records must lead somewhere routable.
+    routing: Routing = field(default_factory=Routing)
 
 
 @dataclass(frozen=True)
@@ -152,46 +162,79 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
     sent_before = engine.dns.queries_sent
     resolver = await engine.dns.get()
     bar = engine.progress(len(domains), "DNS") if engine.progress else None
-    keeper = _AnswerKeeper(engine.cache, bar)
+    keeper = _AnswerKeeper(engine, resolver, bar)
     try:
-        answers = await lookup_domains(
-            resolver, domains, engine.config.dns.concurrency, keeper.keep
-        )
+        await lookup_domains(resolver, domains, engine.config.dns.concurrency, keeper.put)
+        answers = await keeper.finish()
     finally:
-        keeper.flush()
+        keeper.stop()
         if bar:
             bar.close()
     return answers, engine.dns.queries_sent - sent_before
 
 
 class _AnswerKeeper:
-    """Commits DNS answers to the domain cache in small groups as they arrive, so a run killed
-    in the middle of a long lookup round keeps all but the last second's answers."""
+    """Judges each domain's exchanges and commits the answers to the domain cache in small
+    groups as they arrive (at most :data:`_GROUP` answers or :data:`_SECONDS` apart), while the
+    lookups go on: a run killed in the middle of a long lookup round keeps all but the last
+    group."""
 
-    _EVERY = 500  # answers
+    _GROUP = 500
     _SECONDS = 1.0
 
-    def __init__(self, cache: DomainCache | None, bar: Progress | None) -> None:
-        self._cache = cache
+    def __init__(self, engine: Engine, resolver: Resolver, bar: Progress | None) -> None:
+        self._engine = engine
+        self._resolver = resolver
         self._bar = bar
-        self._pending: dict[str, DnsAnswer] = {}
-        self._since = time.monotonic()
+        self._hosts = engine.cache if engine.cache is not None else MemoryHosts()
+        self._queue: asyncio.Queue[tuple[str, DnsAnswer] | None] = asyncio.Queue()
+        self._answers: dict[str, DnsAnswer] = {}
+        self._task = asyncio.ensure_future(self._consume())
 
-    def keep(self, domain: str, answer: DnsAnswer) -> None:
+    def put(self, domain: str, answer: DnsAnswer) -> None:
+        self._queue.put_nowait((domain, answer))
+
+    async def finish(self) -> dict[str, DnsAnswer]:
+        self._queue.put_nowait(None)
+        await self._task
+        return self._answers
+
+    def stop(self) -> None:
+        self._task.cancel()
+
+    async def _consume(self) -> None:
+        done = False
+        while not done:
+            group, done = await self._group()
+            if group:
+                await self._keep(group)
+
+    async def _group(self) -> tuple[dict[str, DnsAnswer], bool]:
+        """The next group of answers, and whether the lookups are over."""
+        group: dict[str, DnsAnswer] = {}
+        deadline = asyncio.get_running_loop().time() + self._SECONDS
+        while len(group) < self._GROUP:
+            wait = deadline - asyncio.get_running_loop().time()
+            try:
+                item = await asyncio.wait_for(self._queue.get(), max(wait, 0.0) if group else None)
+            except TimeoutError:
+                return group, False
+            if item is None:
+                return group, True
+            group[item[0]] = item[1]
+        return group, False
+
+    async def _keep(self, group: dict[str, DnsAnswer]) -> None:
+        engine = self._engine
+        concurrency = engine.config.dns.concurrency
+        judged = await judge_exchanges(
+            self._resolver, group, self._hosts, engine.routing, concurrency
+        )
+        if engine.cache is not None:
+            engine.cache.put_many(judged)
+        self._answers.update(judged)
         if self._bar is not None:
-            self._bar.update(1)
-        if self._cache is None:
-            return
-        self._pending[domain] = answer
-        full = len(self._pending) >= self._EVERY
-        if full or time.monotonic() - self._since >= self._SECONDS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self._cache is not None and self._pending:
-            self._cache.put_many(self._pending)
-        self._pending = {}
-        self._since = time.monotonic()
+            self._bar.update(len(judged))
 
 
 def _domain_table(
@@ -205,10 +248,7 @@ def _domain_table(
             "MX": [answers[d].mx for d in domains],
             "DISPOSABLE": [lists.is_disposable(d) for d in domains],
             "FREE_PROVIDER": [lists.is_free_provider(d) for d in domains],
-            "SUGGESTED_DOMAIN": [
-                suggest_domain(d, has_working_mx=s is DnsStatus.MX, lists=lists)
-                for d, s in zip(domains, statuses, strict=True)
-            ],
+            "SUGGESTED_DOMAIN": [_suggestion(lists, d, answers[d]) for d in domains],
         },
         schema={
             "DOMAIN": pl.String,
@@ -219,6 +259,19 @@ def _domain_table(
             "SUGGESTED_DOMAIN": pl.String,
         },
     )
+
+
+def _suggestion(lists: DomainLists, domain: str, answer: DnsAnswer) -> str:
+    return suggest_domain(
+        domain,
+        has_working_mx=answer.status is DnsStatus.MX,
+        lists=lists,
+        mx=answer.mx,
+        dns_answered=answer.status not in _UNANSWERED,
+    )
+
+
+_UNANSWERED = frozenset({DnsStatus.OFFLINE, *TEMPORARY})
 
 
 def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.DataFrame:
@@ -285,8 +338,11 @@ def attach_bounces(
             "LEDGER_KNOWN": [f.known for f in flags.values()],
             "LEDGER_SUSPECTED": [f.suspected for f in flags.values()],
             "LEDGER_LAST_HARD_AT": [f.last_hard_at for f in flags.values()],
+            "LEDGER_DELIVERED": [f.delivered for f in flags.values()],
         },
-        schema=keyed_schema("LEDGER_KNOWN", "LEDGER_SUSPECTED", "LEDGER_LAST_HARD_AT"),
+        schema=keyed_schema(
+            "LEDGER_KNOWN", "LEDGER_SUSPECTED", "LEDGER_LAST_HARD_AT", "LEDGER_DELIVERED"
+        ),
     )
     return rows.join(table, on="KEY", how="left", maintain_order="left")
 
@@ -323,6 +379,10 @@ def address_flags() -> dict[Reason, pl.Expr]:
         Reason.SMTPUTF8: syntax == Syntax.SMTPUTF8.value,
         Reason.ROLE: pl.col("ROLE"),
         **domain_flags(),
+        # A mail server that accepted the mailbox (on a domain whose catch-all probe it refused)
+        # answers the doubt an implicit MX raises: mail to the domain's A record is taken.
+        Reason.IMPLICIT_MX: _dns_flag(DnsStatus.IMPLICIT_MX)
+        & (pl.col("MAILBOX") != Mailbox.OK.value).fill_null(True),
         **{Reason(m.value): pl.col("MAILBOX") == m.value for m in _MAILBOX_REASONS},
         Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
         # A mail server accepting the mailbox after the last hard bounce is newer evidence.

@@ -82,6 +82,12 @@ class DomainLists:
         """
         return self.psl.privatesuffix(lookup_key(domain)) or ""
 
+    def is_tld(self, label: str) -> bool:
+        """Return True if ``label`` ("com", "de") is a top-level domain of the suffix list."""
+        # accept_unknown=False: by default publicsuffixlist treats any unknown TLD as a
+        # public suffix, which would make every TLD look real.
+        return bool(self.psl.is_public(label.lower(), accept_unknown=False))
+
     def is_disposable(self, domain: str) -> bool:
         """Return True if ``domain`` or a parent up to its registrable domain is disposable.
 

@@ -46,6 +46,7 @@ ADDRESS_COLUMNS: Mapping[str, type[pl.DataType]] = {
     "LEDGER_KNOWN": pl.Boolean,  # the bounce ledger's flags
     "LEDGER_SUSPECTED": pl.Boolean,
     "LEDGER_LAST_HARD_AT": pl.Float64,
+    "LEDGER_DELIVERED": pl.Boolean,  # delivered to since its last hard bounce: it exists
 }
 
 

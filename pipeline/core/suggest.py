@@ -23,9 +23,17 @@ normalised form (trimmed, lower case, no trailing dot). Rules, in order:
    breaks ties by keyboard distance). A tie is final: rule 5 is not tried.
 4. A domain with its own working MX (``has_working_mx=True``) is only corrected
    by rule 2, or when it is one edit away from one of the biggest providers
-   (:data:`MX_OVERRIDE_PROVIDERS`) and keeps that provider's first letter. Those
-   providers' near-misses are overwhelmingly squatted typos; the first-letter
-   condition keeps real businesses such as "cloud.com" (vs "icloud.com") out.
+   (:data:`MX_OVERRIDE_PROVIDERS`, nearest among them, ties broken as in rule 3)
+   and its MX (``mx``) is not one of those providers' own mail hosts
+   (:data:`PROVIDER_INFRASTRUCTURE`: their own registration, or a customer of
+   theirs), and either
+   a. it keeps that provider's first letter ("gmaiq.com"), or
+   b. its MX is a third party's that is no mainstream mail host
+      (:data:`MAIL_HOSTING`): not under the domain's own name, not Microsoft 365,
+      Google Workspace or the like. Typo-squatters point the MX of their
+      near-misses ("otmail.com", "uotlook.com") at a parking service's
+      catch-all host; real organisations near a provider's name receive mail on
+      their own hosts or at a mainstream one ("cloud.com", "wahoo.com").
    aol.com, live.com and msn.com are deliberately not in that list: their
    three- and four-letter names are one edit away from many real companies
    ("bol.com", "aon.com", "line.com"); their common typos are in rule 2 instead.
@@ -34,6 +42,14 @@ normalised form (trimmed, lower case, no trailing dot). Rules, in order:
    with the closest common suffix from :data:`COMMON_SUFFIXES` at distance 1,
    breaking ties as in rule 3 and abstaining otherwise. Not applied to a domain
    with a working MX (a domain under a non-existent TLD cannot have one anyway).
+6. When DNS could not answer (``dns_answered=False``: offline, timeouts,
+   SERVFAIL), the domain may be a real one with mail of its own, and rule 4's
+   protection cannot be applied: only rule 2 corrects it ("aon.com" stays).
+   A domain under a TLD that does not exist cannot be real, so rules 3 and 5
+   still apply to it.
+7. A TLD fix (rule 5) whose result is itself a near-miss of a popular domain
+   by rule 3 ("ahoo.con" -> "ahoo.com" -> "yahoo.com") corrects both; a tie
+   there abstains rather than return a half-corrected name.
 
 Speed: the function is called once per distinct domain. The per-call work for an
 ordinary domain is two hash look-ups and one rapidfuzz ``process.extract`` over
@@ -141,6 +157,27 @@ COMMON_SUFFIXES = (
     "co.il",
 )
 
+_OVERRIDE_ORDER = tuple(sorted(MX_OVERRIDE_PROVIDERS))
+
+# Rule 4: mail hosts of the top providers themselves. A near-miss whose MX is one of theirs is
+# the provider's own (defensive) registration or one of its hosted customers: never "corrected".
+PROVIDER_INFRASTRUCTURE = frozenset(
+    {"google.com", "googlemail.com", "yahoodns.net", "yahoo.com", "outlook.com", "hotmail.com"}
+    | {"icloud.com", "apple.com", "me.com"}
+)
+# Rule 4: mainstream mail hosting and filtering services (registrable domains of their MX
+# hosts, as published in their set-up guides). Real organisations near a provider's name
+# receive mail there (aon.com at Microsoft 365, wahoo.com at Google Workspace); a squatted
+# typo points its MX at a domain-parking service's catch-all host instead.
+MAIL_HOSTING = PROVIDER_INFRASTRUCTURE | frozenset(
+    {
+        "zoho.com", "zoho.eu", "messagingengine.com", "protonmail.ch", "pphosted.com",
+        "ppe-hosted.com", "mimecast.com", "barracudanetworks.com", "secureserver.net",
+        "ovh.net", "kundenserver.de", "ionos.com", "gmx.net", "web.de", "mail.ru",
+        "yandex.net", "yandex.ru", "qq.com", "emailsrvr.com", "mailgun.org", "fastmail.com",
+    }
+)  # fmt: skip
+
 _QWERTY_ROWS = ("1234567890-", "qwertyuiop", "asdfghjkl", "zxcvbnm")
 # Horizontal offset of each row on a physical keyboard, in key widths.
 _QWERTY_STAGGER = (0.0, 0.5, 0.75, 1.25)
@@ -174,34 +211,56 @@ class _Nearest:
     distance: int
 
 
-def suggest_domain(domain: str, *, has_working_mx: bool, lists: DomainLists) -> str:
-    """Return the corrected ASCII domain for a likely typo, or "" (see module docstring)."""
+def suggest_domain(
+    domain: str,
+    *,
+    has_working_mx: bool,
+    lists: DomainLists,
+    mx: str = "",
+    dns_answered: bool = True,
+) -> str:
+    """Return the corrected ASCII domain for a likely typo, or "" (see module docstring).
+
+    *mx* is the domain's best MX host when it has one ("" when unknown); *dns_answered* is
+    False when DNS could not say whether the domain exists (offline, timeouts, SERVFAIL).
+    """
     key = lookup_key(domain)
     if not key or key in lists.free_providers:
         return ""
     fixed = lists.known_typos.get(key)
     if fixed is not None:
         return fixed if fixed != key else ""
+    if not dns_answered and _tld_is_real(key, lists):
+        return ""  # rule 6: maybe a real domain with mail of its own; only rule 2 may speak
     query = _unicode_form(key)
-    if has_working_mx and not _near_override_provider(query):
-        # Rule 4 leaves a domain with its own MX alone unless it is a near-miss of a top
-        # provider; asking those few first spares most domains the search over all of them.
-        return ""
+    if has_working_mx:
+        return _squatted(query, key, mx, lists)
     nearest = _nearest(query, lists.popular_domains)
     if nearest is not None:
-        if nearest.distance == 0 or not nearest.domain:
-            return ""
-        if has_working_mx and not _mx_override(query, nearest):
-            return ""
-        return nearest.domain
-    if has_working_mx:
-        return ""
+        return nearest.domain if nearest.distance else ""  # a tie is final ("")
     return _fix_tld(key, lists)
 
 
-def _nearest(query: str, choices: tuple[str, ...]) -> _Nearest | None:
+def _squatted(query: str, key: str, mx: str, lists: DomainLists) -> str:
+    """Rule 4: a domain with its own MX, one edit from a top provider."""
+    if not _near_override_provider(query, any_letter=True):
+        return ""  # most domains stop here, before any search
+    nearest = _nearest(query, _OVERRIDE_ORDER, cutoff=1)
+    if nearest is None or nearest.distance != 1 or not nearest.domain:
+        return ""
+    host = lists.registrable_domain(mx) if mx else ""
+    if host in PROVIDER_INFRASTRUCTURE:
+        return ""  # the provider's own mail hosts: its domain, or one of its customers
+    if query[:1] == nearest.domain[:1]:
+        return nearest.domain
+    third_party = bool(host) and host != lists.registrable_domain(key)
+    return nearest.domain if third_party and host not in MAIL_HOSTING else ""
+
+
+def _nearest(query: str, choices: tuple[str, ...], cutoff: int | None = None) -> _Nearest | None:
     """Return the single closest choice within the rule-3 cutoff, a tie, or None."""
-    cutoff = 1 if len(query) <= SHORT_DOMAIN_MAX_LEN else 2
+    if cutoff is None:
+        cutoff = 1 if len(query) <= SHORT_DOMAIN_MAX_LEN else 2
     matches = process.extract(query, choices, scorer=OSA.distance, score_cutoff=cutoff, limit=None)
     if not matches:
         return None
@@ -234,18 +293,11 @@ def _is_typing_slip(typed: str, intended: str) -> bool:
     return False
 
 
-def _near_override_provider(query: str) -> bool:
+def _near_override_provider(query: str, *, any_letter: bool = False) -> bool:
     return any(
-        query[:1] == provider[:1] and OSA.distance(query, provider, score_cutoff=1) <= 1
+        (any_letter or query[:1] == provider[:1])
+        and OSA.distance(query, provider, score_cutoff=1) <= 1
         for provider in MX_OVERRIDE_PROVIDERS
-    )
-
-
-def _mx_override(query: str, nearest: _Nearest) -> bool:
-    return (
-        nearest.distance == 1
-        and nearest.domain in MX_OVERRIDE_PROVIDERS
-        and query[:1] == nearest.domain[:1]
     )
 
 
@@ -269,13 +321,19 @@ def _fix_tld(key: str, lists: DomainLists) -> str:
     best = min(candidates.values())
     tied = [fixed for fixed, distance in candidates.items() if distance == best]
     winner = _break_tie(key, tied, best).domain
-    return winner if winner != key else ""
+    if not winner or winner == key:
+        return ""
+    # Rule 7: the name may be misspelt too ("ahoo.con"): fix both, or abstain on a tie.
+    named = _nearest(_unicode_form(winner), lists.popular_domains)
+    return winner if named is None else named.domain
 
 
 def _is_real_tld(label: str, lists: DomainLists) -> bool:
-    # accept_unknown=False: by default publicsuffixlist treats any unknown TLD as a
-    # public suffix, which would make every TLD look real.
-    return lists.psl.is_public(label, accept_unknown=False)
+    return lists.is_tld(label)
+
+
+def _tld_is_real(key: str, lists: DomainLists) -> bool:
+    return _is_real_tld(key.rsplit(".", 1)[-1], lists)
 
 
 def _unicode_form(key: str) -> str:

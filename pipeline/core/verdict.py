@@ -53,6 +53,8 @@ class Reason(enum.StrEnum):
     CATCH_ALL = "catch_all"
     GREYLISTED = "greylisted"
     SMTP_BLOCKED = "smtp_blocked"
+    SMTP_SENDER_REFUSED = "smtp_sender_refused"
+    SMTP_REFUSES_ALL = "smtp_refuses_all"
     SMTP_REJECTED = "smtp_rejected"
     SMTP_UNREACHABLE = "smtp_unreachable"
     SMTP_TIMEOUT = "smtp_timeout"
@@ -105,6 +107,16 @@ RULES: Mapping[Reason, Rule] = {
     Reason.SMTP_REJECTED: Rule(Verdict.RISKY, 0.40, "refused with a reply that says no more"),
     Reason.GREYLISTED: Rule(Verdict.RISKY, 0.50, "still deferred after every retry"),
     Reason.SMTP_BLOCKED: Rule(Verdict.RISKY, 0.50, "the server refused us by policy; not decided"),
+    Reason.SMTP_SENDER_REFUSED: Rule(
+        Verdict.RISKY,
+        0.50,
+        "the server refused our envelope sender or EHLO name, not the mailbox; not decided",
+    ),
+    Reason.SMTP_REFUSES_ALL: Rule(
+        Verdict.RISKY,
+        0.50,
+        "the server refused every address alike, known ones too: a refusal of us; not decided",
+    ),
     Reason.SMTP_UNREACHABLE: Rule(Verdict.RISKY, 0.50, "no mail host could be reached"),
     Reason.SMTP_TIMEOUT: Rule(Verdict.RISKY, 0.50, "the mail server did not answer in time"),
     Reason.KNOWN_BOUNCE: Rule(

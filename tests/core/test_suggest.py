@@ -126,3 +126,88 @@ def test_result_is_never_the_input_and_always_ascii(lists: DomainLists) -> None:
 
 def test_idn_tld_fix_returns_ascii(lists: DomainLists) -> None:
     assert suggest_domain("bücher.dee", has_working_mx=False, lists=lists) == "xn--bcher-kva.de"
+
+
+PARKING = "park-mx.above.com"  # a domain-parking service's catch-all mail host
+
+
+@pytest.mark.parametrize(
+    ("domain", "mx", "expected"),
+    [
+        # Rule 4b: a near-miss of a top provider whose MX is a third party's, not a mainstream
+        # mail host: a squatter's parking host. Any first letter.
+        ("otmail.com", PARKING, "hotmail.com"),
+        ("uotlook.com", PARKING, "outlook.com"),
+        ("jotmail.co.uk", PARKING, "hotmail.co.uk"),
+        ("fooglemail.com", PARKING, "googlemail.com"),
+        ("gail.com", PARKING, "gmail.com"),  # mail.com is popular, but not a top provider
+        # Real organisations near a provider's name: mail on their own hosts or a mainstream one.
+        ("cloud.com", "mx.cloud.com", ""),
+        ("cloud.com", "cloud-com.mail.protection.outlook.com", ""),
+        ("wahoo.com", "aspmx.l.google.com", ""),
+        ("wahoo.com", "mx.wahoo.com", ""),
+        ("wahoo.com", "mx0a-00123.pphosted.com", ""),
+        ("wahoo.com", "", ""),  # MX unknown: the first-letter rule alone
+        # Rule 4a, first letter kept: corrected, unless the MX is the provider's own.
+        ("gmaiq.com", "mx.gmaiq.com", "gmail.com"),
+        ("gmaiq.com", PARKING, "gmail.com"),
+        ("gmaiq.com", "aspmx.l.google.com", ""),
+        ("yahpo.com", "mta5.am0.yahoodns.net", ""),
+        # Not one edit from a top provider: never, whatever the MX.
+        ("hotmart.com", PARKING, ""),
+        ("aon.com", PARKING, ""),  # aol.com is not a top provider here (see rule 4)
+        ("gmc.com", PARKING, ""),
+    ],
+)
+def test_squatted_near_misses(lists: DomainLists, domain: str, mx: str, expected: str) -> None:
+    assert suggest_domain(domain, has_working_mx=True, lists=lists, mx=mx) == expected
+
+
+@pytest.mark.parametrize(
+    ("domain", "expected"),
+    [
+        # Rule 6: DNS could not answer, so the domain may be real: only the curated list.
+        ("aon.com", ""),
+        ("cloud.com", ""),
+        ("orange.pl", ""),
+        ("weg.de", ""),
+        ("hotmart.com", ""),
+        ("gmial.com", "gmail.com"),  # curated
+        # A TLD that does not exist cannot be a real domain: fuzzy rules still apply.
+        ("gmail.con", "gmail.com"),
+        ("acme.con", "acme.com"),
+    ],
+)
+def test_unanswered_dns_corrects_only_curated_typos(
+    lists: DomainLists, domain: str, expected: str
+) -> None:
+    got = suggest_domain(domain, has_working_mx=False, lists=lists, dns_answered=False)
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("domain", "expected"),
+    [
+        # Rule 7: a TLD fix on a misspelt name fixes both, or abstains.
+        ("ahoo.con", "yahoo.com"),
+        ("gmal.cmo", "gmail.com"),
+        ("iclod.con", "icloud.com"),
+        ("hotmali.con", "hotmail.com"),
+        ("gmx.con", "gmx.com"),  # the fixed name is itself popular
+        ("acme.con", "acme.com"),  # nobody's near-miss: the TLD alone
+        ("gmai.cmo", "gmail.com"),
+    ],
+)
+def test_tld_fix_on_a_misspelt_name(lists: DomainLists, domain: str, expected: str) -> None:
+    assert suggest_domain(domain, has_working_mx=False, lists=lists) == expected
+
+
+def test_no_real_domain_near_a_provider_gets_a_suggestion(lists: DomainLists) -> None:
+    from pipeline.sandbox.evaluation.names import NEAR_PROVIDER
+
+    for domain in NEAR_PROVIDER:
+        for mx in (f"mx.{domain}", f"{domain.replace('.', '-')}.mail.protection.outlook.com"):
+            online = suggest_domain(domain, has_working_mx=True, lists=lists, mx=mx)
+            assert online == "", (domain, mx, online)
+        offline = suggest_domain(domain, has_working_mx=False, lists=lists, dns_answered=False)
+        assert offline == "", (domain, offline)

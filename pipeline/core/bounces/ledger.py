@@ -19,6 +19,10 @@ dedupe keys at once, the two flags of the spec:
     bounce will bounce too. (An SMTP answer of "disabled" or "mailbox full" is added to this
     flag by the engine, not here.)
 
+``delivered`` (not a spec field)
+    A delivery to the address is on record and no hard bounce since: the mailbox exists. The
+    SMTP step uses it to tell a server that refuses *us* from one that refuses a mailbox.
+
 An event's identity is (key, kind, status, time, reason), so importing the same report twice
 adds nothing. Reading reports is :mod:`pipeline.core.bounces.reports`'s work.
 """
@@ -78,7 +82,7 @@ per_key AS (
     FROM wanted JOIN events AS e ON e.key = wanted.key
     GROUP BY e.key
 )
-SELECT key, last_hard, {_KNOWN},
+SELECT key, last_hard, {_KNOWN}, last_delivered IS NOT NULL AND NOT {_KNOWN},
        (SELECT COUNT(*) FROM events AS s
         WHERE s.key = per_key.key AND s.kind = :soft AND s.at >= :since
           AND (last_delivered IS NULL OR s.at > last_delivered))
@@ -180,8 +184,9 @@ class BounceLedger(SqliteFile):
                 known=bool(known),
                 suspected=recent_soft >= threshold or _domain_of(key) in dead,
                 last_hard_at=last_hard,
+                delivered=bool(delivered),
             )
-            for key, last_hard, known, recent_soft in per_key
+            for key, last_hard, known, delivered, recent_soft in per_key
         }
         if dead:
             never_seen = BounceFlags(known=False, suspected=True, last_hard_at=None)

@@ -37,6 +37,7 @@ class BounceFlags:
     known: bool
     suspected: bool
     last_hard_at: float | None  # Unix time of the latest hard bounce, None when there is none
+    delivered: bool = False  # a delivery is on record, newer than any hard bounce: it exists
 
 
 Rejected = list[tuple[str, str]]

@@ -1,22 +1,27 @@
 """Address-level verification by SMTP: many addresses, carefully, within budgets.
 
 Addresses are grouped by domain and each domain's addresses are asked of its mail hosts in
-preference order, several recipients per session. Care for other people's servers is built in:
+preference order, several recipients per session. Care for other people's servers is built in
+(:mod:`pipeline.core.mailboxes.pacing`):
 
 - at most ``sessions_per_host`` sessions open to one host, and RCPTs paced per host and per
   provider (all hosts under one registrable domain: every ``*.google.com`` is one provider);
 - the next MX host is tried only when a host cannot be reached or answers 4xx at connect,
-  never after a 5xx (RFC 5321 §5.1: a 5xx is the domain's answer, not one host's trouble);
-- a 421 or a 4.7.x makes the host rest (``backoff``, doubling), and ``breaker_threshold`` policy
-  refusals in a row stop probing it: its addresses become Risky ``smtp_blocked``;
+  never after a 5xx greeting or a refusal later on (RFC 5321 §5.1: a 5xx is the domain's
+  answer, not one host's trouble);
+- a 421 (at any stage) or a 4.7.x makes the host rest (``backoff``, doubling) before the
+  addresses it did not answer are asked again, and ``breaker_threshold`` policy refusals in a
+  row stop probing it: its addresses become Risky ``smtp_blocked``;
 - one random local part per domain tells whether it accepts everything (catch-all), and then
-  none of its addresses is asked;
+  none of its addresses is asked; if that probe is refused because of our sender, every address
+  would be, and none is asked either;
 - deferred (greylisted) addresses are asked again after ``greylist_delays`` while the other
   domains go on;
 - a run never sends more RCPTs than its budget; addresses it did not reach say so.
 
 Each final answer is handed to ``on_result`` as soon as it is known, so a killed run loses
-nothing it had learned.
+nothing it had learned; "no such user" answers wait until the domain shows it tells mailboxes
+apart (:mod:`pipeline.core.mailboxes.refusals`).
 """
 
 from __future__ import annotations
@@ -27,65 +32,29 @@ import secrets
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 
 from pipeline.core.config import VerifyConfig
 from pipeline.core.dns import Resolver, host_addresses, mail_hosts
 from pipeline.core.lists import DomainLists
+from pipeline.core.mailboxes.pacing import HostState, Pacer, ProbeStats
+from pipeline.core.mailboxes.refusals import DomainAnswers, Finish
 from pipeline.core.mailboxes.smtp import (
     Reply,
     SessionResult,
     SmtpSettings,
+    Stage,
     classify,
     probe_session,
     result_of,
 )
 from pipeline.core.mailboxes.types import Budget, Mailbox, MailboxResult, Target
 
-
-class Pacer:
-    """Spaces events at most *per_minute* a minute."""
-
-    def __init__(
-        self,
-        per_minute: int,
-        clock: Callable[[], float],
-        sleep: Callable[[float], Awaitable[object]],
-    ) -> None:
-        self._gap = 60.0 / per_minute
-        self._next = 0.0
-        self._clock = clock
-        self._sleep = sleep
-
-    async def wait(self) -> None:
-        now = self._clock()
-        at = max(now, self._next)
-        self._next = at + self._gap
-        if at > now:
-            await self._sleep(at - now)
-
-
-@dataclass
-class HostState:
-    sessions: asyncio.Semaphore
-    pacer: Pacer
-    strikes: int = 0  # policy refusals in a row
-    rest_until: float = 0.0
-    sessions_opened: int = 0
-
-    def tripped(self, threshold: int) -> bool:
-        return self.strikes >= threshold
-
-
-@dataclass
-class ProbeStats:
-    rcpts: int = 0
-    sessions: int = 0
-    sessions_per_host: dict[str, int] = field(default_factory=dict)
+__all__ = ["Budget", "MailboxResult", "Pacer", "ProbeStats", "Prober", "Target"]
 
 
 ResultSink = Callable[[str, MailboxResult], None]
 _NOT_VERIFIED = MailboxResult(Mailbox.NOT_VERIFIED, "the run's RCPT budget is spent")
+_OF_US = frozenset({Mailbox.BLOCKED, Mailbox.SENDER_REFUSED})  # refusals that count as strikes
 
 
 class Prober:
@@ -121,6 +90,7 @@ class Prober:
         self._dns = asyncio.Semaphore(dns_concurrency)
         self.stats = ProbeStats()
         self.catch_all: dict[str, bool] = {}  # learned this run, for the caller to cache
+        self._probes: dict[str, str] = {}  # each domain's random catch-all probe address
 
     async def run(
         self, targets: Sequence[Target], known_catch_all: dict[str, bool] | None = None
@@ -141,54 +111,68 @@ class Prober:
         await asyncio.gather(*(self._domain(d, ts, finish) for d, ts in by_domain.items()))
         return results
 
-    async def _domain(
-        self, domain: str, targets: list[Target], finish: Callable[[Target, MailboxResult], None]
-    ) -> None:
+    async def _domain(self, domain: str, targets: list[Target], finish: Finish) -> None:
         async with self._dns:
             hosts = await mail_hosts(self._resolver, domain, targets[0].dns_status)
-        if not hosts:
-            for t in targets:
-                finish(t, MailboxResult(Mailbox.UNREACHABLE, "no reachable mail host"))
-            return
-        if self._lists.registrable_domain(hosts[0]) in self._config.unverifiable_providers:
-            for t in targets:
-                finish(t, MailboxResult(Mailbox.UNVERIFIABLE, f"{hosts[0]} accepts every RCPT"))
-            return
-        failure = await self._learn_catch_all(domain, hosts)
-        if failure is not None or self.catch_all.get(domain):
-            result = failure or MailboxResult(Mailbox.CATCH_ALL, f"{domain} accepts any address")
+        answers = DomainAnswers(finish, {t.key for t in targets if t.known_to_exist})
+        early = self._unaskable(domain, hosts)
+        if early is None:
+            early = await self._learn_catch_all(domain, hosts, answers)
+        if early is not None or self.catch_all.get(domain):
+            result = early or MailboxResult(Mailbox.CATCH_ALL, f"{domain} accepts any address")
             for t in targets:
                 finish(t, result)
             return
-        deferred = await self._ask_all(hosts, targets, finish)
+        deferred = await self._ask_all(hosts, targets, answers.add)
         for delay in self._config.greylist_delays:
-            if not deferred:
-                return
+            if not deferred and not answers.awaiting_catch_all:
+                break
             await self._sleep(delay)
-            deferred = await self._ask_all(hosts, deferred, finish)
+            if not answers.catch_all_known:
+                await self._learn_catch_all(domain, hosts, answers)
+            if deferred:
+                deferred = await self._ask_all(hosts, deferred, answers.add)
         for t in deferred:
-            finish(t, MailboxResult(Mailbox.GREYLISTED, "still deferred after every retry"))
+            answers.add(t, MailboxResult(Mailbox.GREYLISTED, "still deferred after every retry"))
+        answers.close()
 
-    async def _learn_catch_all(self, domain: str, hosts: list[str]) -> MailboxResult | None:
-        """Ask for a local part nobody has; a failure to ask is returned for every address."""
+    def _unaskable(self, domain: str, hosts: list[str]) -> MailboxResult | None:
+        if not hosts:
+            return MailboxResult(Mailbox.UNREACHABLE, "no reachable mail host")
+        if self._lists.registrable_domain(hosts[0]) in self._config.unverifiable_providers:
+            return MailboxResult(Mailbox.UNVERIFIABLE, f"{hosts[0]} accepts every RCPT")
+        return None
+
+    async def _learn_catch_all(
+        self, domain: str, hosts: list[str], answers: DomainAnswers
+    ) -> MailboxResult | None:
+        """Ask for a local part nobody has; an answer that holds for every address (a failure
+        to ask, a refusal of our sender) is returned."""
         if domain in self.catch_all:
             return None
-        probe = f"lc-probe-{secrets.token_hex(6)}@{domain}"
+        # The same probe address on every round: greylisting remembers (sender, recipient).
+        probe = self._probes.setdefault(domain, f"lc-probe-{secrets.token_hex(6)}@{domain}")
         replies, failure, _ = await self._ask(hosts, [probe])
-        if probe in replies:
-            outcome = classify(replies[probe])
-            if outcome is not Mailbox.DEFERRED:  # deferred: learn nothing, ask the addresses
-                self.catch_all[domain] = outcome is Mailbox.OK
-                if self._on_catch_all is not None:
-                    self._on_catch_all(domain, outcome is Mailbox.OK)
+        if probe not in replies:
+            if failure is None or failure.outcome is Mailbox.DEFERRED:
+                answers.catch_all_known = False  # not asked yet (a 421): learn it later
+                return None
+            return failure
+        reply = replies[probe]
+        outcome = classify(reply)
+        if outcome is Mailbox.SENDER_REFUSED:
+            return result_of(reply, outcome)  # about us: every address would get it
+        if outcome is Mailbox.DEFERRED:
+            answers.catch_all_known = False  # greylisting: learn it on a later round
             return None
-        return failure
+        self.catch_all[domain] = outcome is Mailbox.OK
+        if self._on_catch_all is not None:
+            self._on_catch_all(domain, outcome is Mailbox.OK)
+        answers.catch_all_learned(outcome is Mailbox.OK)
+        return None
 
     async def _ask_all(
-        self,
-        hosts: list[str],
-        targets: list[Target],
-        finish: Callable[[Target, MailboxResult], None],
+        self, hosts: list[str], targets: list[Target], finish: Finish
     ) -> list[Target]:
         """Ask about every target; returns the deferred ones."""
         by_address = {t.address: t for t in targets}
@@ -202,8 +186,8 @@ class Prober:
             chunk = pending[: self._config.rcpts_per_session]
 
             def answered(address: str, reply: Reply) -> None:
-                # Kept the moment it arrives: a run killed mid-session loses only what is in
-                # flight (RFC 5321 has no way to ask the same server "what did you say?").
+                # Handed on the moment it arrives: a run killed mid-session loses only what is
+                # in flight (RFC 5321 has no way to ask a server "what did you say?").
                 outcome = classify(reply)
                 if outcome is Mailbox.DEFERRED:
                     deferred.append(by_address[address])
@@ -211,14 +195,17 @@ class Prober:
                     finish(by_address[address], result_of(reply, outcome))
 
             _, failure, unasked = await self._ask(hosts, chunk, answered)
-            rest = pending[len(chunk) :]
+            left = unasked + pending[len(chunk) :]
             if failure is None and unasked and self.budget.exhausted:
                 failure = _NOT_VERIFIED
             if failure is None:
-                pending = unasked + rest  # a session that filled up (452 4.5.3): go on in a new one
+                pending = left  # a full session (452 4.5.3) or a 421: go on in a new one
                 continue
-            for address in unasked + rest:
-                finish(by_address[address], failure)
+            if failure.outcome is Mailbox.DEFERRED:
+                deferred.extend(by_address[a] for a in left)
+            else:
+                for address in left:
+                    finish(by_address[address], failure)
             break
         return deferred
 
@@ -230,10 +217,11 @@ class Prober:
     ) -> tuple[dict[str, Reply], MailboxResult | None, list[str]]:
         """One session with the first host that lets us in: replies, a failure, the unasked.
 
-        Without a failure, the unasked recipients (a full session, a 421 midway, the budget)
-        are the caller's to ask again or to give up on.
+        Without a failure, the unasked recipients (a full session, a 421, the budget) are the
+        caller's to ask again or to give up on.
         """
         failure = MailboxResult(Mailbox.UNREACHABLE, "no mail host could be reached")
+        closed = False  # a 421 closed the last session: rest, then ask again
         for host in hosts:
             state = self._host(host)
             if state.tripped(self._config.breaker_threshold):
@@ -246,14 +234,17 @@ class Prober:
             if session.replies or session.failure is None:
                 return session.replies, None, session.unasked(recipients)
             closing = session.closing_reply
+            closed = closing is not None and closing.code == 421
             outcome = Mailbox.BLOCKED if session.failure is Mailbox.TOO_MANY else session.failure
             failure = (
                 result_of(closing, outcome)
                 if closing
                 else MailboxResult(outcome, f"{host}: {outcome.value}")
             )
-            if closing is not None and closing.code >= 500:
-                break  # a 5xx is the domain's answer: do not shop around for a better one
+            if closing is not None and (closing.code >= 500 or closing.stage is not Stage.GREETING):
+                break  # the domain's answer, or one about us: another MX would say the same
+        if closed:
+            return {}, None, recipients
         return {}, failure, recipients
 
     async def _session(
@@ -281,15 +272,20 @@ class Prober:
                 self.stats.rcpts += 1
                 return True
 
-            return await probe_session(address, recipients, self._settings, pace, on_reply)
+            return await probe_session(address, recipients, self._settings, pace, host, on_reply)
 
     def _judge_host(self, state: HostState, session: SessionResult) -> None:
-        """Count policy refusals in a row; a 421 or 4.7.x also makes the host rest."""
+        """Count refusals of us in a row; a 421 or 4.7.x also makes the host rest.
+
+        A session that got answers about mailboxes starts the count again: a host that takes a
+        few RCPTs and then asks us to slow down (421) rests and goes on, and never trips.
+        """
         closing = session.closing_reply
-        refused = [r for r in session.replies.values() if classify(r) is Mailbox.BLOCKED]
-        blocked = closing is not None and classify(closing) is Mailbox.BLOCKED
-        if not blocked and not (refused and len(refused) == len(session.replies)):
+        answered = any(classify(r) not in _OF_US for r in session.replies.values())
+        blocked = closing is not None and classify(closing) in _OF_US
+        if answered or not (blocked or session.replies):
             state.strikes = 0
+        if not blocked and (answered or not session.replies):
             return
         state.strikes += 1
         if blocked and closing is not None and closing.code < 500:

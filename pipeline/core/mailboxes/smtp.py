@@ -1,17 +1,15 @@
-"""SMTP RCPT probing: one careful session with one mail server, and what its replies mean.
+"""SMTP RCPT probing: one careful session with one mail server.
 
 A probe never sends DATA: per recipient it says MAIL FROM, RCPT TO and RSET, and reads the RCPT
-reply. Replies are read by their enhanced status code (RFC 3463) first, because the basic code
-is coarse (550 is both "no such user" and "you are blocked"), and by phrase tables only when a
-server sends no enhanced code.
+reply. Each reply keeps the stage it answered, because what it means depends on it
+(:mod:`pipeline.core.mailboxes.replies`): a refusal before RCPT is about us, not the mailbox.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
-import re
-import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -19,79 +17,16 @@ import aiosmtplib
 
 from pipeline.core.config import VerifyConfig
 from pipeline.core.dns import Resolver, host_addresses, lookup_domain, mail_hosts
+from pipeline.core.mailboxes.identity import identity_of
+from pipeline.core.mailboxes.replies import Reply, Stage, classify
 from pipeline.core.mailboxes.types import Mailbox, MailboxResult
-from pipeline.core.status_codes import leading_status, status_subject
 
-# RFC 3463 §3: class.subject.detail. The subjects and details that decide a mailbox.
-_BY_ENHANCED: dict[str, Mailbox] = {
-    "5.1.1": Mailbox.NO_SUCH_USER,  # bad destination mailbox address
-    "5.1.0": Mailbox.NO_SUCH_USER,  # other address status (used by several providers)
-    "5.1.6": Mailbox.NO_SUCH_USER,  # destination mailbox has moved, no forwarding address
-    "5.1.10": Mailbox.NO_SUCH_USER,  # RFC 7505: recipient address has null MX
-    "5.2.1": Mailbox.DISABLED,  # mailbox disabled, not accepting messages
-    "4.2.1": Mailbox.DISABLED,
-    "4.2.2": Mailbox.FULL,  # mailbox full
-    "5.2.2": Mailbox.FULL,
-    "4.5.3": Mailbox.TOO_MANY,  # too many recipients
-    "5.5.3": Mailbox.TOO_MANY,
-}
-
-# Phrase tables, for servers that send no enhanced code. Order matters: first match wins.
-_PHRASES: tuple[tuple[re.Pattern[str], Mailbox], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), outcome)
-    for pattern, outcome in (
-        (r"too many recipients", Mailbox.TOO_MANY),
-        (r"over ?quota|mailbox (is )?full|insufficient storage", Mailbox.FULL),
-        (r"disabled|inactive|suspended|deactivated", Mailbox.DISABLED),
-        (r"spam|block|blacklist|listed|policy|denied|reputation|not permitted", Mailbox.BLOCKED),
-        (
-            r"user unknown|unknown user|no such (user|mailbox|recipient)|does not exist|"
-            r"not exist|invalid (recipient|mailbox|address)|recipient rejected|"
-            r"mailbox unavailable|address rejected|not found|unrouteable",
-            Mailbox.NO_SUCH_USER,
-        ),
-    )
-)
-
-
-@dataclass(frozen=True)
-class Reply:
-    code: int
-    message: str
-
-    @property
-    def enhanced(self) -> str:
-        return leading_status(self.message)
-
-
-def classify(reply: Reply) -> Mailbox:
-    """What an RCPT reply says about the mailbox."""
-    if 200 <= reply.code < 300:
-        return Mailbox.OK
-    enhanced = reply.enhanced
-    if enhanced in _BY_ENHANCED:
-        return _BY_ENHANCED[enhanced]
-    if reply.code == 421:
-        return Mailbox.BLOCKED  # the server is closing on us: throttling or a block
-    if status_subject(enhanced).startswith(
-        "7."
-    ):  # x.7.x: security or policy status (RFC 3463 §3.8)
-        # Greylisting answers 450/451 4.7.1: it asks for patience, not for us to go away.
-        return Mailbox.DEFERRED if reply.code in (450, 451) else Mailbox.BLOCKED
-    for pattern, outcome in _PHRASES:
-        # A 4xx is temporary by definition (RFC 5321 §4.2.1): it can say "full" or "too many",
-        # never that the mailbox does not exist.
-        if pattern.search(reply.message) and (reply.code >= 500 or outcome in _TRANSIENT):
-            return outcome
-    return Mailbox.DEFERRED if reply.code < 500 else Mailbox.REJECTED
-
-
-_TRANSIENT = frozenset({Mailbox.TOO_MANY, Mailbox.FULL})
+__all__ = ["Reply", "SessionResult", "SmtpSettings", "Stage", "classify", "probe_session"]
 
 
 def result_of(reply: Reply, outcome: Mailbox | None = None) -> MailboxResult:
     """The answer a reply gives, with the server's words kept."""
-    return MailboxResult(outcome or classify(reply), f"{reply.code} {reply.message}".strip())
+    return MailboxResult(outcome or classify(reply), reply.text)
 
 
 @dataclass(frozen=True)
@@ -104,12 +39,9 @@ class SmtpSettings:
 
 
 def smtp_settings(verify: VerifyConfig, *, loopback_only: bool = False) -> SmtpSettings:
-    """The session settings of a config: EHLO name defaults to this host's fully qualified
-    name, the envelope sender to postmaster at that name (RFC 5321 §4.5.1 requires every
-    domain to accept mail for postmaster, so bounces about probes have somewhere to go)."""
-    helo = verify.helo or socket.getfqdn()
-    sender = verify.mail_from or f"postmaster@{helo}"
-    return SmtpSettings(verify.port, helo, sender, verify.timeout, loopback_only)
+    """The session settings of a config, with its names (:func:`identity_of`)."""
+    who = identity_of(verify, sandbox=loopback_only)
+    return SmtpSettings(verify.port, who.helo, who.mail_from, verify.timeout, loopback_only)
 
 
 @dataclass
@@ -126,21 +58,26 @@ class SessionResult:
 
 
 async def probe_session(
-    host: str,
+    address: str,
     recipients: Sequence[str],
     settings: SmtpSettings,
     pace: Callable[[], Awaitable[bool]] | None = None,
+    exchange: str = "",
     on_reply: Callable[[str, Reply], None] | None = None,
 ) -> SessionResult:
-    """Ask *host* about *recipients* in one session; never raises for network trouble.
+    """Ask the server at *address* (the MX host *exchange*) about *recipients* in one session;
+    never raises for network trouble.
 
     *pace* is awaited before each RCPT: it may wait (rate limits) or answer False to stop the
     session (the budget is spent); the recipients not asked are then left out of the result.
-    *on_reply* hears each recipient's reply the moment it arrives.
+    *on_reply* hears each recipient's reply the moment it arrives. The session ends early on a
+    refusal at the greeting, EHLO or MAIL FROM (the same for every recipient), on 421 (the
+    server closes the connection, RFC 5321 §3.8) and on a full transaction (452 4.5.3).
     """
     result = SessionResult()
+    session = _Session(settings, exchange)
     client = aiosmtplib.SMTP(
-        hostname=host,
+        hostname=address,
         port=settings.port,
         timeout=settings.timeout,
         local_hostname=settings.helo,
@@ -150,32 +87,46 @@ async def probe_session(
         banner = await client.connect()
         result.connected = True
         if banner.code != 220:
-            return _ended(result, Reply(banner.code, banner.message))
-        await _greet(client, settings.helo)
+            return _ended(result, session.reply(banner.code, banner.message, Stage.GREETING))
+        refused = await _greet(client, session)
+        if refused is not None:
+            return _ended(result, refused)
         for recipient in recipients:
             if pace is not None and not await pace():
                 break
-            reply = await _ask(client, settings.mail_from, recipient)
-            outcome = classify(reply)
-            if outcome is Mailbox.TOO_MANY or reply.code == 421:
+            reply = await _ask(client, session, recipient)
+            if reply.stage is not Stage.RCPT or reply.code == 421:
+                return _ended(result, reply)
+            if classify(reply) is Mailbox.TOO_MANY:
                 return _ended(result, reply)
             result.replies[recipient] = reply
             if on_reply is not None:  # the caller keeps it now: a kill must not lose it
                 on_reply(recipient, reply)
-        await client.quit()
+        with contextlib.suppress(aiosmtplib.SMTPException):
+            await client.quit()  # the answers are in; a quarrel over QUIT changes none of them
+    except aiosmtplib.SMTPConnectResponseError as exc:  # a banner other than 220
+        result.connected = True
+        _ended(result, session.reply(exc.code, exc.message, Stage.GREETING))
     except aiosmtplib.SMTPConnectTimeoutError:
         result.failure = Mailbox.TIMEOUT
     except aiosmtplib.SMTPConnectError:
         result.failure = Mailbox.UNREACHABLE
     except (aiosmtplib.SMTPTimeoutError, TimeoutError):
         result.failure = Mailbox.TIMEOUT
-    except aiosmtplib.SMTPResponseException as exc:
-        _ended(result, Reply(exc.code, exc.message))
     except (aiosmtplib.SMTPException, OSError):
         result.failure = Mailbox.UNREACHABLE if not result.connected else Mailbox.TIMEOUT
     finally:
         client.close()
     return result
+
+
+@dataclass(frozen=True)
+class _Session:
+    settings: SmtpSettings
+    exchange: str
+
+    def reply(self, code: int, message: str, stage: Stage, recipient: str = "") -> Reply:
+        return Reply(code, message, stage, self.settings.mail_from, recipient, self.exchange)
 
 
 def _ended(result: SessionResult, reply: Reply) -> SessionResult:
@@ -185,23 +136,27 @@ def _ended(result: SessionResult, reply: Reply) -> SessionResult:
     return result
 
 
-async def _greet(client: aiosmtplib.SMTP, helo: str) -> None:
-    # RFC 5321 §4.1.1.1: EHLO first; HELO only for servers that do not know EHLO.
-    reply = await client.execute_command(b"EHLO", helo.encode("ascii"))
-    if reply.code != 250:
-        reply = await client.execute_command(b"HELO", helo.encode("ascii"))
-    if reply.code != 250:
-        raise aiosmtplib.SMTPResponseException(reply.code, reply.message)
+async def _greet(client: aiosmtplib.SMTP, session: _Session) -> Reply | None:
+    """EHLO, or HELO for servers that do not know it (RFC 5321 §4.1.1.1); the refusal, if any."""
+    helo = session.settings.helo.encode("ascii")
+    reply = await client.execute_command(b"EHLO", helo)
+    if reply.code != 250 and reply.code != 421:
+        reply = await client.execute_command(b"HELO", helo)
+    if reply.code == 250:
+        return None
+    return session.reply(reply.code, reply.message, Stage.HELLO)
 
 
-async def _ask(client: aiosmtplib.SMTP, mail_from: str, recipient: str) -> Reply:
+async def _ask(client: aiosmtplib.SMTP, session: _Session, recipient: str) -> Reply:
+    mail_from = session.settings.mail_from
     sender = await client.execute_command(b"MAIL", f"FROM:<{mail_from}>".encode())
     if sender.code != 250:
-        return Reply(sender.code, sender.message)  # a refused sender refuses every recipient
+        return session.reply(sender.code, sender.message, Stage.MAIL, recipient)
     reply = await client.execute_command(b"RCPT", f"TO:<{recipient}>".encode())
-    # RSET between recipients (RFC 5321 §4.1.1.5): each probe is its own transaction.
-    await client.execute_command(b"RSET")
-    return Reply(reply.code, reply.message)
+    if reply.code != 421:  # after a 421 the server has closed the connection: nothing to reset
+        # RSET between recipients (RFC 5321 §4.1.1.5): each probe is its own transaction.
+        await client.execute_command(b"RSET")
+    return session.reply(reply.code, reply.message, Stage.RCPT, recipient)
 
 
 @dataclass(frozen=True)

@@ -52,16 +52,23 @@ def probe_order(rows: pl.DataFrame) -> pl.DataFrame:
             _first=pl.col("_row").min().over("DOMAIN"),
         )
         .sort(["_good", "_size", "_first", "_row"], descending=[True, True, False, False])
-        .select("KEY", "EMAIL", "DOMAIN", "DNS_STATUS")
+        .select("KEY", "EMAIL", "DOMAIN", "DNS_STATUS", _delivered(rows))
         .collect()
     )
+
+
+def _delivered(rows: pl.DataFrame) -> pl.Expr:
+    """Whether the bounce ledger has a delivery to the address since its last hard bounce."""
+    if "LEDGER_DELIVERED" not in rows.columns:  # the ledger flagged nothing in this frame
+        return pl.lit(False).alias("LEDGER_DELIVERED")
+    return pl.col("LEDGER_DELIVERED").fill_null(False)
 
 
 def unanswered(ordered: pl.DataFrame, answered: Mapping[str, object]) -> list[Target]:
     """The rows of :func:`probe_order` still without an answer, as targets, in that order."""
     return [
-        Target(key, email, domain, DnsStatus(status))
-        for key, email, domain, status in ordered.iter_rows()
+        Target(key, email, domain, DnsStatus(status), known_to_exist=delivered)
+        for key, email, domain, status, delivered in ordered.iter_rows()
         if key not in answered
     ]
 

@@ -30,6 +30,11 @@ class Mailbox(enum.StrEnum):
     DEFERRED = "deferred"  # 450/451: greylisting or a transient problem; ask again later
     GREYLISTED = Reason.GREYLISTED.value  # still deferred after every retry
     BLOCKED = Reason.SMTP_BLOCKED.value  # the server refuses us by policy (5.7.x, 421, 554)
+    # Our envelope sender or EHLO name refused (5.1.7, 5.1.8, "Sender address rejected"): the
+    # same answer for every recipient, so it says nothing about any mailbox.
+    SENDER_REFUSED = Reason.SMTP_SENDER_REFUSED.value
+    # Every address of the domain refused alike, known ones included: the server refuses us.
+    REFUSES_ALL = Reason.SMTP_REFUSES_ALL.value
     TOO_MANY = "too_many_recipients"  # 452 4.5.3: this session is full, use another
     REJECTED = Reason.SMTP_REJECTED.value  # a 5xx we cannot read
     UNREACHABLE = Reason.SMTP_UNREACHABLE.value
@@ -50,6 +55,7 @@ class Target:
     address: str  # as sent in RCPT TO or to the remote API
     domain: str
     dns_status: DnsStatus
+    known_to_exist: bool = False  # the bounce ledger has a delivery since its last hard bounce
 
 
 @dataclass(frozen=True)

@@ -73,7 +73,9 @@ def test_a_later_delivery_clears_a_known_bounce(
     last_hard = max(
         (SAMPLE_NOW - 10 * DAY + at for kind, at in history if kind is HARD), default=None
     )
-    assert ledger.flags(["a@b.com"]) == {"a@b.com": BounceFlags(known, False, last_hard)}
+    delivered = not known and any(kind is DELIVERED for kind, _ in history)
+    flags = BounceFlags(known, False, last_hard, delivered)
+    assert ledger.flags(["a@b.com"]) == {"a@b.com": flags}
 
 
 @pytest.mark.parametrize(
@@ -102,7 +104,9 @@ def test_repeated_soft_bounces_within_the_window(
         events.append(event("a@b.com", DELIVERED, now - delivered_days_ago * DAY))
     with BounceLedger(tmp_path / "b.sqlite", config, lambda: now) as ledger:
         ledger.add(events)
-        assert ledger.flags(["a@b.com"])["a@b.com"] == BounceFlags(False, suspected, None)
+        delivered = delivered_days_ago is not None
+        flags = BounceFlags(False, suspected, None, delivered)
+        assert ledger.flags(["a@b.com"])["a@b.com"] == flags
 
 
 def test_the_window_moves_with_the_clock(tmp_path: Path) -> None:
