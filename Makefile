@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_service.py
 	$(BIN)/python bench/bench_smtp.py
 	$(BIN)/python bench/bench_contacts.py
+	$(BIN)/python bench/bench_identity.py
 
 # Re-pin after changing dependencies in pyproject.toml.
 lock: $(STAMP)

@@ -11,8 +11,8 @@ taken from random stored people, after 200 unmeasured warm-up lookups of that ki
 * phone: the number in US national format, "(295) 734-1234";
 * name + city: "First Last Town", the usual way to name one person;
 * name: "First Last"; with about one person per full name, many are ambiguous;
-* name, misspelt: "First Lsat Town" (two letters of the last name swapped), which the all-words
-  full-text query misses and the any-word query behind it has to find.
+* name, misspelt: "First Lsat Town" (two letters of the last name swapped): a misspelt name
+  is another name, so these find no one; the search does the same work as any other.
 
 The people: about 400 first names x 2,500 last names x 1,000 towns x 2,000 employers, all made
 of syllables, drawn uniformly; every person has a unique email at ``madeup-mail.net`` subdomains and

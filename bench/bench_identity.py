@@ -3,21 +3,15 @@
     python bench/bench_identity.py [--http] [--keep DIR] [--json FILE]
 
 Builds the labelled population of :mod:`pipeline.sandbox.people.population` (fixed seed) into a
-temporary
-directory (or --keep DIR), imports ``contacts.csv`` into a fresh ``ContactStore``, applies
+temporary directory (or --keep DIR), imports ``contacts.csv`` into a fresh ``ContactStore``, applies
 ``optouts.csv`` (``erase`` / ``suppress``), imports ``contacts_update.csv``, then runs every
 search through ``ContactStore.search`` and, with --http, also through a real ``listclean serve``
 on 127.0.0.1 over HTTP (``GET /api/find``).
 
-Scoring. Every field of an answer (name, address, phone, email, company) is traced to the
-people whose rows carried that value, normalized exactly as the import normalizes it. The
-people every field leads to are who the answer can be about:
-
-* correct: the intended person is among them;
-* wrong person: someone else is, not the intended person (or the search should find nobody);
-* mixed answer: no one is, the fields come from two or more people;
-* not found: no answer where one was right (no match, ambiguous or suppressed);
-* correct refusal: no answer where none was right.
+Scoring (:mod:`pipeline.sandbox.people.scoring`). Every field of an answer (name, address,
+phone, email, company) is traced to the people whose rows carried that value, normalized
+exactly as the import normalizes it; an answer is correct, about the wrong person, a mix of
+people, or missing (not found), and no answer where none is right is a correct refusal.
 
 An answer where no answer was right (an erased person found, one member of a household found
 by its landline) counts as a wrong person; how many answers reveal an erased or opted-out person
@@ -28,7 +22,7 @@ the wrong-person rate over all searches, and what the store holds after the firs
 store of its own) and at the end: records whose fields mix two or more people, present people
 with no record of their own (merged into someone else's) and people split over several records
 (which makes a name search ambiguous between two records of one person). --json writes the
-numbers. Takes about 30 s in process on 2 cores, twice that with --http.
+numbers. Takes about 10 s in process on 2 cores, twice that with --http.
 """
 
 from __future__ import annotations
@@ -38,178 +32,75 @@ import asyncio
 import contextlib
 import json
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
-from pipeline.core.address import parse_address
 from pipeline.core.config import ContactsConfig
-from pipeline.core.contacts.identity import words
-from pipeline.core.contacts.importer import normalize_rows
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.contacts.types import Contact, Outcome, Row
-from pipeline.core.tables import Table
-from pipeline.sandbox.people.population import (
-    CONTACT_HEADER,
-    ContactRow,
-    Population,
-    Search,
-    SearchKind,
-    build,
-    contact_cells,
-    write,
+from pipeline.core.contacts.types import Contact, Outcome
+from pipeline.sandbox.people.population import Population, Search, SearchKind, build, write
+from pipeline.sandbox.people.scoring import (
+    REGION,
+    Answer,
+    Owners,
+    StoreState,
+    Verdict,
+    answer_of,
+    inspect,
+    judge,
+    load,
+    revealed,
 )
 
-REGION = "US"  # contacts.region: the default, as a store is set up out of the box
 HTTP_CONCURRENCY = 4
 
 
-class Verdict(StrEnum):
-    CORRECT = "correct"
-    WRONG_PERSON = "wrong person"
-    MIXED = "mixed answer"
-    NOT_FOUND = "not found"
-    REFUSED = "correct refusal"
-
-
-@dataclass(frozen=True)
-class Answer:
-    """The fields of an answered record that say whom it is about, normalized for tracing."""
-
-    name: str
-    address: str
-    phone: str
-    email_key: str
-    company: str
-
-
-def answer_of(name: str, address: str, phone: str, email: str, company: str) -> Answer:
-    key = parse_address(email).key if email else ""
-    return Answer(_words(name), _words(address), phone, key, _words(company))
-
-
-def _words(text: str) -> str:
-    return " ".join(words(text))
-
-
-# --------------------------------------------------------------------------- tracing fields
-
-
-class Owners:
-    """Which people's rows carried each normalized value."""
-
-    def __init__(self, rows: Sequence[ContactRow]) -> None:
-        cells = [contact_cells(r) for r in rows]
-        table = Table(
-            {name: [c[i] for c in cells] for i, name in enumerate(CONTACT_HEADER)},
-            [str(i) for i in range(len(rows))],
-            [],
-        )
-        normalized, _ = normalize_rows(table, Path("population"), REGION)
-        self._by: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-        for where, row in normalized:
-            self._add(rows[int(where)].person, row)
-
-    def _add(self, person: str, row: Row) -> None:
-        values = answer_of(row.name, row.address, row.phone, row.email, row.company)
-        for field, value in vars(values).items():
-            if value:
-                self._by[field][value].add(person)
-
-    def fields(self, answer: Answer) -> list[set[str]]:
-        """For each non-empty field of *answer*, the people whose rows carried its value."""
-        return [self._by[f].get(v, set()) for f, v in vars(answer).items() if v]
-
-    def of(self, answer: Answer) -> set[str]:
-        """The people every non-empty field of *answer* leads to (empty: a mix)."""
-        sets = self.fields(answer)
-        return set.intersection(*sets) if sets else set()
-
-    def reveals(self, answer: Answer, hidden: set[str]) -> bool:
-        """Whether *answer* is about one of *hidden*, or holds a value only they carried."""
-        return bool(self.of(answer) & hidden) or any(s and s <= hidden for s in self.fields(answer))
-
-
-def judge(search: Search, answer: Answer | None, owners: Owners) -> Verdict:
-    if answer is None:
-        return Verdict.NOT_FOUND if search.intended else Verdict.REFUSED
-    people = owners.of(answer)
-    if not people:
-        return Verdict.MIXED
-    return Verdict.CORRECT if search.intended in people else Verdict.WRONG_PERSON
-
-
-# --------------------------------------------------------------------------- the store
-
-
-@dataclass(frozen=True)
-class StoreState:
-    records: int
-    mixed: int  # records whose fields come from two or more people
-    people_with_own_record: int  # present people some record is wholly about
-    split: int  # present people with two or more records wholly about them alone
-
-
-def inspect(db: Path, owners: Owners, present: Iterable[str]) -> StoreState:
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as con:
-        rows = con.execute("SELECT name, address, phone, email, company FROM contacts").fetchall()
-    about = [owners.of(answer_of(*row)) for row in rows]
-    covered = set().union(*about) & set(present)
-    alone = Counter(next(iter(a)) for a in about if len(a) == 1)
-    split = sum(1 for person, n in alone.items() if n > 1 and person in covered)
-    return StoreState(len(rows), sum(1 for a in about if not a), len(covered), split)
-
-
-def load(population: Population, paths: dict[str, Path], db: Path) -> dict[str, Any]:
-    """Import, opt out, import again; what each step reported."""
-    report: dict[str, Any] = {}
+def load_store(population: Population, paths: dict[str, Path], db: Path) -> dict[str, Any]:
+    """Import, opt out, import again (timing the first import); what each step reported."""
     with ContactStore(db, ContactsConfig(region=REGION)) as store:
         started = time.perf_counter()
-        first = store.import_file(paths["contacts"], "contacts.csv")
-        report["import"] = _import_summary(first, time.perf_counter() - started)
-        report["optouts"] = _opt_out(store, population)
-        later = store.import_file(paths["contacts_update"], "contacts_update.csv")
-        report["update"] = _import_summary(later, 0.0)
+        report = load(store, population, paths)
+        report["seconds"] = round(time.perf_counter() - started, 2)
     return report
 
 
-def _import_summary(result: Any, seconds: float) -> dict[str, Any]:
-    return {
-        "read": result.read,
-        "imported": result.imported,
-        "merged": result.merged,
-        "rejected": len(result.rejected),
-        "seconds": round(seconds, 2),
-    }
-
-
-def _opt_out(store: ContactStore, population: Population) -> dict[str, int]:
-    counts: Counter[str] = Counter()
-    for request in population.optouts:
-        act = store.erase if request.action == "erase" else store.suppress
-        reached = act(email=request.email or None, phone=request.phone or None)
-        counts[f"{request.action} requests"] += 1
-        counts[f"records reached by {request.action}"] += reached
-    return dict(counts)
-
-
-def search_in_process(db: Path, searches: Sequence[Search]) -> list[tuple[Answer | None, str]]:
+def search_in_process(
+    db: Path, searches: Sequence[Search]
+) -> tuple[list[tuple[Answer | None, str]], dict[str, dict[str, set[int]]]]:
+    """Every search's answer and outcome; and the SQL statements each search ran (counted
+    with SQLite's trace callback, leaving out those FTS5 runs on its own tables), as the sets
+    of counts seen per term kind and outcome."""
     answers: list[tuple[Answer | None, str]] = []
+    work: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
+    statements: list[str] = []
     with ContactStore(db, ContactsConfig(region=REGION)) as store:
+        store._db.set_trace_callback(statements.append)
         for search in searches:
+            statements.clear()
             lookup = store.search(search.term)
             answers.append((_from_contact(lookup.contact), lookup.outcome.value))
-    return answers
+            own = [s for s in statements if not s.startswith("--") and "'main'." not in s]
+            work[lookup.kind.value][lookup.outcome.value].add(len(own))
+    return answers, work
+
+
+def work_line(work: dict[str, dict[str, set[int]]]) -> str:
+    parts = []
+    for kind, by_outcome in work.items():
+        seen = ", ".join(
+            f"{outcome} {'/'.join(map(str, sorted(n)))}"
+            for outcome, n in sorted(by_outcome.items())
+        )
+        parts.append(f"{kind}: {seen}")
+    return "SQL statements per search, by term kind and outcome: " + "; ".join(parts) + "."
 
 
 def _from_contact(c: Contact | None) -> Answer | None:
@@ -309,8 +200,9 @@ def tally(
 
 
 def markdown(title: str, table: dict[str, Counter[Verdict]]) -> str:
-    head = f"| {title} | searches | " + " | ".join(v.value for v in COLUMNS) + " |"
-    lines = [head, "|---" + "|---:" * (len(COLUMNS) + 1) + "|"]
+    names = [v.value for v in COLUMNS] + ["precision", "found"]
+    head = f"| {title} | searches | " + " | ".join(names) + " |"
+    lines = [head, "|---" + "|---:" * (len(COLUMNS) + 3) + "|"]
     total: Counter[Verdict] = Counter()
     for name, counts in table.items():
         total += counts
@@ -320,8 +212,15 @@ def markdown(title: str, table: dict[str, Counter[Verdict]]) -> str:
 
 
 def _line(name: str, counts: Counter[Verdict]) -> str:
+    """A row: the counts, then precision (correct among the answers given to searches that
+    have a right answer) and found (correct among the searches that have one)."""
     cells = " | ".join(str(counts[v]) for v in COLUMNS)
-    return f"| {name} | {sum(counts.values())} | {cells} |"
+    right = counts[Verdict.CORRECT]
+    answered = right + counts[Verdict.WRONG_PERSON] + counts[Verdict.MIXED]
+    has_answer = right + counts[Verdict.NOT_FOUND]
+    precision = f"{right / answered:.1%}" if has_answer and answered else "-"
+    found = f"{right / has_answer:.1%}" if has_answer else "-"
+    return f"| {name} | {sum(counts.values())} | {cells} | {precision} | {found} |"
 
 
 def rates(verdicts: Sequence[Verdict]) -> dict[str, float]:
@@ -390,9 +289,9 @@ def run(work: Path, *, http: bool) -> tuple[dict[str, Any], str]:
     owners = Owners(population.rows + population.update_rows)
     present = [p.id for p in population.people if p.status == "present"]
     first = _first_import_state(population, paths, work, owners, present)
-    steps = load(population, paths, db)
+    steps = load_store(population, paths, db)
     final = inspect(db, owners, present)
-    answers = search_in_process(db, population.searches)
+    answers, statements = search_in_process(db, population.searches)
     verdicts = [judge(s, a, owners) for s, (a, _) in zip(population.searches, answers, strict=True)]
     lines = [
         _composition(population),
@@ -401,6 +300,7 @@ def run(work: Path, *, http: bool) -> tuple[dict[str, Any], str]:
     leaks = revealed(population, [a for a, _ in answers], owners)
     lines += [f"Answers revealing an erased or opted-out person: {leaks}.", ""]
     lines += [_outcomes(population.searches, verdicts, [o for _, o in answers])]
+    lines += [work_line(statements), ""]
     lines += [store_lines("After the first import", first, len(present))]
     lines += [store_lines("At the end (opt-outs, second import)", final, len(present)), ""]
     lines += [f"Import and opt-outs: {json.dumps(steps)}"]
@@ -433,11 +333,6 @@ def _first_import_state(
     with ContactStore(db, ContactsConfig(region=REGION)) as store:
         store.import_file(paths["contacts"], "contacts.csv")
     return inspect(db, owners, present)
-
-
-def revealed(population: Population, answers: Sequence[Answer | None], owners: Owners) -> int:
-    hidden = {p.id for p in population.people if p.status in ("erased", "suppressed")}
-    return sum(1 for a in answers if a is not None and owners.reveals(a, hidden))
 
 
 def _numbers(population: Population, verdicts: list[Verdict]) -> dict[str, Any]:

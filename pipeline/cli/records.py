@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime as dt
 import json
@@ -15,6 +16,8 @@ from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.errors import UsageError
+from pipeline.core.forget import Request, forget
+from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.sqlite import beside_domain_cache
 
 
@@ -46,11 +49,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "suppress", help="opt-out: never return this person again (kept only hashed)"
     )
     c_erase = contact_commands.add_parser("erase", help="delete the person's records and suppress")
-    for sub, handler in ((c_suppress, _contacts_suppress), (c_erase, _contacts_erase)):
-        who = sub.add_mutually_exclusive_group(required=True)
-        who.add_argument("--email", metavar="ADDR")
-        who.add_argument("--phone", metavar="NUMBER")
-        sub.set_defaults(handler=handler)
+    for sub, request in ((c_suppress, Request.SUPPRESS), (c_erase, Request.ERASE)):
+        sub.add_argument("--email", metavar="ADDR", help="the person's email address")
+        sub.add_argument("--phone", metavar="NUMBER", help="the person's phone number")
+        sub.add_argument(
+            "--name", metavar="NAME", help="their name, to reach records only it leads to"
+        )
+        sub.set_defaults(handler=_contacts_forget, request=request)
     c_audit = contact_commands.add_parser(
         "audit", help="who looked up what, when, with what outcome"
     )
@@ -124,17 +129,34 @@ def _contacts_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _contacts_suppress(args: argparse.Namespace) -> int:
-    with _contact_store(args) as store:
-        affected = store.suppress(email=args.email, phone=args.phone)
-    print(f"Suppressed; {affected} record(s) will no longer be returned.")
-    return 0
-
-
-def _contacts_erase(args: argparse.Namespace) -> int:
-    with _contact_store(args) as store:
-        erased = store.erase(email=args.email, phone=args.phone)
-    print(f"Erased {erased} record(s); the person is suppressed from any later import.")
+def _contacts_forget(args: argparse.Namespace) -> int:
+    """Suppress or erase a person in every store that holds them (see pipeline.core.forget)."""
+    if not (args.email or args.phone):
+        raise UsageError("Name the person by --email, by --phone or both (--name may follow).")
+    config = load_config(args.config)
+    answers = beside_domain_cache(cache_path(args, config), "mailboxes")
+    events = bounce_ledger_path(args, config)
+    with contextlib.ExitStack() as stack:
+        contacts = stack.enter_context(_contact_store(args))
+        # A store that was never made holds nothing about anyone: it is not made now.
+        cache = (
+            stack.enter_context(MailboxCache(answers, config.verify)) if answers.exists() else None
+        )
+        ledger = (
+            stack.enter_context(BounceLedger(events, config.bounces)) if events.exists() else None
+        )
+        done = forget(
+            args.request, contacts, cache, ledger, email=args.email, phone=args.phone,
+            name=args.name,
+        )  # fmt: skip
+    reached = done.contacts
+    verb = "Erased" if args.request is Request.ERASE else "Suppressed"
+    print(
+        f"{verb}: {reached.records} record(s) of the person, {reached.lookalikes} more that may "
+        f"be theirs hidden; {reached.audit} audit record(s), {done.mailbox_answers} cached "
+        f"mailbox answer(s) and {done.bounce_events} bounce event(s) no longer about them. "
+        "They are suppressed from any later import."
+    )
     return 0
 
 

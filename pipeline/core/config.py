@@ -159,18 +159,10 @@ class ContactsConfig:
     db: str = setting("", "SQLite file of the contact store; empty: contacts.sqlite in the cache.")
     region: str = setting(
         "US",
-        "Country (ISO 3166-1 alpha-2) of phone numbers written without a +country code.",
+        "Country (ISO 3166-1 alpha-2) of numbers without a +country code where nothing says "
+        "otherwise: imported rows without a country, numbers given to suppress and erase.",
         check=known_region,
     )
-    min_confidence: float = setting(
-        0.85, "Least name-match confidence (0 to 1) a name search needs to answer.", minimum=0
-    )
-    ambiguity_margin: float = setting(
-        0.05,
-        "A different person scoring within this of the best makes a name search ambiguous.",
-        minimum=0,
-    )
-    candidates: int = setting(50, "Most full-text candidates one name search ranks.")
     retention_days: int = setting(365, "Days a lookup's audit record is kept.")
 
 

@@ -78,7 +78,7 @@ def test_post_bodies_work_too(env: Env, people: Path) -> None:
 
 def test_no_match_ambiguity_and_suppression_answer_the_same_404(env: Env, people: Path) -> None:
     with ContactStore(people, ContactsConfig()) as store:
-        assert store.suppress(email="daliacarrow@copperkettle.madeup-biz.net") >= 1
+        assert store.suppress(email="daliacarrow@copperkettle.madeup-biz.net").records >= 1
     nobody, ambiguous, opted_out = ask(
         env,
         search("nobody.at.all@nowhere-madeup.net"),
@@ -97,7 +97,7 @@ def test_no_match_ambiguity_and_suppression_answer_the_same_404(env: Env, people
 
 def test_erased_people_are_gone_and_stay_gone(env: Env, people: Path) -> None:
     with ContactStore(people, ContactsConfig()) as store:
-        assert store.erase(phone="(614) 555-0177") == 1
+        assert store.erase(phone="(614) 555-0177").records == 1
         store.import_file(CONTACTS, "sample again")  # a re-import must not bring them back
     (reply,) = ask(env, search("Emrys Caldwater"))
     assert reply.status == 404

@@ -217,6 +217,20 @@ class BounceLedger(SqliteFile):
             }
         return keys, dead
 
+    def forget(self, keys: Iterable[str]) -> int:
+        """Delete the events of the addresses *keys* (an erasure or opt-out: see
+        :mod:`pipeline.core.forget`); how many went."""
+        wanted = (json.dumps(sorted(set(keys))),)
+        with self._transaction("BEGIN IMMEDIATE"):
+            gone: int = self._run(
+                lambda db: (
+                    db.execute(
+                        "DELETE FROM events WHERE key IN (SELECT value FROM json_each(?))", wanted
+                    ).rowcount
+                )
+            )
+        return gone
+
     def events(self, email: str | None = None, limit: int = 100) -> list[BounceEvent]:
         """The newest *limit* events, of one address (any spelling of it) when *email* is given."""
         if email is None:

@@ -17,28 +17,46 @@ Columns
 
 Rows
     Values are NFC-normalized with their whitespace collapsed. Emails go through
-    ``parse_address`` and phones to E.164 through phonenumbers; an invalid one is stored empty.
-    A row with no name, no valid email and no valid phone is rejected with the reason.
+    ``parse_address``; phones become E.164 through phonenumbers, read as numbers of the country
+    of the row's address (its country column: a name in any language phonenumbers knows, or a
+    code) and else of ``contacts.region``; an invalid one is stored empty. Names are read into
+    parts (:func:`~pipeline.core.contacts.names.parse_name`), with first/last name columns when
+    the file has them. A row with no name, no valid email and no valid phone is rejected with
+    the reason.
 
 Merging
-    A row whose email (else phone) belongs to a stored record, or to an earlier row of the same
-    file, is merged into it and counted as merged; so is a row with neither email nor phone whose
-    name and address are a record's. Its non-empty values win, empty ones keep the stored values;
-    an address comes with its city, a new employer with its own title. Every record keeps the
-    ``source`` and time of the import that last wrote it. The whole file is one transaction,
+    A row joins a record only on evidence that both are one person: the record holds the row's
+    email or phone number and their names agree (:func:`~pipeline.core.contacts.names.names_agree`),
+    or, for a row with neither email nor phone, the record has the same name at the same
+    address. The record may be a stored one or an earlier row of the same file. A row whose
+    email or phone belongs to records of someone else (a household's landline, an office's
+    switchboard, a family mailbox) becomes a record of its own, and so does one that would
+    fit records of two different people. Merged, its non-empty values win and empty ones keep
+    the stored values, except the name, where the fuller one stays (Robert over Bob, José over
+    Jose); an address comes with its city, a new employer with its own title. Every record keeps
+    the ``source`` and time of the import that last wrote it. The whole file is one transaction,
     written in batches of 50,000 rows.
 """
 
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
 import polars as pl
 
 from pipeline.core.address import Syntax, normalize_column
-from pipeline.core.contacts.identity import normalize_phone, person_key
+from pipeline.core.contacts.identity import country_region, normalize_phone, person_key
+from pipeline.core.contacts.names import (
+    NameParts,
+    first_token,
+    fuller_name,
+    name_tokens,
+    names_agree,
+    parse_name,
+)
 from pipeline.core.contacts.types import Rejected, Row, StoredRow
 from pipeline.core.errors import InputError
 from pipeline.core.tables import Table, find_column, read_table
@@ -84,8 +102,14 @@ def _clean(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-def normalize_rows(table: Table, path: Path, region: str) -> tuple[list[tuple[str, Row]], Rejected]:
-    """The file's rows normalized, and (where, why) for those that cannot be a contact."""
+def normalize_rows(
+    table: Table, path: Path, region: str, known_given: Iterable[str] = ()
+) -> tuple[list[tuple[str, Row]], Rejected]:
+    """The file's rows normalized, and (where, why) for those that cannot be a contact.
+
+    Phones are read in the country of the row's address, else in *region*; names are read
+    into parts knowing the given names of *known_given* and of the file itself.
+    """
     found = _find_columns(table, path)
     height = len(table.where)
 
@@ -95,15 +119,17 @@ def normalize_rows(table: Table, path: Path, region: str) -> tuple[list[tuple[st
 
     c = {field: cells(field) for field in _COLUMN_NAMES}
     emails = normalize_column(pl.Series(c["email"], dtype=pl.String))
-    phones: dict[str, str] = {}  # one phonenumbers parse per distinct spelling
+    names = [c["name"][i] or _clean(f"{c['first'][i]} {c['last'][i]}") for i in range(height)]
+    lexicon = _given_names(names, c["first"], known_given)
+    phones: dict[tuple[str, str], str] = {}  # one phonenumbers parse per spelling and country
     rows: list[tuple[str, Row]] = []
     rejected: Rejected = list(table.rejected)
     for i, (email, _, _, key, syntax, detail) in enumerate(emails.iter_rows()):
-        name = c["name"][i] or _clean(f"{c['first'][i]} {c['last'][i]}")
-        raw_phone = c["phone"][i]
-        phone = phones.get(raw_phone)
+        name = names[i]
+        where = (c["phone"][i], country_region(c["country"][i]) or region)
+        phone = phones.get(where)
         if phone is None:
-            phone = phones[raw_phone] = normalize_phone(raw_phone, region)
+            phone = phones[where] = normalize_phone(*where)
         valid = syntax not in (Syntax.INVALID, Syntax.EMPTY)
         if not (name or phone or valid):
             why = "no name, no valid email and no valid phone"
@@ -112,6 +138,8 @@ def normalize_rows(table: Table, path: Path, region: str) -> tuple[list[tuple[st
         region_line = " ".join(v for v in (c["state"][i], c["postcode"][i]) if v)
         parts = (c["street"][i], c["city"][i], region_line, c["country"][i])
         address = ", ".join(p for p in parts if p)
+        # A first-name cell says where the given names end, unless it holds the whole name.
+        first = "" if c["name"][i] or not c["last"][i] else c["first"][i]
         row = Row(
             name=name,
             address=address,
@@ -121,22 +149,37 @@ def normalize_rows(table: Table, path: Path, region: str) -> tuple[list[tuple[st
             email_key=key if valid else "",
             company=c["company"][i],
             title=c["title"][i],
+            parts=parse_name(name, lexicon, first=first).encode(),
         )
         rows.append((table.where[i], row))
     return rows, rejected
 
 
+def _given_names(names: list[str], firsts: list[str], known: Iterable[str]) -> frozenset[str]:
+    """Given names: *known* ones, the words of first-name cells, the first word of names."""
+    found = set(known)
+    for first in firsts:
+        found.update(name_tokens(first))
+    found.update(first_token(name) for name in dict.fromkeys(names))
+    found.discard("")
+    return frozenset(found)
+
+
 def merge_row(old: Row, new: Row) -> Row:
-    """*new* over *old*: its non-empty values win; an address comes with its city, an email with
-    its key, and a new employer with its own title (possibly empty) rather than the old job's."""
+    """*new* over *old*: its non-empty values win, but the fuller name stays (see
+    :func:`~pipeline.core.contacts.names.fuller_name`); an address comes with its city, an
+    email with its key, and a new employer with its own title (possibly empty) rather than the
+    old job's."""
     email, key = (new.email, new.email_key) if new.email_key else (old.email, old.email_key)
     address, place = (new.address, new.place) if new.address else (old.address, old.place)
     if new.company and new.company != old.company:
         company, title = new.company, new.title
     else:
         company, title = old.company, new.title or old.title
+    old_parts, new_parts = NameParts.decode(old.parts), NameParts.decode(new.parts)
+    keep_old = not new.name or fuller_name(old_parts, new_parts, old.name, new.name)
     return Row(
-        name=new.name or old.name,
+        name=old.name if keep_old else new.name,
         address=address,
         place=place,
         phone=new.phone or old.phone,
@@ -144,6 +187,7 @@ def merge_row(old: Row, new: Row) -> Row:
         email_key=key,
         company=company,
         title=title,
+        parts=old.parts if keep_old else new.parts,
     )
 
 
@@ -155,25 +199,41 @@ def read_contacts(path: Path) -> Table:
 class Drafts:
     """Working copies of the records one import batch touches, found by email, phone or person.
 
-    ``rows`` holds (record id, or None for a new record; row; changed). A row is looked up by
-    its email, else its phone; only a row with neither by its person (name and address), and
-    only then are person keys worked out (*people*), as they cost a Unicode pass per row.
+    ``rows`` holds (record id, or None for a new record; row; changed). A row joins a record
+    only on evidence that both are one person (:meth:`find`). Person keys (name and address)
+    are worked out only when a batch has rows with neither email nor phone (*people*), as they
+    cost a Unicode pass per row.
     """
 
     def __init__(self, *, people: bool) -> None:
         self.rows: list[tuple[int | None, Row, bool]] = []
         self._people = people
         self._ids: dict[int, int] = {}
-        self._index: dict[str, dict[str, int]] = {"email": {}, "phone": {}, "person": {}}
+        self._index: dict[str, dict[str, list[int]]] = {"email": {}, "phone": {}, "person": {}}
 
     def find(self, row: Row) -> int | None:
-        if row.email_key and (at := self._index["email"].get(row.email_key)) is not None:
-            return at
-        if row.phone and (at := self._index["phone"].get(row.phone)) is not None:
-            return at
-        if row.email_key or row.phone or not self._people:
+        """The record *row* is about: one holding its email or phone whose name agrees with the
+        row's, or (for a row with neither) one with the same name at the same address. When
+        such records are not one person (their names disagree), none: the row is a record of
+        its own."""
+        if row.email_key or row.phone:
+            found = self._holding("email", row.email_key) + self._holding("phone", row.phone)
+        else:
+            found = self._holding("person", person_key(row.name, row.address))
+        parts = NameParts.decode(row.parts)
+        agreeing = [at for at in dict.fromkeys(found) if self._agrees(at, parts)]
+        if not agreeing:
             return None
-        return self._index["person"].get(person_key(row.name, row.address))
+        names = [NameParts.decode(self.rows[at][1].parts) for at in agreeing]
+        return agreeing[0] if all(names_agree(names[0], n) for n in names[1:]) else None
+
+    def _holding(self, kind: str, value: str) -> list[int]:
+        return (
+            self._index[kind].get(value, []) if value and (kind != "person" or self._people) else []
+        )
+
+    def _agrees(self, at: int, parts: NameParts) -> bool:
+        return names_agree(NameParts.decode(self.rows[at][1].parts), parts)
 
     def load(self, stored: StoredRow) -> int:
         """Take in a stored record (once); where it is among the drafts."""
@@ -181,9 +241,7 @@ class Drafts:
         if at is None:
             self.rows.append((stored.id, stored.row, False))
             at = self._ids[stored.id] = len(self.rows) - 1
-            for kind, value in self._keys(stored.row).items():
-                if value:  # the oldest record holding a value keeps it
-                    self._index[kind].setdefault(value, at)
+            self._reindex(at, None, stored.row)
         return at
 
     def add(self, row: Row) -> None:
@@ -205,7 +263,7 @@ class Drafts:
         before = self._keys(old) if old is not None else {}
         for kind, value in self._keys(new).items():
             index, previous = self._index[kind], before.get(kind, "")
-            if previous and previous != value and index.get(previous) == at:
-                del index[previous]
-            if value:
-                index[value] = at
+            if previous and previous != value and at in index.get(previous, []):
+                index[previous].remove(at)
+            if value and at not in index.setdefault(value, []):
+                index[value].append(at)

@@ -1,40 +1,37 @@
-"""Contact search without the database: what a term is, and how well a record answers it.
+"""Contact search without the database: what a term is, who it fits, and the decision.
 
-The store runs the queries; this module holds the rules and the
-pure parts it applies to their results: term classification, phone and name normalization, the
-full-text query, the name score and the final decision (match, no match, ambiguous, suppressed).
+The store runs the queries; this module holds the rules and the pure parts it applies to their
+results: term classification, the full-text query, grouping records into people and the final
+decision (match, no match, ambiguous, suppressed).
 
 Term classification (:func:`classify_term`)
     1. A term with an ``@`` that ``parse_address`` accepts is an EMAIL. It matches the records
        with the same dedupe key (case-folded local part @ lower-case ASCII domain).
-    2. Else a term of digits and phone punctuation only (``+ ( ) - . /`` and spaces) that
-       phonenumbers reads as a possible number (the right length for its country) is a PHONE,
-       read as a number of ``contacts.region`` unless it starts with + and a country code. It
-       matches the records with the same E.164 number.
-    3. Anything else is a NAME: a name, optionally with words of the person's city, address or
-       employer ("Jane Roe Springfield", "Jane Roe Acme"). Courtesy titles (Mr, Dr, ...) are
-       dropped; at most eight words count.
+    2. Else a term of digits and phone punctuation only (``+ ( ) - . /`` and spaces, 6 to 15
+       digits) is a PHONE. With a + and country code it is that one E.164 number. Written
+       nationally it may be a number of any country: it matches the records whose number it is
+       when read in that number's country (:func:`~pipeline.core.contacts.identity.reads_as`),
+       so "55 1234 5678" finds a Mexico City number, and a number that is one person's in
+       Mexico and another's in the US fits both.
+    3. Anything else is a NAME, optionally with words of the person's city, address or employer
+       ("Jane Roe Springfield", "Jane Roe Acme"). Courtesy titles are dropped; at most eight
+       words count.
 
 Name search
-    Candidates come from an FTS5 index over each record's name, city and employer (unicode61
-    tokenizer, diacritics removed, whole words only, no prefix search): the records holding every
-    word of the term, up to ``contacts.candidates``; when none of them reaches
-    ``contacts.min_confidence``, also the ``contacts.candidates`` best by bm25 that hold any word,
-    which lets a misspelt word through. Each candidate is scored from 0 to 1
-    (:func:`~pipeline.core.contacts.search.name_confidence`): term words that match a word of the
-    record's address (city included) or employer narrow the search to that place or employer and
-    leave the comparison; the other words are compared with the record's name by rapidfuzz's
-    token_sort_ratio (order free, typos cost a little; a middle name may be left out), so a word
-    that fits neither name nor place nor employer counts against the record: "Jane Roe
-    Springfield" scores 1.0 for Jane Roe of Springfield and 0.57 for Jane Roe of Shelbyville.
-    Words of one to three letters and numbers must match exactly to narrow.
+    Candidates are every record that could fit the term, from an FTS5 index over each record's
+    name parts, address and employer, with no limit: each term word, or one of its nicknames or
+    its initial, must be in the record. How each fits is :func:`~pipeline.core.contacts.names.fit`:
+    EXACT (given name and surname, every other word the record's city, address or employer) or
+    WIDENED (only through a nickname or an initial). Fuzzy similarity plays no part.
 
-Decision (every kind)
-    The best candidate must reach ``contacts.min_confidence`` (an email or phone match scores
-    1.0). Ties go to the fuller record, then the newer. If a different person scores within
-    ``contacts.ambiguity_margin`` of the best, the search is AMBIGUOUS and answers nothing: never
-    a guess. Two records are the same person when they share an email or a phone number, or have
-    the same name at the same address.
+Decision (every kind, :func:`decide`)
+    The candidates (records with the email or number; for a name, the exact and widened fits)
+    are grouped into people (:func:`same_person`). The search answers only when there is one
+    person among them and an exact fit among their records; the answer is that person's fullest
+    exact-fit record (then the newest), never fields put together from several records. Two
+    people or more: AMBIGUOUS. A term whose email or number is suppressed, or a person one of
+    whose records is hidden (opted out): SUPPRESSED. A value of the answer that is another
+    person's suppressed email or number (a household's landline) is left out of it.
 """
 
 from __future__ import annotations
@@ -42,139 +39,207 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Final
 
-from rapidfuzz import fuzz
-
 from pipeline.core.address import Syntax, parse_address
-from pipeline.core.contacts.identity import WORD, fold, normalize_phone, words
-from pipeline.core.contacts.types import Candidate, Lookup, Outcome, TermKind
+from pipeline.core.contacts.identity import (
+    WORD,
+    fold,
+    national_number,
+    normalize_phone,
+    person_key,
+    phone_readings,
+    words,
+)
+from pipeline.core.contacts.names import (
+    HONORIFICS,
+    Fit,
+    NameParts,
+    Term,
+    fit,
+    name_tokens,
+    names_agree,
+    variants,
+)
+from pipeline.core.contacts.types import (
+    Candidate,
+    Contact,
+    Lookup,
+    Outcome,
+    StoredRow,
+    TermKind,
+)
 
 # A phone term holds digits and the punctuation people write numbers with, nothing else: letters
 # would let phonenumbers read vanity numbers (1-800-FLOWERS) and numbers inside a street address.
 _PHONE_TERM: Final = re.compile(r"\+?[\d\s().\-/]+")
-
-
-# Courtesy titles say nothing about who is meant; a term "Dr Jane Roe" is a term "Jane Roe".
-_HONORIFICS: Final = frozenset({"mr", "mrs", "ms", "mx", "miss", "dr", "prof"})
-
+# E.164 numbers have at most 15 digits (ITU-T E.164 §6); fewer than 6 is no number anywhere.
+_PHONE_DIGITS: Final = range(6, 16)
 
 # Words of a name term that take part in a search; the rest is ignored.
-_MAX_WORDS: Final = 8
+MAX_WORDS: Final = 8
 
 
 def classify_term(term: str, region: str) -> tuple[TermKind, str]:
-    """The kind of *term* and its normalized value: email key, E.164 number or name words."""
+    """The kind of *term* and its normalized value: the email key; the E.164 number (read in
+    *region* when written nationally and possible there, else its digits); the name's words."""
     if "@" in term:
         parsed = parse_address(term)
         if parsed.syntax not in (Syntax.INVALID, Syntax.EMPTY):
             return TermKind.EMAIL, parsed.key
-    if _PHONE_TERM.fullmatch(term.strip()):
-        phone = normalize_phone(term, region)
-        if phone:
-            return TermKind.PHONE, phone
-    return TermKind.NAME, " ".join(name_words(term))
+    text = term.strip()
+    if _PHONE_TERM.fullmatch(text) and len(digits := re.sub(r"\D", "", text)) in _PHONE_DIGITS:
+        return TermKind.PHONE, normalize_phone(text, region) or digits
+    return TermKind.NAME, " ".join(name_term(term).tokens)
 
 
-def name_words(term: str) -> list[str]:
-    """The words of a name term that count, without courtesy titles, at most eight, no repeats."""
-    found = list(dict.fromkeys(words(term)))
-    kept = [w for w in found if w not in _HONORIFICS] or found
-    return kept[:_MAX_WORDS]
+def name_term(term: str) -> Term:
+    return Term.of(term, MAX_WORDS)
 
 
-def fts_query(term: str, *, every: bool) -> str:
-    """An FTS5 query for the words of *term*: all of them (*every*) or any.
+def phone_candidates(term: str) -> list[str]:
+    """The E.164 numbers to look up for a phone term (see :func:`phone_readings`)."""
+    return phone_readings(term)
 
-    The words go to FTS5 as written (NFC, not folded) so that its tokenizer treats them exactly
-    like the indexed text; each is a quoted string, so no word can act as query syntax.
+
+def fts_query(term: str) -> str:
+    """An FTS5 query for the records that may fit *term*: each word, a nickname of it or its
+    initial. Each alternative is a quoted string, so no word can act as query syntax; a word's
+    letters as written go too, so FTS5's tokenizer reads them as it read the indexed address."""
+    clauses: dict[str, str] = {}
+    for raw in term.split():
+        folded = "".join(name_tokens(raw))
+        if not folded or folded in HONORIFICS or folded in clauses:
+            continue
+        if len(folded) == 1:
+            clauses[folded] = f'"{folded}"*'
+            continue
+        written = WORD.findall(unicodedata.normalize("NFC", raw))
+        options = [f'"{o}"' for o in dict.fromkeys([folded, *variants(folded)])]
+        if fold("".join(written)) != folded or len(written) > 1:
+            options.append("(" + " AND ".join(f'"{w}"' for w in written) + ")")
+        clauses[folded] = "(" + " OR ".join(options) + ")"
+    kept = list(clauses.values())[:MAX_WORDS] or ['""']
+    return " AND ".join(kept)
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+def candidate(stored: StoredRow, fits: Fit) -> Candidate:
+    """A stored record as a search sees it."""
+    r = stored.row
+    contact = Contact(stored.id, r.name, r.address, r.phone, r.email, r.company, r.title)
+    return Candidate(
+        contact,
+        r.email_key,
+        NameParts.decode(r.parts),
+        person_key(r.name, r.address),
+        " ".join(words(r.address)),
+        " ".join(words(r.place)),
+        " ".join(words(r.company)),
+        stored.imported_at,
+        stored.hidden,
+        fits,
+    )
+
+
+def name_fit(term: Term, stored: StoredRow) -> Fit:
+    """How a record fits a name term; its address and employer words count as context."""
+    r = stored.row
+    text = f"{r.address} {r.company}"
+    context = frozenset(name_tokens(text)) | frozenset(words(text))
+    return fit(term, NameParts.decode(r.parts), context)
+
+
+# --------------------------------------------------------------------------- people
+
+
+def _links(c: Candidate) -> list[str]:
+    """The values that tie a record to another of the same person (with an agreeing name).
+
+    A phone counts by its number after the country code: a number written nationally in a file
+    that did not say the country was read as one of ``contacts.region``, and under the same
+    name it is the same person's number.
     """
-    raw = list(dict.fromkeys(WORD.findall(unicodedata.normalize("NFC", term))))
-    kept = [w for w in raw if fold(w) not in _HONORIFICS] or raw
-    quoted = [f'"{w}"' for w in kept[:_MAX_WORDS]]
-    return (" AND " if every else " OR ").join(quoted)
-
-
-# rapidfuzz ratio (0-100, normalized Indel similarity) at which two words count as the same word:
-# one letter missing or extra in a word of five letters or more, one wrong letter from ten on.
-_SAME_WORD: Final = 90
-
-
-# Words shorter than this, and numbers, must match exactly: a ratio over two or three letters
-# is too coarse ("IL" against "IN"), and a house number or postcode is right or wrong.
-_FUZZY_FROM: Final = 4
-
-
-def _similarity(word: str, others: Sequence[str]) -> float:
-    if word in others:
-        return 100.0
-    if len(word) < _FUZZY_FROM or word.isdigit():
-        return 0.0
-    return max((fuzz.ratio(word, other) for other in others), default=0.0)
-
-
-def name_confidence(term: Sequence[str], name: Sequence[str], context: Sequence[str]) -> float:
-    """How well the term's words name a record, from 0 to 1.
-
-    *term* are the term's folded words, *name* the record's name words, *context* the words of
-    its address (city included) and employer. A term word that matches a context word (better
-    than any name word) narrows the search to that place or employer and leaves the comparison;
-    every other word must be part of the name, so a word that fits neither counts against it.
-    The rest is compared with the record's name by rapidfuzz's token_sort_ratio (word order
-    does not matter, typos cost a little), and also with its first and last word alone when the
-    name has more, so a middle name may be left out. A term with no name words scores 0.
-    """
-    if not name:
-        return 0.0
-    rest = [w for w in term if not _narrows(w, name, context)]
-    if not rest:
-        return 0.0
-    text = " ".join(rest)
-    score = fuzz.token_sort_ratio(text, " ".join(name))
-    if len(name) > 2:
-        score = max(score, fuzz.token_sort_ratio(text, f"{name[0]} {name[-1]}"))
-    return score / 100
-
-
-def _narrows(word: str, name: Sequence[str], context: Sequence[str]) -> bool:
-    place = _similarity(word, context)
-    return place >= _SAME_WORD and place > _similarity(word, name)
+    values = [f"email:{c.email_key}", f"address:{c.address_key}"]
+    values.append(f"phone:{national_number(c.contact.phone)}" if c.contact.phone else "")
+    return [v for v in values if not v.endswith(":") and v]
 
 
 def same_person(a: Candidate, b: Candidate) -> bool:
-    """Two records of one person: a shared email or phone, or the same name at the same address."""
-    return bool(
-        (a.email_key and a.email_key == b.email_key)
-        or (a.contact.phone and a.contact.phone == b.contact.phone)
-        or (a.person and a.person == b.person)
-    )
+    """Two records of one person: names that agree, and a shared email, phone or address."""
+    return names_agree(a.parts, b.parts) and bool(set(_links(a)) & set(_links(b)))
+
+
+def people(candidates: Sequence[Candidate]) -> list[list[Candidate]]:
+    """*candidates* grouped into people: records linked by :func:`same_person`, directly or
+    through others. A group whose names do not all agree with its fullest one is split in
+    two, as it may be two people."""
+    parent = list(range(len(candidates)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    holders: dict[str, list[int]] = {}  # records sharing a value, not every pair of records
+    for i, c in enumerate(candidates):
+        for value in _links(c):
+            for j in holders.setdefault(value, []):
+                if names_agree(c.parts, candidates[j].parts):
+                    parent[root(i)] = root(j)
+            holders[value].append(i)
+    groups: dict[int, list[Candidate]] = {}
+    for i, c in enumerate(candidates):
+        groups.setdefault(root(i), []).append(c)
+    found: list[list[Candidate]] = []
+    for group in groups.values():
+        head = max(group, key=lambda c: len(c.parts.tokens()))
+        agreeing = [c for c in group if names_agree(c.parts, head.parts)]
+        found += [agreeing, [c for c in group if c not in agreeing]]
+    return [group for group in found if group]
+
+
+# --------------------------------------------------------------------------- decision
 
 
 def decide(
     kind: TermKind,
     candidates: Sequence[Candidate],
     *,
-    min_confidence: float,
-    margin: float,
-    suppressed: Callable[[Sequence[Candidate]], bool],
+    term_suppressed: bool,
+    suppressed: Callable[[str, str], bool],
 ) -> Lookup:
-    """The answer to a search from its scored candidates.
+    """The answer to a search from its candidates (see the module docstring).
 
-    The best candidate (ties: the fuller record, then the newer one) must reach
-    *min_confidence*. If any record of the same person is *suppressed*, the answer is
-    SUPPRESSED; if a different person scores within *margin* of the best, AMBIGUOUS; else MATCH.
+    *suppressed* (kind, value) tells whether an identifier is suppressed.
     """
-    ranked = sorted(
-        candidates,
-        key=lambda c: (c.confidence, c.filled(), c.imported_at, c.contact.record_id),
-        reverse=True,
+    if term_suppressed:
+        return Lookup(kind, Outcome.SUPPRESSED, None)
+    fitting = [c for c in candidates if c.fit is not Fit.NONE]
+    found = people(fitting)
+    exact = [g for g in found if any(c.fit is Fit.EXACT for c in g)]
+    if not exact:
+        return Lookup(kind, Outcome.NO_MATCH, None)
+    if len(found) > 1:
+        return Lookup(kind, Outcome.AMBIGUOUS, None)
+    person = found[0]
+    if any(c.hidden for c in person):
+        return Lookup(kind, Outcome.SUPPRESSED, None)
+    best = max(
+        (c for c in person if c.fit is Fit.EXACT),
+        key=lambda c: (c.filled(), c.imported_at, c.contact.record_id),
     )
-    if not ranked or ranked[0].confidence < min_confidence:
-        return Lookup(kind, Outcome.NO_MATCH, None, ranked[0].confidence if ranked else 0.0)
-    best = ranked[0]
-    if suppressed([c for c in ranked if same_person(c, best)]):
-        return Lookup(kind, Outcome.SUPPRESSED, None, 0.0)
-    rival = next((c for c in ranked if not same_person(c, best)), None)
-    if rival is not None and rival.confidence >= best.confidence - margin:
-        return Lookup(kind, Outcome.AMBIGUOUS, None, best.confidence)
-    return Lookup(kind, Outcome.MATCH, best.contact, best.confidence)
+    return Lookup(kind, Outcome.MATCH, _withheld(best.contact, best.email_key, suppressed))
+
+
+def _withheld(contact: Contact, email_key: str, suppressed: Callable[[str, str], bool]) -> Contact:
+    """*contact* without an email or phone someone else opted out with."""
+    if email_key and suppressed("email", email_key):
+        contact = replace(contact, email="")
+    if contact.phone and suppressed("phone", contact.phone):
+        contact = replace(contact, phone="")
+    return contact

@@ -4,17 +4,22 @@ Contacts come from CSV or Parquet files (:meth:`ContactStore.import_file`) into 
 ``contacts.db`` or else ``contacts.sqlite`` in the cache directory. :meth:`ContactStore.search`
 answers a search term with one :class:`Lookup`; the service answers 404 for anything but a MATCH.
 
-Term classification, name search and the decision: :mod:`pipeline.core.contacts.search`.
+Term classification, name rules and the decision: :mod:`pipeline.core.contacts.search` and
+:mod:`pipeline.core.contacts.names`. Every search of a kind runs the same statements whatever
+its outcome: the candidates (all of them, no limit), then one look-up of their identifiers (and
+the term's) in the suppression list; the decision is made afterwards, in memory.
 
 Opt-out (:meth:`ContactStore.suppress`) and erasure (:meth:`ContactStore.erase`)
-    The person's identifiers (email key, E.164 number, and name with address) are kept only as
-    HMAC-SHA256 digests (RFC 2104) under a 256-bit secret made once per store and kept in its own
-    table. Suppression reaches every record that shares an identifier with the ones named, and
-    theirs in turn. A search is SUPPRESSED when its term is a suppressed email or phone, or when
-    any record of the best candidate's person has a suppressed identifier, name searches
-    included; the service answers it exactly like no match. Import rejects rows that carry a
-    suppressed identifier, so importing the person again does not bring them back. Erasure
-    suppresses the same way and deletes the records (and their full-text rows).
+    Whom they reach: :mod:`pipeline.core.contacts.privacy`. The person's identifiers (email
+    key, E.164 number, and name with address) are kept only as HMAC-SHA256 digests (RFC 2104)
+    under a 256-bit secret made once per store and kept in its own table. A suppression hides
+    the person's records and lookalikes from every search; a search by a suppressed email or
+    number is SUPPRESSED, and another person's record leaves a suppressed value it shares (a
+    household's landline) out of its answer. Import rejects rows that carry a suppressed
+    identifier, so importing the person again does not bring them back. Erasure suppresses the
+    same way, deletes the person's records (and their full-text rows), and takes their email
+    and number out of other records that shared them. Both make the audit log forget whom past
+    lookups were about.
 
 Import (:meth:`ContactStore.import_file`): see :mod:`pipeline.core.contacts.importer`.
 
@@ -35,20 +40,29 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from pipeline.core.address import Syntax, parse_address
 from pipeline.core.config import ContactsConfig, known_region
-from pipeline.core.contacts import sql
-from pipeline.core.contacts.identity import normalize_phone, person_key, words
+from pipeline.core.contacts import privacy, sql
+from pipeline.core.contacts.identity import normalize_phone, person_key, reads_as
 from pipeline.core.contacts.importer import Drafts, normalize_rows, read_contacts
-from pipeline.core.contacts.search import classify_term, decide, fts_query, name_confidence
+from pipeline.core.contacts.names import Fit, NameParts, parse_name
+from pipeline.core.contacts.search import (
+    candidate,
+    classify_term,
+    decide,
+    fts_query,
+    name_fit,
+    name_term,
+    phone_candidates,
+)
 from pipeline.core.contacts.types import (
     Candidate,
-    Contact,
     ContactImport,
     Lookup,
     Outcome,
+    Reached,
     Rejected,
     Row,
     StoredRow,
@@ -59,13 +73,8 @@ from pipeline.core.sqlite import SqliteFile
 
 _BATCH: Final = 50_000
 _OPTED_OUT: Final = "the person opted out (suppressed)"
-
-
-# --------------------------------------------------------------------------- the store
-
 _ANONYMOUS: Final = "anonymous"
 _DAY: Final = 86400.0
-_T = TypeVar("_T")
 
 
 class ContactStore(SqliteFile):
@@ -91,25 +100,30 @@ class ContactStore(SqliteFile):
         self._region = region
         self._clock = clock
         self._lock = threading.RLock()
+        self._upgrade()
         # Made once per store (INSERT OR IGNORE keeps the first). 32 bytes is SHA-256's output
         # length L, below which RFC 2104 §3 discourages HMAC keys.
-        self._run(
-            lambda db: db.execute(
-                "INSERT OR IGNORE INTO secret (id, value) VALUES (1, ?)", (secrets.token_bytes(32),)
-            )
-        )
-        self._secret: bytes = self._query("SELECT value FROM secret WHERE id = 1", ())[0][0]
+        self._run(lambda db: db.execute(sql.ADD_SECRET, (secrets.token_bytes(32),)))
+        self._secret: bytes = self._query(sql.SECRET, ())[0][0]
+
+    def _upgrade(self) -> None:
+        """Bring a store of an earlier schema version up to this one (see sql.VERSION)."""
+        if self._query(sql.SCHEMA_VERSION)[0][0] < sql.VERSION:
+            with self._transaction("BEGIN IMMEDIATE"):
+                self._run(sql.upgrade)
 
     # ---- import
 
     def import_file(self, path: Path, source: str) -> ContactImport:
         """Add the contacts of a CSV or Parquet file, merging those already stored."""
         table = read_contacts(path)
-        rows, rejected = normalize_rows(table, path, self._region)
+        with self._lock:
+            known = self._known_given()
+        rows, rejected = normalize_rows(table, path, self._region, known)
         imported = merged = 0
         with self._lock, self._transaction("BEGIN IMMEDIATE"):
             now = self._clock()
-            screen = self._query("SELECT EXISTS (SELECT 1 FROM suppressed)", ())[0][0] == 1
+            screen = self._query(sql.ANY_SUPPRESSED, ())[0][0] == 1
             for start in range(0, len(rows), _BATCH):
                 batch = rows[start : start + _BATCH]
                 added, joined, refused = self._import_batch(batch, source, now, screen)
@@ -134,11 +148,10 @@ class ContactStore(SqliteFile):
             if blocked and any(self._digest("suppress", *i) in blocked for i in row.identifiers()):
                 refused.append((where, _OPTED_OUT))
                 continue
+            if not (row.email_key or row.phone) and (key := person_key(row.name, row.address)):
+                for same in self._people(row.name, key):
+                    drafts.load(same)
             at = drafts.find(row)
-            if at is None and not (row.email_key or row.phone):
-                key = person_key(row.name, row.address)
-                same = self._people(row.name, key) if key else []
-                at = drafts.load(same[0]) if same else None
             if at is None:
                 drafts.add(row)
                 added += 1
@@ -154,9 +167,13 @@ class ContactStore(SqliteFile):
         return added, joined, refused
 
     def _people(self, name: str, key: str) -> list[StoredRow]:
-        """The stored records of the person with *key* (person_key), found through *name*."""
-        rows = self._query(sql.FTS_EVERY, {"q": fts_query(name, every=True), "n": -1})
+        """The stored records with *key* (person_key: the same name at the same address)."""
+        rows = self._query(sql.BY_WORDS, {"q": fts_query(name)})
         return [s for s in map(_stored, rows) if person_key(s.row.name, s.row.address) == key]
+
+    def _known_given(self) -> frozenset[str]:
+        """The given names stored names start with (see :func:`.names.parse_name`)."""
+        return frozenset(given for (given,) in self._query(sql.KNOWN_GIVEN))
 
     def _blocked(self, rows: Iterable[Row]) -> set[str]:
         """The digests among *rows*' identifiers that are suppressed."""
@@ -166,79 +183,88 @@ class ContactStore(SqliteFile):
     # ---- search
 
     def search(self, term: str) -> Lookup:
-        """The contact *term* names, if exactly one person fits well enough and is not opted out."""
+        """The contact *term* names, if exactly one person fits and is not opted out."""
         kind, value = classify_term(term, self._region)
         if not value:
-            return Lookup(kind, Outcome.NO_MATCH, None, 0.0)
+            return Lookup(kind, Outcome.NO_MATCH, None)
+        term_ids = self._term_identifiers(kind, term, value)
         with self._lock, self._transaction("BEGIN"):  # one snapshot of the file for all queries
-            if kind is TermKind.NAME:
-                candidates = self._name_candidates(term, value.split())
-            elif self._suppressed([(kind.value, value)]):
-                return Lookup(kind, Outcome.SUPPRESSED, None, 0.0)
-            else:
-                query = sql.BY_EMAIL if kind is TermKind.EMAIL else sql.BY_PHONE
-                candidates = [
-                    _candidate(s, 1.0) for s in map(_stored, self._query(query, (value,)))
-                ]
-            return decide(
-                kind,
-                candidates,
-                min_confidence=self._config.min_confidence,
-                margin=self._config.ambiguity_margin,
-                suppressed=self._group_suppressed,
-            )
+            candidates = self._candidates(kind, term, value)
+            asked = term_ids + [
+                i for c in candidates for i in (("email", c.email_key), ("phone", c.contact.phone))
+            ]
+            hits = self._suppressed_among(asked)
+        on_term = any(
+            i in hits and (kind is not TermKind.PHONE or reads_as(term, i[1])) for i in term_ids
+        )
+        return decide(
+            kind, candidates, term_suppressed=on_term, suppressed=lambda k, v: (k, v) in hits
+        )
 
-    def _name_candidates(self, term: str, term_words: list[str]) -> list[Candidate]:
-        limit = self._config.candidates
-        found = self._query(sql.FTS_EVERY, {"q": fts_query(term, every=True), "n": limit})
-        scored = [_scored(_stored(row), term_words) for row in found]
-        enough = any(c.confidence >= self._config.min_confidence for c in scored)
-        if not enough and len(term_words) > 1:
-            seen = {c.contact.record_id for c in scored}
-            more = self._query(sql.FTS_ANY, {"q": fts_query(term, every=False), "n": limit})
-            scored += [_scored(_stored(row), term_words) for row in more if row[0] not in seen]
-        return scored
+    def _term_identifiers(self, kind: TermKind, term: str, value: str) -> list[tuple[str, str]]:
+        if kind is TermKind.EMAIL:
+            return [("email", value)]
+        if kind is TermKind.PHONE:
+            return [("phone", number) for number in phone_candidates(term)]
+        return []
 
-    def _group_suppressed(self, group: Sequence[Candidate]) -> bool:
-        identifiers = [
-            (kind, value)
-            for c in group
-            for kind, value in (
-                ("email", c.email_key),
-                ("phone", c.contact.phone),
-                ("person", c.person),
-            )
-            if value
-        ]
-        return self._suppressed(identifiers)
+    def _candidates(self, kind: TermKind, term: str, value: str) -> list[Candidate]:
+        """Every record that may answer *term*, with how it fits."""
+        if kind is TermKind.EMAIL:
+            return [candidate(s, Fit.EXACT) for s in self._records(sql.BY_EMAIL, (value,))]
+        if kind is TermKind.PHONE:
+            found = self._records(sql.BY_PHONES, (json.dumps(phone_candidates(term)),))
+            return [
+                candidate(s, Fit.EXACT if reads_as(term, s.row.phone) else Fit.NONE) for s in found
+            ]
+        words = name_term(term)
+        found = self._records(sql.BY_WORDS, {"q": fts_query(term)})
+        return [candidate(s, name_fit(words, s)) for s in found]
 
-    def _suppressed(self, identifiers: Iterable[tuple[str, str]]) -> bool:
-        digests = json.dumps([self._digest("suppress", *i) for i in identifiers])
-        return bool(self._query(sql.ANY_SUPPRESSED, (digests,))[0][0])
+    def _records(self, statement: str, params: Any) -> list[StoredRow]:
+        return list(map(_stored, self._query(statement, params)))
+
+    def _suppressed_among(self, identifiers: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of *identifiers* that are suppressed (one statement, whatever they are)."""
+        digests = {self._digest("suppress", *i): i for i in identifiers if i[1]}
+        rows = self._query(sql.SUPPRESSED_AMONG, (json.dumps(sorted(digests)),))
+        return {digests[d] for (d,) in rows}
 
     # ---- opt-out and erasure
 
-    def suppress(self, *, email: str | None = None, phone: str | None = None) -> int:
-        """Opt the person out; the number of their records now hidden."""
-        seeds = self._seeds(email, phone)
-        with self._lock, self._transaction("BEGIN IMMEDIATE"):
-            records, identifiers = self._reach(seeds)
-            self._add_suppressions(identifiers)
-        return len(records)
+    def suppress(
+        self, *, email: str | None = None, phone: str | None = None, name: str | None = None
+    ) -> Reached:
+        """Opt the person out: their records and lookalikes hidden from every search.
 
-    def erase(self, *, email: str | None = None, phone: str | None = None) -> int:
-        """Delete the person's records and opt them out; the number of records deleted."""
+        The person is named by *email* or *phone* (or both); *name*, as they give it, also
+        reaches records that only their name leads to (see :mod:`.privacy`).
+        """
         seeds = self._seeds(email, phone)
         with self._lock, self._transaction("BEGIN IMMEDIATE"):
-            records, identifiers = self._reach(seeds)
-            self._add_suppressions(identifiers)
-            ids = json.dumps(sorted(records))
-            self._run(
-                lambda db: db.execute(
-                    "DELETE FROM contacts WHERE id IN (SELECT value FROM json_each(?))", (ids,)
-                )
-            )
-        return len(records)
+            person, lookalikes = self._reach(seeds, name or "")
+            self._add_suppressions(privacy.identifiers(person) + seeds)
+            self._run(lambda db: db.execute(sql.HIDE, (_ids(person + lookalikes),)))
+            audit = self._scrub_audit(person + lookalikes, seeds)
+        return _reached(person, lookalikes, audit, seeds)
+
+    def erase(
+        self, *, email: str | None = None, phone: str | None = None, name: str | None = None
+    ) -> Reached:
+        """Delete the person's records and opt them out (their lookalikes hidden)."""
+        seeds = self._seeds(email, phone)
+        with self._lock, self._transaction("BEGIN IMMEDIATE"):
+            person, lookalikes = self._reach(seeds, name or "")
+            found = privacy.identifiers(person) + seeds
+            self._add_suppressions(found)
+            self._run(lambda db: db.execute(sql.DELETE, (_ids(person),)))
+            self._run(lambda db: db.execute(sql.HIDE, (_ids(lookalikes),)))
+            emails = json.dumps([v for k, v in found if k == "email"])
+            phones = json.dumps([v for k, v in found if k == "phone"])
+            self._run(lambda db: db.execute(sql.BLANK_EMAILS, (emails,)))
+            self._run(lambda db: db.execute(sql.BLANK_PHONES, (phones,)))
+            audit = self._scrub_audit(person + lookalikes, seeds)
+        return _reached(person, lookalikes, audit, seeds)
 
     def _seeds(self, email: str | None, phone: str | None) -> list[tuple[str, str]]:
         seeds: list[tuple[str, str]] = []
@@ -259,41 +285,49 @@ class ContactStore(SqliteFile):
             raise UsageError("Name the person to opt out by email, by phone or both.")
         return seeds
 
-    def _reach(self, seeds: list[tuple[str, str]]) -> tuple[set[int], set[tuple[str, str]]]:
-        """The records sharing an identifier with *seeds*, and theirs in turn; all identifiers."""
-        identifiers = set(seeds)
-        pending = list(seeds)
-        people: list[tuple[str, str]] = []  # (name as stored, person key)
-        records: set[int] = set()
-        while pending or people:
-            keys = [value for kind, value in pending if kind == "email"]
-            phones = [value for kind, value in pending if kind == "phone"]
-            params = {"keys": json.dumps(keys), "phones": json.dumps(phones)}
-            found = list(map(_stored, self._query(sql.BY_IDENTIFIERS, params)))
-            for name, key in people:
-                found += self._people(name, key)
-            pending, people = [], []
-            for stored in found:
-                if stored.id in records:
-                    continue
-                records.add(stored.id)
-                for identifier in stored.row.identifiers():
-                    if identifier not in identifiers:
-                        identifiers.add(identifier)
-                        if identifier[0] == "person":
-                            people.append((stored.row.name, identifier[1]))
-                        else:
-                            pending.append(identifier)
-        return records, identifiers
+    def _reach(
+        self, seeds: list[tuple[str, str]], name: str
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """The person's records (see :mod:`~pipeline.core.contacts.privacy`) and lookalikes."""
+        person = {c.contact.record_id: c for c in self._holding(seeds)}
+        joined = list(person.values())
+        while joined:
+            linked = self._holding(privacy.identifiers(joined))
+            for c in joined:
+                if c.person:
+                    found = self._people(c.contact.name, c.person)
+                    linked += [candidate(s, Fit.EXACT) for s in found]
+            joined = privacy.grow(person, linked)
+        mine = list(person.values())
+        names = [c.parts for c in mine] + ([parse_name(name, self._known_given())] if name else [])
+        namesakes: dict[int, Candidate] = {}
+        for parts in dict.fromkeys(n for n in names if n.given and n.surname):
+            for s in self._records(sql.BY_WORDS, {"q": fts_query(_spoken(parts))}):
+                namesakes.setdefault(s.id, candidate(s, Fit.EXACT))
+        lookalikes = [
+            c
+            for rid, c in namesakes.items()
+            if rid not in person and privacy.lookalike(names, mine, c)
+        ]
+        return mine, privacy.closest(names, lookalikes)
+
+    def _holding(self, identifiers: Sequence[tuple[str, str]]) -> list[Candidate]:
+        params = {
+            "keys": json.dumps([v for k, v in identifiers if k == "email"]),
+            "phones": json.dumps([v for k, v in identifiers if k == "phone"]),
+        }
+        return [candidate(s, Fit.EXACT) for s in self._records(sql.BY_IDENTIFIERS, params)]
 
     def _add_suppressions(self, identifiers: Iterable[tuple[str, str]]) -> None:
         now = self._clock()
         rows = [(self._digest("suppress", kind, value), kind, now) for kind, value in identifiers]
-        self._run(
-            lambda db: db.executemany(
-                "INSERT OR IGNORE INTO suppressed (digest, kind, at) VALUES (?, ?, ?)", rows
-            )
-        )
+        self._run(lambda db: db.executemany(sql.ADD_SUPPRESSED, rows))
+
+    def _scrub_audit(self, records: Sequence[Candidate], seeds: list[tuple[str, str]]) -> int:
+        values = privacy.audit_values(records, seeds)
+        digests = [self._digest("audit", *v) for v in values]
+        params = (_ids(records), json.dumps(digests))
+        return self._run(lambda db: db.execute(sql.SCRUB_AUDIT, params).rowcount)
 
     # ---- audit
 
@@ -310,26 +344,20 @@ class ContactStore(SqliteFile):
             lookup.contact.record_id if lookup.contact is not None else None,
             lookup.outcome.value,
         )
-        insert = f"INSERT INTO audit ({', '.join(sql.AUDIT_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)"
         with self._lock:
-            self._run(lambda db: db.execute(insert, row))
+            self._run(lambda db: db.execute(sql.ADD_AUDIT, row))
 
     def audit_records(self, since: float | None = None) -> list[dict[str, object]]:
         """Audit records, oldest first; only those at or after *since* when given."""
-        select = (
-            f"SELECT {', '.join(sql.AUDIT_COLUMNS)} FROM audit WHERE at >= ? ORDER BY at, rowid"
-        )
         with self._lock:
-            rows = self._query(select, (float("-inf") if since is None else since,))
+            rows = self._query(sql.AUDIT_SINCE, (float("-inf") if since is None else since,))
         return [dict(zip(sql.AUDIT_COLUMNS, row, strict=True)) for row in rows]
 
     def purge_audit(self) -> int:
         """Delete audit records older than ``contacts.retention_days``; how many went."""
         cutoff = self._clock() - self._config.retention_days * _DAY
         with self._lock:
-            return self._run(
-                lambda db: db.execute("DELETE FROM audit WHERE at < ?", (cutoff,)).rowcount
-            )
+            return self._run(lambda db: db.execute(sql.PURGE_AUDIT, (cutoff,)).rowcount)
 
     # ---- plumbing
 
@@ -341,10 +369,9 @@ class ContactStore(SqliteFile):
 
 
 def _stored(row: Sequence[Any]) -> StoredRow:
-    record_id, name, address, place, phone, email, email_key, company, title, imported_at = row
-    return StoredRow(
-        record_id, Row(name, address, place, phone, email, email_key, company, title), imported_at
-    )
+    rid, name, address, place, phone, email, email_key, company, title, parts, at, hidden = row
+    record = Row(name, address, place, phone, email, email_key, company, title, parts)
+    return StoredRow(rid, record, at, bool(hidden))
 
 
 def _values(row: Row) -> tuple[str, ...]:
@@ -357,17 +384,24 @@ def _values(row: Row) -> tuple[str, ...]:
         row.email_key,
         row.company,
         row.title,
+        row.parts,
     )
 
 
-def _candidate(stored: StoredRow, confidence: float) -> Candidate:
-    r = stored.row
-    contact = Contact(stored.id, r.name, r.address, r.phone, r.email, r.company, r.title)
-    key = person_key(r.name, r.address)
-    return Candidate(contact, r.email_key, key, stored.imported_at, confidence)
+def _ids(records: Iterable[Candidate]) -> str:
+    return json.dumps(sorted({c.contact.record_id for c in records}))
 
 
-def _scored(stored: StoredRow, term_words: list[str]) -> Candidate:
-    r = stored.row
-    context = words(f"{r.address} {r.place} {r.company}")
-    return _candidate(stored, name_confidence(term_words, words(r.name), context))
+def _spoken(parts: NameParts) -> str:
+    """The name as a term finds its namesakes: given name and surname."""
+    return " ".join([parts.given, *parts.surname])
+
+
+def _reached(
+    person: Sequence[Candidate],
+    lookalikes: Sequence[Candidate],
+    audit: int,
+    seeds: Sequence[tuple[str, str]],
+) -> Reached:
+    keys = {c.email_key for c in person if c.email_key} | {v for k, v in seeds if k == "email"}
+    return Reached(len(person), len(lookalikes), audit, tuple(sorted(keys)))

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from pipeline.core.contacts.identity import person_key
+from pipeline.core.contacts.names import Fit, NameParts
 
 
 class TermKind(StrEnum):
@@ -47,18 +48,22 @@ class Lookup:
     kind: TermKind
     outcome: Outcome
     contact: Contact | None  # set only for MATCH
-    confidence: float  # the best candidate's score; 0.0 when SUPPRESSED or nothing was found
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A stored record as a search sees it, with its score for the term at hand."""
+    """A stored record as a search sees it, and how it fits the term at hand."""
 
     contact: Contact
     email_key: str  # parse_address(email).key; "" when the record has no valid email
+    parts: NameParts
     person: str  # person_key(name, address)
+    address_key: str  # folded words of the address: the same name there is the same person
+    place_key: str  # folded words of the city
+    company_key: str  # folded words of the employer
     imported_at: float
-    confidence: float
+    hidden: bool  # the person opted out (or may be one who did): never an answer
+    fit: Fit
 
     def filled(self) -> int:
         """How many of the record's fields are known: the fuller of two copies is preferred."""
@@ -69,6 +74,18 @@ class Candidate:
 
 
 Rejected = list[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Reached:
+    """What an opt-out or erasure reached in the contact store."""
+
+    records: int  # the person's records: deleted by an erasure, hidden by a suppression
+    lookalikes: (
+        int  # records that may be the person's (same name, nothing tells them apart): hidden
+    )
+    audit: int  # audit records that no longer say whom the lookup was about
+    email_keys: tuple[str, ...]  # the person's addresses (dedupe keys), for the other stores
 
 
 @dataclass(frozen=True)
@@ -91,6 +108,7 @@ class Row:
     email_key: str
     company: str
     title: str
+    parts: str = ""  # NameParts.encode(): the name's given, middle, surname and suffix
 
     def identifiers(self) -> list[tuple[str, str]]:
         found = (
@@ -108,3 +126,4 @@ class StoredRow:
     id: int
     row: Row
     imported_at: float
+    hidden: bool = False

@@ -137,6 +137,29 @@ class MailboxCache(SqliteFile):
             ),
         )
 
+    def forget(self, keys: Iterable[str]) -> int:
+        """Delete every answer kept about the addresses *keys* (an erasure or opt-out: see
+        :mod:`pipeline.core.forget`); how many went."""
+        wanted = (json.dumps(sorted(set(keys))),)
+        with self._transaction("BEGIN IMMEDIATE"):
+            gone: int = self._run(
+                lambda db: (
+                    db.execute(
+                        "DELETE FROM mailboxes WHERE key IN (SELECT value FROM json_each(?))",
+                        wanted,
+                    ).rowcount
+                )
+            )
+            gone += self._run(
+                lambda db: (
+                    db.execute(
+                        "DELETE FROM remote_answers WHERE key IN (SELECT value FROM json_each(?))",
+                        wanted,
+                    ).rowcount
+                )
+            )
+        return gone
+
     def quota_spent(self, api: str, key_fp: str, window_start: int) -> int:
         rows = self._query(
             "SELECT spent FROM api_quota WHERE api = ? AND key_fp = ? AND window_start = ?",

@@ -381,7 +381,7 @@ class _Maker:
         given = self.rng.choices(("email", "phone", "both"), (50, 20, 30))[0]
         email = p.email if given != "phone" or not p.phone else ""
         phone = p.phone.e164 if p.phone and (given != "email" or not p.email) else ""
-        return OptOut(p.id, action, email, phone)
+        return OptOut(p.id, action, email, phone, p.name)
 
     def rows(self, p: Person) -> list[ContactRow]:
         rng, found = self.rng, []

@@ -10,8 +10,8 @@ Files written (UTF-8 CSV)
     ``contacts.csv``         for ``listclean contacts import``: one to three rows per person from
                              the sources of :mod:`~pipeline.sandbox.people.cast`, shuffled (its
                              ``Source`` column is informative; the import ignores it)
-    ``optouts.csv``          person, action (erase or suppress), email, phone (E.164): requests
-                             to apply after that import
+    ``optouts.csv``          person, action (erase or suppress), email, phone (E.164), name (as
+                             the person gives it): requests to apply after that import
     ``contacts_update.csv``  a later import: half the opted-out people seen again, and repeats
     ``people.csv``           the truth, one row per person, absent ones (never imported) too
     ``searches.csv``         term, kind, intended person ("" when the right answer is no answer),

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+import phonenumbers
 from rapidfuzz import process
 from rapidfuzz.distance import Levenshtein
 
@@ -249,11 +250,19 @@ def _phones(kind: SearchKind) -> Maker:
                 yield _search(rng.choice((p.phone.international(), p.phone.e164)), kind, p)
             else:
                 # Written nationally, a twin's ten digits are also a US person's number: the
-                # term fits two people. A US number in US style, "(802) 555-0148", fits one.
-                twin = p.id in ix.twinned and p.place.region != "US"
-                yield _search(p.phone.national(), kind, p, answer=not twin)
+                # term fits two people. A US number in US style, "(802) 555-0148", fits one,
+                # and so does a number written with a trunk prefix no US number has ("0313
+                # 555 0188", a German number whose digits after the 0 are a Detroit one's).
+                national = p.phone.national()
+                twin = p.id in ix.twinned and p.place.region != "US" and _us_number(national)
+                yield _search(national, kind, p, answer=not twin)
 
     return make
+
+
+def _us_number(written: str) -> bool:
+    """Whether *written* is also a possible North American number as it stands."""
+    return bool(phonenumbers.is_possible_number(phonenumbers.parse(written, "US")))
 
 
 def _shared_phones(ix: _Index, rng: random.Random) -> Iterator[Search]:

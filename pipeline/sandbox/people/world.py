@@ -152,6 +152,7 @@ class OptOut:
     action: str  # erase | suppress
     email: str
     phone: str  # E.164
+    name: str = ""  # as the person writes it in the request
 
 
 @functools.lru_cache(maxsize=65536)
@@ -308,7 +309,7 @@ Abigail Sophia Frances Jean Alice Judy Isabella Julia Grace Amber Denise Daniell
 Charlotte Natalie Diana Brittany Doris Kayla Alexis Lori Marie Mia Dana Lena Joel Erin"""
 )
 # In order of frequency, drawn with weight 1 / (rank + 12): Smith is common enough that a
-# name search meets more Smiths than the 50 full-text candidates it ranks (contacts.candidates).
+# name search meets more Smiths than a search ranking 50 full-text candidates would see.
 US_FAMILY: Final = _words(
     """Smith Johnson Williams Brown Jones Garcia Miller Davis Rodriguez
 Martinez Hernandez Lopez Gonzalez Wilson Anderson Thomas Taylor Moore Jackson Martin Lee Perez
