@@ -133,7 +133,7 @@ def _contacts_forget(args: argparse.Namespace) -> int:
     """Suppress or erase a person in every store that holds them (see pipeline.core.forget)."""
     if not (args.email or args.phone):
         raise UsageError("Name the person by --email, by --phone or both (--name may follow).")
-    config = load_config(args.config)
+    config = settings(args)
     answers = beside_domain_cache(cache_path(args, config), "mailboxes")
     events = bounce_ledger_path(args, config)
     with contextlib.ExitStack() as stack:
