@@ -176,11 +176,11 @@ async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummar
 
 async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
     clock = _Clock()
-    reader = open_list(job.name or str(job.input), job.input, folder, job.email_column)
-    paths = OutputPaths.for_output(job.output, job.dataset)
+    reader = open_list(job.name or str(job.input), job.input, folder, job.email_column, job.storage)
+    paths = OutputPaths.for_output(job.output, job.dataset, job.upload)
     rows = batch_rows(job.memory_mb, reader.bytes_per_row)
     with contextlib.ExitStack() as stack:
-        rejects = stack.enter_context(contextlib.closing(RejectsSink(paths.rejects)))
+        rejects = stack.enter_context(contextlib.closing(RejectsSink(paths.rejects, paths.publish)))
         started = time.perf_counter()
         scan = _scan(reader, engine, folder, rows, rejects)
         dedupe = scan.marker.finish()
@@ -204,8 +204,8 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         clock.lap("write", scan.rows, scan.rows)
     summary = RunSummary(
         input=job.name or str(job.input),
-        output=str(paths.parquet),
-        rejects_file=str(paths.rejects),
+        output=paths.name(paths.parquet),
+        rejects_file=paths.name(paths.rejects),
         rows_in=scan.rows + scan.rejected,
         rows_out=scan.rows,
         rows_rejected=scan.rejected,
@@ -218,7 +218,7 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         stages=clock.stages,
         warnings=list(reader.warnings),
     )
-    write_summary(summary.as_dict(), paths.summary)
+    write_summary(summary.as_dict(), paths.summary, paths.publish)
     return summary
 
 
