@@ -22,7 +22,7 @@ from pipeline.cli.common import (
 )
 from pipeline.core.config import Config, load_config
 from pipeline.core.doctor import run_doctor
-from pipeline.core.engine import verify_once
+from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
@@ -55,6 +55,22 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         choices=("parquet", "dataset"),
         help="parquet: one file (default); dataset: a folder of part files (also: -o DIR/)",
     )
+    clean.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: stream on this machine (default); dask: spread over a Dask cluster",
+    )
+    clean.add_argument(
+        "--scheduler", metavar="tcp://HOST:PORT", help="with --engine dask: join this cluster"
+    )
+    clean.add_argument(
+        "--dask-workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="with --engine dask and no --scheduler: worker processes of a local cluster (2)",
+    )
     common_options(clean)
     verify_options(clean)
     clean.set_defaults(handler=_clean)
@@ -76,6 +92,7 @@ def _clean(args: argparse.Namespace) -> int:
     check_location(args.input, "input")
     if args.output is not None:
         check_location(args.output, "output")
+    _check_engine(args)
     input_text = local_path(args.input)
     output_text = local_path(args.output) if args.output else None
     dataset = args.output_format == "dataset" or str(args.output or "").endswith("/")
@@ -106,7 +123,7 @@ def _clean(args: argparse.Namespace) -> int:
             config.storage,
             upload,
         )
-        summary = run_clean(job, engine, folder.path)
+        summary = _run(args, job, engine, folder.path)
         if work is not None:
             work.finish()
     hint = sender_hint(summary.reasons)
@@ -142,6 +159,34 @@ def _work_dir(
     if upload is None:
         return output.with_name(output.name + ".work")
     return cache_path(args, config).parent / "work" / fingerprint(named)
+
+
+def _check_engine(args: argparse.Namespace) -> None:
+    """Dask options only with the Dask engine; a remote cluster only with shared places."""
+    if args.engine != "dask" and args.scheduler:
+        raise UsageError("--scheduler joins a Dask cluster: add --engine dask.")
+    if args.dask_workers < 1:
+        raise UsageError(f"--dask-workers must be at least 1, got {args.dask_workers}.")
+    if args.engine != "dask" or not args.scheduler:
+        return
+    for role, text in (("input", args.input), ("output", args.output)):
+        if text is None or not (is_object_url(text) or text.startswith("file://")):
+            shown = text if text is not None else "(the default, in this folder)"
+            raise UsageError(
+                f"With --scheduler the {role} must be a place every machine of the cluster can "
+                f"reach, and {shown} is a path on this machine. Use an object-store URL "
+                "(s3://bucket/key), or write a path every machine mounts at the same place as "
+                "file:///shared/path."
+            )
+
+
+def _run(args: argparse.Namespace, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
+    if args.engine == "local":
+        return run_clean(job, engine, folder)
+    from pipeline.stages.dask_engine import connect, run_clean_dask
+
+    with connect(args.scheduler, args.dask_workers) as cluster:
+        return run_clean_dask(job, engine, folder, cluster)
 
 
 def _identity(text: str) -> str:

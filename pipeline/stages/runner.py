@@ -33,15 +33,9 @@ from pipeline.core.engine import (
     BounceScope,
     DomainStats,
     Engine,
-    attach_bounces,
-    attach_domains,
     check_domains,
-    classify_addresses,
-    decide,
     resolvable_domains,
-    with_address_columns,
 )
-from pipeline.core.mailboxes.step import PROBEABLE, join_answers
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.stages.base import Batch, StageSummary
 from pipeline.stages.csv_source import ReadAgain
@@ -49,11 +43,11 @@ from pipeline.stages.dedupe import DuplicateMarker
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read import ListReader, open_list
 from pipeline.stages.spill import Spill, spill_folder
+from pipeline.stages.steps import answer_table, counted, decide_rows, normalize, probe_candidates
 from pipeline.stages.write import (
     OutputPaths,
     ParquetSink,
     RejectsSink,
-    output_frame,
     output_schema,
     write_summary,
 )
@@ -121,7 +115,7 @@ class RunSummary:
         }
 
 
-class _Clock:
+class StageClock:
     """Times each stage from the end of the one before."""
 
     def __init__(self) -> None:
@@ -175,7 +169,7 @@ async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummar
 
 
 async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
-    clock = _Clock()
+    clock = StageClock()
     reader = open_list(job.name or str(job.input), job.input, folder, job.email_column, job.storage)
     paths = OutputPaths.for_output(job.output, job.dataset, job.upload)
     rows = batch_rows(job.memory_mb, reader.bytes_per_row)
@@ -214,7 +208,7 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         checks=checks,
         dns_queries=engine.dns.queries_sent,
         verdicts=dict(verdicts.most_common()),
-        reasons=_reason_counts(reasons),
+        reasons=reason_counts(reasons),
         stages=clock.stages,
         warnings=list(reader.warnings),
     )
@@ -259,8 +253,7 @@ def _scan_with(
                 break
             rejects.write(read.rejects)
             scan.rejected += read.rejects.height
-            emails = read.frame.get_column(reader.email_column)
-            work = classify_addresses(emails, engine.lists)
+            work = normalize(read.frame, reader.email_column, engine.lists)
             scan.marker.add(work.get_column("KEY"))
             scan.domains.update(dict.fromkeys(resolvable_domains(work)))
             spill.put(Batch(read.frame, work))
@@ -283,13 +276,12 @@ async def _check_addresses(
     for index in range(scan.spill.count):
         work = _marked(scan, scan.spill.work(index), offset)
         offset += work.height
-        candidates.append(attach_domains(work, table).filter(PROBEABLE))
+        candidates.append(probe_candidates(work, table))
     rows = pl.concat(candidates, how="vertical_relaxed") if candidates else None
     if rows is None or rows.is_empty():
         return None, None
     checked, stats = await engine.checker.check(rows, engine.dns, engine.lists)
-    answered = [c for c in checked.columns if c not in rows.columns]
-    return checked.select("KEY", *answered).unique("KEY", keep="first"), stats
+    return answer_table(checked, rows), stats
 
 
 def _decide_all(
@@ -306,15 +298,12 @@ def _decide_all(
     offset = 0
     for index in range(scan.spill.count):
         batch = scan.spill.batch(index)
-        work = attach_domains(_marked(scan, batch.work, offset), table)
-        offset += work.height
-        work = attach_bounces(engine.bounces, work, scope)
-        if answers is not None:
-            work = join_answers(work, answers)
-        decided = decide(with_address_columns(work))
-        sink.write(output_frame(Batch(batch.originals, decided)))
-        verdicts.update(_counted(decided.get_column("VERDICT")))
-        reasons.update(_counted(decided.get_column("REASON")))
+        marked = Batch(batch.originals, _marked(scan, batch.work, offset))
+        offset += batch.work.height
+        decided = decide_rows(marked, table, engine.bounces, scope, answers)
+        sink.write(decided)
+        verdicts.update(counted(decided.get_column("VERDICT")))
+        reasons.update(counted(decided.get_column("REASON")))
         scan.spill.drop(index)
     scan.marker.close()
     return verdicts, reasons
@@ -324,12 +313,7 @@ def _marked(scan: _Scan, work: pl.DataFrame, offset: int) -> pl.DataFrame:
     return work.with_columns(scan.marker.flags(offset, work.height).alias("DUPLICATE"))
 
 
-def _counted(values: pl.Series) -> dict[str, int]:
-    counted = values.filter(values.is_not_null()).value_counts()
-    return {str(k): int(v) for k, v in counted.iter_rows()}
-
-
-def _reason_counts(per_string: Counter[str]) -> dict[str, int]:
+def reason_counts(per_string: Counter[str]) -> dict[str, int]:
     """Rows per reason code, from rows per REASON string (split once per distinct string)."""
     codes: Counter[str] = Counter()
     for text, n in per_string.items():
