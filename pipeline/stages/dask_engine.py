@@ -279,7 +279,7 @@ class DaskRun:
                 scan.batches.append(
                     self.submit(
                         scan_batch,
-                        read.frame,
+                        self.client.scatter(read.frame, hash=False),  # not in the task graph
                         reader.email_column,
                         scan.rows,
                         index,
