@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pipeline.cli.common import (
+    cache_path,
     common_options,
     effective_config,
     open_engine,
@@ -20,12 +21,20 @@ from pipeline.cli.common import (
     verify_config,
     verify_options,
 )
+from pipeline.core.config import Config
 from pipeline.core.doctor import run_doctor
-from pipeline.core.engine import verify_once
+from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
-from pipeline.stages.job import CleanJob, check_output, open_input, refuse_url
+from pipeline.stages.job import (
+    CleanJob,
+    check_location,
+    check_output,
+    open_input,
+    remote_output,
+)
+from pipeline.stages.objects import Upload, is_object_url, local_path
 from pipeline.stages.runner import RunSummary, run_clean
 from pipeline.stages.workdir import WorkDir, check_work_dir, fingerprint, work_folder
 from pipeline.stages.write import default_output
@@ -47,6 +56,22 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         choices=("parquet", "dataset"),
         help="parquet: one file (default); dataset: a folder of part files (also: -o DIR/)",
     )
+    clean.add_argument(
+        "--engine",
+        choices=("local", "dask"),
+        default="local",
+        help="local: stream on this machine (default); dask: spread over a Dask cluster",
+    )
+    clean.add_argument(
+        "--scheduler", metavar="tcp://HOST:PORT", help="with --engine dask: join this cluster"
+    )
+    clean.add_argument(
+        "--dask-workers",
+        type=int,
+        default=2,
+        metavar="N",
+        help="with --engine dask and no --scheduler: worker processes of a local cluster (2)",
+    )
     common_options(clean)
     verify_options(clean)
     clean.set_defaults(handler=_clean)
@@ -65,31 +90,41 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _clean(args: argparse.Namespace) -> int:
-    refuse_url(args.input, "input")
+    check_location(args.input, "input")
     if args.output is not None:
-        refuse_url(args.output, "output")
-    output = Path(args.output) if args.output else default_output(Path(args.input))
+        check_location(args.output, "output")
+    _check_engine(args)
+    input_text = local_path(args.input)
+    output_text = local_path(args.output) if args.output else None
     dataset = args.output_format == "dataset" or str(args.output or "").endswith("/")
-    check_output(args.input, output, dataset)
     config = settings(args)
     addressed = verify_config(args, config).mode in ("smtp", "api")
     memory = args.memory if args.memory is not None else config.run.memory
     if memory < 64:
         raise UsageError(f"--memory must be at least 64 (MiB), got {memory}.")
-    directory = args.work_dir or output.with_name(output.name + ".work")
-    check_work_dir(directory)
     with contextlib.ExitStack() as stack:
-        source = stack.enter_context(open_input(args.input))
+        output, upload = _output(stack, input_text, output_text, dataset, config)
+        named = output_text if upload and output_text else str(output.resolve())
+        directory = args.work_dir or _work_dir(output, upload, named, args, config)
+        check_work_dir(directory)
+        source = stack.enter_context(open_input(input_text, config.storage))
         folder = stack.enter_context(work_folder(directory))
         work = None
         if addressed:
-            run_id = fingerprint(
-                Path(args.input).resolve(), output.resolve(), args.budget, args.config
-            )
+            run_id = fingerprint(_identity(input_text), named, args.budget, args.config)
             work = stack.enter_context(WorkDir(folder, run_id))
         engine = stack.enter_context(open_engine(args, work))
-        job = CleanJob(source, output, args.email_column, args.input, dataset, memory)
-        summary = run_clean(job, engine, folder.path)
+        job = CleanJob(
+            source,
+            output,
+            args.email_column,
+            args.input,
+            dataset,
+            memory,
+            config.storage,
+            upload,
+        )
+        summary = _run(args, job, engine, folder.path)
         if work is not None:
             work.finish()
     hint = sender_hint(summary.reasons)
@@ -98,6 +133,65 @@ def _clean(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_summary(summary, sys.stdout)
     return 0
+
+
+def _output(
+    stack: contextlib.ExitStack,
+    input_text: str,
+    output_text: str | None,
+    dataset: bool,
+    config: Config,
+) -> tuple[Path, Upload | None]:
+    """Where the run writes: a local path, or a local staging path and its upload."""
+    if output_text is not None and is_object_url(output_text):
+        staged = remote_output(output_text, input_text, dataset, config.storage)
+        return stack.enter_context(staged)
+    input_name = Path(input_text.rstrip("/").rsplit("/", 1)[-1] or "list")
+    output = Path(output_text) if output_text else default_output(input_name)
+    check_output(input_text, output, dataset)
+    return output, None
+
+
+def _work_dir(
+    output: Path, upload: Upload | None, named: str, args: argparse.Namespace, config: Config
+) -> Path:
+    """``<output>.work``; for an object-store output, a folder of the user's cache named after
+    it, so a killed run started again finds its state."""
+    if upload is None:
+        return output.with_name(output.name + ".work")
+    return cache_path(args, config).parent / "work" / fingerprint(named)
+
+
+def _check_engine(args: argparse.Namespace) -> None:
+    """Dask options only with the Dask engine; a remote cluster only with shared places."""
+    if args.engine != "dask" and args.scheduler:
+        raise UsageError("--scheduler joins a Dask cluster: add --engine dask.")
+    if args.dask_workers < 1:
+        raise UsageError(f"--dask-workers must be at least 1, got {args.dask_workers}.")
+    if args.engine != "dask" or not args.scheduler:
+        return
+    for role, text in (("input", args.input), ("output", args.output)):
+        if text is None or not (is_object_url(text) or text.startswith("file://")):
+            shown = text if text is not None else "(the default, in this folder)"
+            raise UsageError(
+                f"With --scheduler the {role} must be a place every machine of the cluster can "
+                f"reach, and {shown} is a path on this machine. Use an object-store URL "
+                "(s3://bucket/key), or write a path every machine mounts at the same place as "
+                "file:///shared/path."
+            )
+
+
+def _run(args: argparse.Namespace, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
+    if args.engine == "local":
+        return run_clean(job, engine, folder)
+    from pipeline.stages.dask_engine import connect, run_clean_dask
+
+    with connect(args.scheduler, args.dask_workers) as cluster:
+        return run_clean_dask(job, engine, folder, cluster)
+
+
+def _identity(text: str) -> str:
+    return text if is_object_url(text) else str(Path(text).resolve())
 
 
 def _verify(args: argparse.Namespace) -> int:

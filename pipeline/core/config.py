@@ -177,8 +177,18 @@ class RunConfig:
 
 
 @dataclass(frozen=True)
+class StorageConfig:
+    endpoint_url: str = setting(
+        "",
+        "Endpoint of an S3-compatible object store for s3:// inputs and outputs (MinIO, Ceph, "
+        "R2); empty: AWS. Credentials come from the usual AWS_* settings.",
+    )
+
+
+@dataclass(frozen=True)
 class Config:
     run: RunConfig = field(default_factory=RunConfig)
+    storage: StorageConfig = field(default_factory=StorageConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
     lists: ListsConfig = field(default_factory=ListsConfig)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -22,6 +22,7 @@ import polars as pl
 
 from pipeline.core.address import Syntax, normalize_column, normalize_domain
 from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core.bounces.types import BounceFlags
 from pipeline.core.config import Config
 from pipeline.core.dns import (
     TEMPORARY,
@@ -137,6 +138,19 @@ def resolvable_domains(annotated: pl.DataFrame) -> list[str]:
 
 async def check_domains(engine: Engine, domains: Sequence[str]) -> tuple[pl.DataFrame, DomainStats]:
     """One answer per distinct domain: cache first, then DNS for the rest."""
+    answers, stats = await domain_answers(engine, domains)
+    return domain_table(engine.lists, domains, answers), stats
+
+
+# (engine, domains not in the cache) -> (their answers, cached as they arrive; queries sent)
+Resolve = Callable[["Engine", Sequence[str]], Awaitable[tuple[dict[str, DnsAnswer], int]]]
+
+
+async def domain_answers(
+    engine: Engine, domains: Sequence[str], resolve: Resolve | None = None
+) -> tuple[dict[str, DnsAnswer], DomainStats]:
+    """The DNS answer of each domain: the cache's, else *resolve*'s (this process's resolver
+    by default; a partitioned run resolves on its workers)."""
     if engine.offline:
         answers = {d: DnsAnswer(DnsStatus.OFFLINE) for d in domains}
         hits, queries = 0, 0
@@ -144,16 +158,15 @@ async def check_domains(engine: Engine, domains: Sequence[str]) -> tuple[pl.Data
         answers = engine.cache.get_many(domains) if engine.cache else {}
         hits = len(answers)
         missing = [d for d in domains if d not in answers]
-        fresh, queries = await _resolve(engine, missing)  # cached as they arrive
+        fresh, queries = await (resolve or _resolve)(engine, missing)
         answers.update(fresh)
-    frame = _domain_table(engine.lists, domains, answers)
     stats = DomainStats(
         distinct_domains=len(domains),
         cache_hits=hits,
         looked_up=len(domains) - hits if not engine.offline else 0,
         dns_queries=queries,
     )
-    return frame, stats
+    return answers, stats
 
 
 async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, DnsAnswer], int]:
@@ -237,9 +250,10 @@ class _AnswerKeeper:
             self._bar.update(len(judged))
 
 
-def _domain_table(
+def domain_table(
     lists: DomainLists, domains: Sequence[str], answers: Mapping[str, DnsAnswer]
 ) -> pl.DataFrame:
+    """One row per domain: its answer, whether it is disposable or free, a suggested fix."""
     statuses = [answers[d].status for d in domains]
     return pl.DataFrame(
         {
@@ -311,25 +325,42 @@ _LEDGER_SCOPE_FROM = 10_000  # rows; see attach_bounces
 BounceScope = tuple[set[str], set[str]]  # keys with events, domains whose mail bounces
 
 
+class BounceSource(Protocol):
+    """Where bounce flags come from: the ledger, or the flags a partitioned run's driver read
+    from it for one partition."""
+
+    def flags(self, keys: Iterable[str]) -> dict[str, BounceFlags]: ...
+    def scope(self) -> BounceScope: ...
+
+
 def attach_bounces(
-    ledger: BounceLedger | None, rows: pl.DataFrame, scope: BounceScope | None = None
+    ledger: BounceSource | None, rows: pl.DataFrame, scope: BounceScope | None = None
 ) -> pl.DataFrame:
     """LEDGER_KNOWN / LEDGER_SUSPECTED per row from the ledger (one query for all keys).
     *scope* is the ledger's (:meth:`BounceLedger.scope`), when the caller has read it once for
     many batches."""
     if ledger is None:
         return rows
-    wanted = rows.filter(pl.col("KEY") != "")
-    if scope is None and wanted.height > _LEDGER_SCOPE_FROM:
+    if scope is None and rows.height > _LEDGER_SCOPE_FROM:
         # A big list: ask only about the keys the ledger could flag. Reading the ledger's scope
         # costs a scan of it, so small batches (the service) ask about their keys directly.
         scope = ledger.scope()
+    wanted = bounce_keys(rows, scope)
+    return join_bounce_flags(rows, ledger.flags(wanted) if wanted else {})
+
+
+def bounce_keys(rows: pl.DataFrame, scope: BounceScope | None) -> list[str]:
+    """The distinct keys of *rows* the ledger could flag (all of them without a scope)."""
+    wanted = rows.filter(pl.col("KEY") != "")
     if scope is not None:
         with_events, dead_domains = scope
         wanted = wanted.filter(
             pl.col("KEY").is_in(list(with_events)) | pl.col("DOMAIN").is_in(list(dead_domains))
         )
-    flags = ledger.flags(wanted.get_column("KEY").unique().to_list()) if wanted.height else {}
+    return wanted.get_column("KEY").unique().to_list() if wanted.height else []
+
+
+def join_bounce_flags(rows: pl.DataFrame, flags: Mapping[str, BounceFlags]) -> pl.DataFrame:
     if not flags:
         return rows
     table = pl.DataFrame(

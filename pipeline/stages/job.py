@@ -1,13 +1,14 @@
 """What a clean run reads and writes, checked before any work is done.
 
-The input is a local file, or ``-`` for standard input; a URL is refused (object stores are not
-read yet), and so is a directory. Input that is not a regular file (standard input, a named
-pipe, ``/dev/stdin``, a shell's ``<(...)``) is read exactly once, into a private temporary file
-under ``$TMPDIR`` that the run removes, so every stage after it sees a plain file.
+The input is a local file, ``-`` for standard input, or an object-store URL (``s3://``, see
+:mod:`pipeline.stages.objects`); a URL of another scheme is refused, and so is a directory that
+holds no Parquet shard. Input that is not a regular file (standard input, a named pipe,
+``/dev/stdin``, a shell's ``<(...)``) is read exactly once, into a private temporary file under
+``$TMPDIR`` that the run removes, so every stage after it sees a plain file.
 
 The output and its companions (``.rejects.csv``, ``.summary.json``) must not be the input, must
-not be directories, and must be creatable: their folder exists or can be made. A refused run
-writes nothing.
+not be directories, and must be creatable: their folder exists or can be made (for an
+object-store output: its bucket can be reached). A refused run writes nothing.
 """
 
 from __future__ import annotations
@@ -20,38 +21,74 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Final
 
+from pipeline.core.config import StorageConfig
 from pipeline.core.errors import InputError, OutputError, UsageError
+from pipeline.stages.objects import (
+    Upload,
+    check_location,
+    check_output_url,
+    filesystem,
+    is_object_url,
+    is_remote_dataset,
+    read_head,
+)
 from pipeline.stages.parquet_source import is_dataset
 from pipeline.stages.write import OutputPaths
 
+__all__ = ["CleanJob", "check_location", "check_output", "open_input", "remote_output"]
+
 STDIN: Final = "-"
-# RFC 3986 §3.1: scheme ":" then "//" for the URLs people paste (s3://, https://, gs://).
-_URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _PART: Final = re.compile(r"part-\d+\.parquet")
 
 
 @dataclass(frozen=True)
 class CleanJob:
-    input: Path  # a regular file by the time the stages run (see open_input)
-    output: Path
+    # A regular file by the time the stages run (see open_input), or an object's URL.
+    input: Path | str
+    output: Path  # local; an object-store output is staged here (see *upload*)
     email_column: str | None = None
     name: str = ""  # the input as the user gave it, when it differs from *input* ("-")
     dataset: bool = False  # the output is a folder of part files
     memory_mb: int = 1024  # what the run should stay within; sets the batch size
+    storage: StorageConfig = field(default_factory=StorageConfig)
+    upload: Upload | None = None  # where the finished output files go
 
 
-def refuse_url(text: str, role: str) -> None:
-    """A URL given where a local path is expected: refused, never written as a local folder."""
-    if _URL.match(text):
-        scheme = text.split(":", 1)[0]
+@contextlib.contextmanager
+def remote_output(
+    url: str, input_text: str, dataset: bool, storage: StorageConfig
+) -> Iterator[tuple[Path, Upload]]:
+    """An object-store output: checked before any work, staged in a private local folder
+    (removed afterwards), and uploaded file by file as each is complete."""
+    local = OutputPaths.for_output(Path("out"), dataset)
+    remote = _remote_names(url, dataset)
+    if input_text in remote.values():
         raise UsageError(
-            f"The {role} {text!r} is a URL ({scheme}://); listclean reads and writes local "
-            "files only. Download the list first, or write to a local path and upload it."
+            f"The output {url} or one of its companions is the input {input_text}: writing it "
+            "would overwrite the input. Choose another output with -o."
         )
+    fs = filesystem(url, storage)
+    check_output_url(url, fs, dataset)
+    folder = Path(tempfile.mkdtemp(prefix="listclean-upload-"))
+    try:
+        targets = {folder / getattr(local, role).name: remote[role] for role in remote}
+        yield folder / local.parquet.name, Upload(fs, targets)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _remote_names(url: str, dataset: bool) -> dict[str, str]:
+    base = url.rstrip("/") if dataset else url
+    stem = base.removesuffix(".parquet")
+    return {
+        "parquet": base,
+        "rejects": stem + ".rejects.csv",
+        "summary": stem + ".summary.json",
+    }
 
 
 def check_output(input_text: str, output: Path, dataset: bool = False) -> None:
@@ -106,8 +143,15 @@ def _check_folder(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def open_input(text: str) -> Iterator[Path]:
-    """The input as a regular file: the file itself, or a private copy of a stream."""
+def open_input(text: str, storage: StorageConfig | None = None) -> Iterator[Path | str]:
+    """The input as a regular file (the file itself, or a private copy of a stream), or as
+    an object-store URL once the object (or the dataset's prefix) is seen to be there."""
+    if is_object_url(text):
+        fs = filesystem(text, storage or StorageConfig())
+        if not is_remote_dataset(text, fs):
+            read_head(text, fs, 1)  # InputError now when it is missing or unreadable
+        yield text
+        return
     if text == STDIN:
         with _spooled(sys.stdin.buffer, "stdin") as copy:
             yield copy

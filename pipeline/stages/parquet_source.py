@@ -3,23 +3,30 @@
 A dataset is a directory of ``*.parquet`` files (how BigQuery, Snowflake and Spark export a
 table) or a glob of them; its shards are read in the order of their names, which is the order
 those tools number them in (``part-00000``, ``part-00001``, ...). Every shard must have the
-first one's columns; a shard's types are cast to the first one's.
+first one's columns; a shard's types are cast to the first one's. Shards in an object store
+(``s3://``) are read through their fsspec filesystem, streamed: only the footer and the row
+groups being read are fetched.
 """
 
 from __future__ import annotations
 
 import glob
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.errors import InputError
-from pipeline.core.tables import check_parquet
+from pipeline.core.tables import PARQUET_MAGIC, check_parquet
 from pipeline.stages.csv_source import REJECT_SCHEMA
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+Shard = Path | str  # a local file, or an object's URL (read through the source's filesystem)
 
 _GLOB: Final = ("*", "?", "[")
 
@@ -46,18 +53,19 @@ def shards(text: str) -> list[Path]:
 class ParquetSource:
     """One Parquet file or the shards of a dataset, as batches of polars frames."""
 
-    def __init__(self, files: list[Path]) -> None:
-        self.files = files
+    def __init__(self, files: Sequence[Shard], fs: AbstractFileSystem | None = None) -> None:
+        self.files = list(files)
+        self._fs = fs
         self.encoding = self.delimiter = ""
         self.warnings: tuple[str, ...] = ()
         self.exact = False
-        self._schema = _schema_of(files[0])
+        self._schema = self._open(files[0]).schema_arrow
         empty = pl.from_arrow(self._schema.empty_table())
         assert isinstance(empty, pl.DataFrame)
         self._polars_schema = dict(empty.schema)
         self.columns = list(self._polars_schema)
         for shard in files[1:]:
-            if _schema_of(shard).names != self._schema.names:
+            if self._open(shard).schema_arrow.names != self._schema.names:
                 raise InputError(
                     f"The Parquet shard {shard} has other columns than {files[0]}: every "
                     "shard of a dataset must have the same columns."
@@ -69,12 +77,12 @@ class ParquetSource:
 
     @property
     def expected_rows(self) -> int:
-        return sum(_open(shard).metadata.num_rows for shard in self.files)
+        return sum(self._open(shard).metadata.num_rows for shard in self.files)
 
     @property
     def bytes_per_row(self) -> float:
         """Uncompressed bytes per row, from the first shard's metadata."""
-        meta = _open(self.files[0]).metadata
+        meta = self._open(self.files[0]).metadata
         size: int = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
         rows: int = meta.num_rows
         return size / max(1, rows)
@@ -83,7 +91,7 @@ class ParquetSource:
         no_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
         for shard in self.files:
             try:
-                for batch in _open(shard).iter_batches(batch_size=rows):
+                for batch in self._open(shard).iter_batches(batch_size=rows):
                     table = pa.Table.from_batches([batch]).cast(self._schema)
                     frame = pl.from_arrow(table)
                     assert isinstance(frame, pl.DataFrame)
@@ -93,16 +101,25 @@ class ParquetSource:
                     f"Cannot read {shard} as Parquet: {exc}. Check that the file is complete."
                 ) from exc
 
+    def _open(self, shard: Shard) -> pq.ParquetFile:
+        if isinstance(shard, Path):
+            check_parquet(shard)
+            return _parquet_file(shard, shard)
+        assert self._fs is not None, "an object's URL is read through its filesystem"
+        handle = self._fs.open(shard, "rb")
+        if handle.read(len(PARQUET_MAGIC)) != PARQUET_MAGIC:
+            raise InputError(
+                f"{shard} is not a Parquet file (it does not start with PAR1). Check the "
+                "object, or pass a CSV or Parquet list."
+            )
+        handle.seek(0)
+        return _parquet_file(handle, shard)
 
-def _open(path: Path) -> pq.ParquetFile:
-    check_parquet(path)
+
+def _parquet_file(source: object, shard: Shard) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(source)
     except (OSError, pa.ArrowException) as exc:
         raise InputError(
-            f"Cannot read {path} as Parquet: {exc}. Check that the file is complete."
+            f"Cannot read {shard} as Parquet: {exc}. Check that the file is complete."
         ) from exc
-
-
-def _schema_of(path: Path) -> pa.Schema:
-    return _open(path).schema_arrow

@@ -5,18 +5,20 @@ addresses) and refuses what cannot be a list before any work; :meth:`ListReader.
 hands out bounded batches of the original columns, each with the rejects of its stretch of the
 file (line, reason, raw text), so that rows in = rows out + rows rejected, always. CSV is read
 by :mod:`pipeline.stages.csv_source`, Parquet files and datasets by
-:mod:`pipeline.stages.parquet_source`.
+:mod:`pipeline.stages.parquet_source`. An object-store list (``s3://``) is read the same way:
+Parquet streamed from the store, a CSV copied once into the run's spill folder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Final, Protocol
 
 import polars as pl
 
+from pipeline.core.config import StorageConfig
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS
 from pipeline.core.tables import (
@@ -28,6 +30,15 @@ from pipeline.core.tables import (
     refuse_kind,
 )
 from pipeline.stages.csv_source import REJECT_SCHEMA, CsvSource, ReadAgain
+from pipeline.stages.objects import (
+    download,
+    filesystem,
+    is_remote_dataset,
+    remote_shards,
+)
+from pipeline.stages.objects import (
+    read_head as read_object_head,
+)
 from pipeline.stages.parquet_source import ParquetSource, is_dataset, shards
 
 _WHAT: Final = "input file"
@@ -112,9 +123,18 @@ class ListReader:
             yield ReadBatch(_as_text(renamed, self.email_column), rejects)
 
 
-def open_list(text: str, path: Path, spill: Path, email_column: str | None) -> ListReader:
-    """The list at *path* (given as *text*), or InputError when it cannot be one. A CSV that
-    needs transcoding gets its UTF-8 copy in *spill*."""
+def open_list(
+    text: str,
+    path: Path | str,
+    spill: Path,
+    email_column: str | None,
+    storage: StorageConfig | None = None,
+) -> ListReader:
+    """The list at *path* (given as *text*; a string is an object's URL), or InputError when it
+    cannot be one. A CSV that needs transcoding, or lies in an object store, gets its copy in
+    *spill*."""
+    if isinstance(path, str):
+        return _open_object(path, spill, email_column, storage or StorageConfig())
     if is_dataset(text):
         return ListReader(ParquetSource(shards(text)), "parquet", email_column, text)
     kind = file_kind(path, read_head(path, HEAD_BYTES, _WHAT))
@@ -123,6 +143,21 @@ def open_list(text: str, path: Path, spill: Path, email_column: str | None) -> L
     if kind is FileKind.TEXT:
         return ListReader(CsvSource(path, spill), "csv", email_column, text)
     raise refuse_kind(path, kind, _WHAT)
+
+
+def _open_object(
+    url: str, spill: Path, email_column: str | None, storage: StorageConfig
+) -> ListReader:
+    fs = filesystem(url, storage)
+    if is_remote_dataset(url, fs):
+        return ListReader(ParquetSource(remote_shards(url, fs), fs), "parquet", email_column, url)
+    name = spill / "object" / PurePosixPath(url).name  # for the kind's checks of a name
+    kind = file_kind(name, read_object_head(url, fs, HEAD_BYTES))
+    if kind is FileKind.PARQUET:
+        return ListReader(ParquetSource([url], fs), "parquet", email_column, url)
+    if kind is FileKind.TEXT:
+        return ListReader(CsvSource(download(url, fs, spill), spill), "csv", email_column, url)
+    raise refuse_kind(name, kind, _WHAT)
 
 
 @dataclass(frozen=True)

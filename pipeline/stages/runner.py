@@ -33,15 +33,9 @@ from pipeline.core.engine import (
     BounceScope,
     DomainStats,
     Engine,
-    attach_bounces,
-    attach_domains,
     check_domains,
-    classify_addresses,
-    decide,
     resolvable_domains,
-    with_address_columns,
 )
-from pipeline.core.mailboxes.step import PROBEABLE, join_answers
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.stages.base import Batch, StageSummary
 from pipeline.stages.csv_source import ReadAgain
@@ -49,11 +43,11 @@ from pipeline.stages.dedupe import DuplicateMarker
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read import ListReader, open_list
 from pipeline.stages.spill import Spill, spill_folder
+from pipeline.stages.steps import answer_table, counted, decide_rows, normalize, probe_candidates
 from pipeline.stages.write import (
     OutputPaths,
     ParquetSink,
     RejectsSink,
-    output_frame,
     output_schema,
     write_summary,
 )
@@ -121,7 +115,7 @@ class RunSummary:
         }
 
 
-class _Clock:
+class StageClock:
     """Times each stage from the end of the one before."""
 
     def __init__(self) -> None:
@@ -175,12 +169,12 @@ async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummar
 
 
 async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
-    clock = _Clock()
-    reader = open_list(job.name or str(job.input), job.input, folder, job.email_column)
-    paths = OutputPaths.for_output(job.output, job.dataset)
+    clock = StageClock()
+    reader = open_list(job.name or str(job.input), job.input, folder, job.email_column, job.storage)
+    paths = OutputPaths.for_output(job.output, job.dataset, job.upload)
     rows = batch_rows(job.memory_mb, reader.bytes_per_row)
     with contextlib.ExitStack() as stack:
-        rejects = stack.enter_context(contextlib.closing(RejectsSink(paths.rejects)))
+        rejects = stack.enter_context(contextlib.closing(RejectsSink(paths.rejects, paths.publish)))
         started = time.perf_counter()
         scan = _scan(reader, engine, folder, (rows, job.memory_mb), rejects)
         dedupe = scan.marker.finish()
@@ -204,8 +198,8 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         clock.lap("write", scan.rows, scan.rows)
     summary = RunSummary(
         input=job.name or str(job.input),
-        output=str(paths.parquet),
-        rejects_file=str(paths.rejects),
+        output=paths.name(paths.parquet),
+        rejects_file=paths.name(paths.rejects),
         rows_in=scan.rows + scan.rejected,
         rows_out=scan.rows,
         rows_rejected=scan.rejected,
@@ -214,11 +208,11 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         checks=checks,
         dns_queries=engine.dns.queries_sent,
         verdicts=dict(verdicts.most_common()),
-        reasons=_reason_counts(reasons),
+        reasons=reason_counts(reasons),
         stages=clock.stages,
         warnings=list(reader.warnings),
     )
-    write_summary(summary.as_dict(), paths.summary)
+    write_summary(summary.as_dict(), paths.summary, paths.publish)
     return summary
 
 
@@ -262,8 +256,7 @@ def _scan_with(
                 break
             rejects.write(read.rejects)
             scan.rejected += read.rejects.height
-            emails = read.frame.get_column(reader.email_column)
-            work = classify_addresses(emails, engine.lists)
+            work = normalize(read.frame, reader.email_column, engine.lists)
             scan.marker.add(work.get_column("KEY"))
             scan.domains.update(dict.fromkeys(resolvable_domains(work)))
             spill.put(work)
@@ -286,13 +279,12 @@ async def _check_addresses(
     for index in range(scan.spill.count):
         work = _marked(scan, scan.spill.work(index), offset)
         offset += work.height
-        candidates.append(attach_domains(work, table).filter(PROBEABLE))
+        candidates.append(probe_candidates(work, table))
     rows = pl.concat(candidates, how="vertical_relaxed") if candidates else None
     if rows is None or rows.is_empty():
         return None, None
     checked, stats = await engine.checker.check(rows, engine.dns, engine.lists)
-    answered = [c for c in checked.columns if c not in rows.columns]
-    return checked.select("KEY", *answered).unique("KEY", keep="first"), stats
+    return answer_table(checked, rows), stats
 
 
 def _decide_all(
@@ -311,18 +303,15 @@ def _decide_all(
     scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
     offset = 0
     for index, read in enumerate(reader.batches(rows)):
-        batch = Batch(read.frame, scan.spill.work(index))
-        if batch.originals.height != batch.work.height:  # a bug, never an input problem
+        work = scan.spill.work(index)
+        if read.frame.height != work.height:  # a bug, never an input problem
             raise AssertionError(f"batch {index} read back with other rows than the first time")
-        work = attach_domains(_marked(scan, batch.work, offset), table)
+        marked = Batch(read.frame, _marked(scan, work, offset))
         offset += work.height
-        work = attach_bounces(engine.bounces, work, scope)
-        if answers is not None:
-            work = join_answers(work, answers)
-        decided = decide(with_address_columns(work))
-        sink.write(output_frame(Batch(batch.originals, decided)))
-        verdicts.update(_counted(decided.get_column("VERDICT")))
-        reasons.update(_counted(decided.get_column("REASON")))
+        decided = decide_rows(marked, table, engine.bounces, scope, answers)
+        sink.write(decided)
+        verdicts.update(counted(decided.get_column("VERDICT")))
+        reasons.update(counted(decided.get_column("REASON")))
         scan.spill.drop(index)
     scan.marker.close()
     return verdicts, reasons
@@ -332,12 +321,7 @@ def _marked(scan: _Scan, work: pl.DataFrame, offset: int) -> pl.DataFrame:
     return work.with_columns(scan.marker.flags(offset, work.height).alias("DUPLICATE"))
 
 
-def _counted(values: pl.Series) -> dict[str, int]:
-    counted = values.filter(values.is_not_null()).value_counts()
-    return {str(k): int(v) for k, v in counted.iter_rows()}
-
-
-def _reason_counts(per_string: Counter[str]) -> dict[str, int]:
+def reason_counts(per_string: Counter[str]) -> dict[str, int]:
     """Rows per reason code, from rows per REASON string (split once per distinct string)."""
     codes: Counter[str] = Counter()
     for text, n in per_string.items():

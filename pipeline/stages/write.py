@@ -6,7 +6,9 @@ folder of part files. Every file is written to a temporary name in the target di
 renamed over the final one at the end (``os.replace`` is atomic on POSIX), so a killed run never
 leaves a half-written output that looks complete. The temporary name carries the writer's
 process id (``.out.parquet.<pid>.tmp``): what a killed run left behind is removed by the next
-run that writes the same output, once no process of that id is alive.
+run that writes the same output, once no process of that id is alive. An object-store output
+(:mod:`pipeline.stages.objects`) is written the same way to a local staging folder, and each file
+is uploaded the moment it is complete.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pyarrow.parquet as pq
 from pipeline.core.errors import OutputError
 from pipeline.core.schema import OUTPUT_COLUMNS
 from pipeline.stages.base import Batch
+from pipeline.stages.objects import Upload
 from pipeline.stages.workdir import alive
 
 _PART_ROWS: Final = 1_000_000  # rows per part file of a dataset output
@@ -44,16 +47,29 @@ class OutputPaths:
     rejects: Path
     summary: Path
     dataset: bool = False
+    upload: Upload | None = None  # where each file goes once complete (an object store)
 
     @classmethod
-    def for_output(cls, output: Path, dataset: bool = False) -> OutputPaths:
+    def for_output(
+        cls, output: Path, dataset: bool = False, upload: Upload | None = None
+    ) -> OutputPaths:
         stem = output.with_suffix("") if output.suffix == ".parquet" else output
         return cls(
             parquet=output,
             rejects=stem.with_name(stem.name + ".rejects.csv"),
             summary=stem.with_name(stem.name + ".summary.json"),
             dataset=dataset,
+            upload=upload,
         )
+
+    def name(self, path: Path) -> str:
+        """How the run names *path* to its user: its URL when it is uploaded."""
+        return self.upload.name(path) if self.upload else str(path)
+
+    def publish(self, path: Path) -> None:
+        """*path* is complete: upload it where it belongs (nothing to do for a local output)."""
+        if self.upload is not None:
+            self.upload.publish(path)
 
 
 def default_output(input_path: Path) -> Path:
@@ -78,6 +94,7 @@ class ParquetSink:
     """The enriched output, written as it comes, made visible whole at :meth:`commit`."""
 
     def __init__(self, paths: OutputPaths, schema: pa.Schema) -> None:
+        self._paths = paths
         self._final = paths.parquet
         self._dataset = paths.dataset
         self._schema = schema
@@ -112,6 +129,7 @@ class ParquetSink:
             shutil.rmtree(old, ignore_errors=True)
         else:
             _guard(self._final, lambda: os.replace(self._tmp, self._final))
+        self._paths.publish(self._final)
 
     def close(self) -> None:
         """Drop what was written if :meth:`commit` was not reached."""
@@ -146,8 +164,9 @@ class ParquetSink:
 class RejectsSink:
     """The rejects file (line, reason, raw), appended batch by batch, renamed at the end."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, publish: Callable[[Path], None] | None = None) -> None:
         self._final = path
+        self._publish = publish
         make_folder(path.parent)
         sweep_stale(path)
         self._tmp = _tmp_of(path)
@@ -170,13 +189,17 @@ class RejectsSink:
     def commit(self) -> None:
         _guard(self._final, self._handle.close)
         _guard(self._final, lambda: os.replace(self._tmp, self._final))
+        if self._publish is not None:
+            self._publish(self._final)
 
     def close(self) -> None:
         self._handle.close()
         self._tmp.unlink(missing_ok=True)
 
 
-def write_summary(summary: Mapping[str, Any], path: Path) -> None:
+def write_summary(
+    summary: Mapping[str, Any], path: Path, publish: Callable[[Path], None] | None = None
+) -> None:
     text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
     sweep_stale(path)
     tmp = _tmp_of(path)
@@ -185,6 +208,8 @@ def write_summary(summary: Mapping[str, Any], path: Path) -> None:
         _guard(path, lambda: os.replace(tmp, path))
     finally:
         tmp.unlink(missing_ok=True)
+    if publish is not None:
+        publish(path)
 
 
 def make_folder(folder: Path) -> None:

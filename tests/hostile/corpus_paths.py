@@ -17,7 +17,7 @@ CSV = csv_text("name,email", tuple(f"N{i},{a}" for i, a in enumerate(ADDRESSES))
 ACCEPT = Accept(len(ADDRESSES), ADDRESSES)
 # The message must say that input and output collide, not merely print one path.
 CLASH = r"(?i)input.*output|output.*input|same file|overwrit"
-URL = r"(?i)\bURLs?\b|\bscheme\b|s3://|https://|gs://"
+URL = r"(?i)\bURLs?\b|\bscheme\b|az://|ftp://|https://|gs://"
 NOTES = b"not listclean's: must survive\n"
 
 
@@ -67,7 +67,7 @@ def _outputs() -> list[Case]:
             "notes.txt/out.parquet",
             r"(?i)not a directory|cannot (create|write)|exists",
         ),
-        _refused("output_s3_url", "list.csv", "s3://bucket/key.parquet", URL),
+        _refused("output_azure_url", "list.csv", "az://container/key.parquet", URL),
         _refused("output_https_url", "list.csv", "https://example.com/out.parquet", URL),
         _refused("output_gs_url", "list.csv", "gs://bucket/out.parquet", URL),
     ]
@@ -77,7 +77,7 @@ def _inputs() -> list[Case]:
     return [
         _refused("input_missing", "nothere.csv", "out.parquet", r"(?i)no such file|not found"),
         _refused("input_is_a_directory", "sub", "out.parquet", r"(?i)directory"),
-        _refused("input_s3_url", "s3://bucket/list.csv", "out.parquet", URL),
+        _refused("input_ftp_url", "ftp://example.com/list.csv", "out.parquet", URL),
         _refused("input_https_url", "https://example.com/list.csv", "out.parquet", URL),
     ]
 

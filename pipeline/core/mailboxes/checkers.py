@@ -38,6 +38,7 @@ from pipeline.core.mailboxes.types import (
     MailboxResult,
     Plan,
     RemoteAnswer,
+    Target,
 )
 
 PlanSink = Callable[[Plan], None]
@@ -52,6 +53,17 @@ class AddressChecker(Protocol):
     async def check(
         self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
     ) -> tuple[pl.DataFrame, CheckStats]: ...
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Who gets a request, decided before any is sent: the cached answers, the targets the
+    budget reaches (in priority order) and those it does not, and the known catch-alls."""
+
+    answers: dict[str, MailboxResult]
+    reached: list[Target]
+    skipped: list[Target]
+    known_catch_all: dict[str, bool]
 
 
 @dataclass
@@ -69,6 +81,33 @@ class SmtpChecker:
     async def check(
         self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
     ) -> tuple[pl.DataFrame, CheckStats]:
+        work = self.assign(rows)
+        answers = dict(work.answers)
+        stats = CheckStats("smtp")
+        if work.reached:
+            resolver = await dns.get()
+            if not self._outbound_seen:
+                await outbound_works(resolver, dns.config.canaries, self.settings)
+                self._outbound_seen = True
+            found, stats = await probe_targets(
+                work,
+                Prober(
+                    resolver,
+                    self.config,
+                    self.settings,
+                    lists,
+                    self.budget,
+                    self._remember,
+                    dns_concurrency=dns.config.concurrency,
+                    on_catch_all=lambda domain, flag: self.cache.put_catch_all({domain: flag}),
+                ),
+            )
+            answers.update(found)
+        answers.update(not_verified(work.skipped))
+        return attach_mailbox_answers(rows, answers), stats
+
+    def assign(self, rows: pl.DataFrame) -> Assignment:
+        """The cached answers and the budget's share-out, in the global priority order."""
         ordered = probe_order(rows)
         answers = self.cache.get_many(ordered.get_column("KEY").to_list())
         targets = unanswered(ordered, answers)
@@ -76,44 +115,49 @@ class SmtpChecker:
         reached, skipped = allocate(targets, self.budget, set(known))
         if self.on_plan is not None:
             self.on_plan(plan("smtp", rows, len(targets), len(answers), self.budget, len(reached)))
-        stats = CheckStats("smtp")
-        if reached:
-            resolver = await dns.get()
-            await self._outbound_works(resolver, dns.config.canaries)
-            prober = Prober(
-                resolver,
-                self.config,
-                self.settings,
-                lists,
-                self.budget,
-                self._remember,
-                dns_concurrency=dns.config.concurrency,
-                on_catch_all=lambda domain, flag: self.cache.put_catch_all({domain: flag}),
-            )
-            answers.update(await prober.run(reached, known))
-            sent = prober.stats
-            busiest = max(sent.sessions_per_host.values(), default=0)
-            stats = CheckStats("smtp", sent.rcpts, sent.sessions, busiest)
-        answers.update({t.key: _NOT_VERIFIED for t in skipped})
-        return attach_mailbox_answers(rows, answers), stats
+        return Assignment(answers, reached, skipped, known)
 
     def _remember(self, key: str, result: MailboxResult) -> None:
         self.cache.put(key, result)
         if self.on_spent is not None:
             self.on_spent(self.budget.spent)
 
-    async def _outbound_works(self, resolver: Resolver, canaries: tuple[str, ...]) -> None:
-        """Once: a blocked port 25 should be one clear message, not 10,000 timeouts."""
-        if self._outbound_seen:
-            return
-        settings = self.settings
-        timeout = min(settings.timeout, 10.0)
-        reachable = await smtp_reachable(
-            resolver, canaries, settings.port, timeout, settings.loopback_only
-        )
-        if not reachable.ok:
-            raise SmtpUnavailableError(f"SMTP checks cannot run from here: {reachable.detail}")
-        self._outbound_seen = True
+
+async def probe_targets(
+    work: Assignment, prober: Prober
+) -> tuple[dict[str, MailboxResult], CheckStats]:
+    """The prober's answers for the reached targets, and what it sent."""
+    answers = await prober.run(work.reached, work.known_catch_all)
+    sent = prober.stats
+    busiest = max(sent.sessions_per_host.values(), default=0)
+    return answers, CheckStats("smtp", sent.rcpts, sent.sessions, busiest)
+
+
+def not_verified(skipped: list[Target]) -> dict[str, MailboxResult]:
+    """The answer of each target the budget did not reach."""
+    return {t.key: _NOT_VERIFIED for t in skipped}
+
+
+async def outbound_works(
+    resolver: Resolver, canaries: tuple[str, ...], settings: SmtpSettings
+) -> None:
+    """A blocked port 25 should be one clear message, not 10,000 timeouts."""
+    timeout = min(settings.timeout, 10.0)
+    reachable = await smtp_reachable(
+        resolver, canaries, settings.port, timeout, settings.loopback_only
+    )
+    if not reachable.ok:
+        raise SmtpUnavailableError(f"SMTP checks cannot run from here: {reachable.detail}")
+
+
+@dataclass(frozen=True)
+class RemoteAssignment:
+    """:class:`Assignment` for a remote API: its cached answers and the requests shared out."""
+
+    api: str
+    answers: dict[str, RemoteAnswer]
+    reached: list[Target]
+    skipped: list[Target]
 
 
 @dataclass
@@ -130,25 +174,43 @@ class ApiChecker:
     async def check(
         self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
     ) -> tuple[pl.DataFrame, CheckStats]:
+        verifier = self.verifier(self.ledger())
+        work = self.assign(rows, verifier.quota_left())
+        answers = {**work.answers, **await verifier.run(work.reached)} if work.reached else {}
+        return self.finish(rows, work, answers), CheckStats("api", verifier.requests)
+
+    def ledger(self) -> QuotaLedger:
+        cache = self.cache
+        return QuotaLedger(
+            cache.quota_spent, cache.add_quota_spent, cache.quota_limit, cache.set_quota_limit
+        )
+
+    def verifier(self, ledger: QuotaLedger, budget: Budget | None = None) -> RemoteVerifier:
+        """A client for the run's requests; each answer is cached the moment it arrives."""
+        api = self.config.url.rstrip("/")
+
+        def remember(key: str, answer: RemoteAnswer) -> None:
+            self.cache.put_remote_answer(key, api, answer)
+            if self.on_spent is not None:
+                self.on_spent(self.budget.spent)
+
+        return RemoteVerifier(self.config, self.key, ledger, budget or self.budget, remember)
+
+    def assign(self, rows: pl.DataFrame, quota_left: int | None) -> RemoteAssignment:
+        """The cached answers and the requests shared out in the global priority order."""
         api = self.config.url.rstrip("/")
         ordered = probe_order(rows)
         known = self.cache.remote_answers(ordered.get_column("KEY").to_list(), api)
         targets = unanswered(ordered, known)
-        cache = self.cache
-        ledger = QuotaLedger(
-            cache.quota_spent, cache.add_quota_spent, cache.quota_limit, cache.set_quota_limit
-        )
-
-        def remember(key: str, answer: RemoteAnswer) -> None:
-            cache.put_remote_answer(key, api, answer)
-            if self.on_spent is not None:
-                self.on_spent(self.budget.spent)
-
-        verifier = RemoteVerifier(self.config, self.key, ledger, self.budget, remember)
-        reached, skipped = share_out(targets, self.budget, verifier.quota_left())
+        reached, skipped = share_out(targets, self.budget, quota_left)
         if self.on_plan is not None:
             self.on_plan(plan("api", rows, len(targets), len(known), self.budget, len(reached)))
-        answers = {**known, **await verifier.run(reached)} if reached else dict(known)
-        for target in skipped:
+        return RemoteAssignment(api, known, reached, skipped)
+
+    def finish(
+        self, rows: pl.DataFrame, work: RemoteAssignment, answers: dict[str, RemoteAnswer]
+    ) -> pl.DataFrame:
+        answers = {**work.answers, **answers}
+        for target in work.skipped:
             answers[target.key] = RemoteAnswer(None, error="not_verified_budget: budget or quota")
-        return attach_remote_answers(rows, answers), CheckStats("api", verifier.requests)
+        return attach_remote_answers(rows, answers)

@@ -1,0 +1,203 @@
+"""Object-store locations (``s3://bucket/key``) for a clean run's input and output, via fsspec.
+
+A location is a local path, or a URL whose scheme we support: ``s3://`` through s3fs, with the
+usual ``AWS_*`` settings (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``,
+``AWS_PROFILE``, ``AWS_DEFAULT_REGION``, read by botocore itself) and ``[storage] endpoint_url``
+for S3-compatible stores (MinIO, Ceph, R2, ...). ``file:///abs/path`` names a local path that
+every machine of a cluster sees at the same place (a shared mount). Any other scheme is refused
+before any work, never taken for a local folder named ``gs:``.
+
+Writing is as atomic as the store allows. S3 has no rename, but one PUT (or one multipart upload,
+which S3 makes visible only when it completes) replaces an object whole: readers see the old
+object or the new one, never a part. So an output is written locally first (the same atomic
+local write as always) and then uploaded object by object: the Parquet output (or each part of
+a dataset, then the removal of parts an earlier run left beyond the new count), then the rejects
+file, then the summary, last, so a summary newer than the run's start means the outputs are
+complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from pipeline.core.config import StorageConfig
+from pipeline.core.errors import InputError, OutputError, UsageError
+
+if TYPE_CHECKING:  # fsspec is imported when a run names a URL
+    from fsspec import AbstractFileSystem
+
+# RFC 3986 §3.1: scheme ":" then "//" for the URLs people paste (s3://, https://, gs://).
+_URL: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+OBJECT_SCHEMES: Final = ("s3",)
+_GLOB: Final = ("*", "?", "[")
+_COPY: Final = 1 << 22  # bytes copied at a time
+_CHECK: Final = "Check the URL, the AWS_* settings and [storage] endpoint_url."
+
+
+def scheme_of(text: str) -> str | None:
+    """The URL scheme of *text*, lower case; None for a path."""
+    found = _URL.match(text)
+    return found.group(1).lower() if found else None
+
+
+def is_object_url(text: str) -> bool:
+    return scheme_of(text) in OBJECT_SCHEMES
+
+
+def check_location(text: str, role: str) -> None:
+    """Refuse a URL whose scheme we do not read or write (exit 2, nothing written)."""
+    scheme = scheme_of(text)
+    if scheme is None or scheme in (*OBJECT_SCHEMES, "file"):
+        return
+    raise UsageError(
+        f"The {role} {text!r} is a URL of a scheme listclean does not support ({scheme}://). "
+        "Give a local path, an s3:// URL (S3 or an S3-compatible store, see [storage] "
+        "endpoint_url), or copy the list to one of those first."
+    )
+
+
+def local_path(text: str) -> str:
+    """``file:///abs/path`` as ``/abs/path``; anything else unchanged."""
+    return text[len("file://") :] if scheme_of(text) == "file" else text
+
+
+def filesystem(url: str, storage: StorageConfig) -> AbstractFileSystem:
+    """The fsspec filesystem of *url* (s3fs for ``s3://``), fresh: no cached listings."""
+    try:
+        import s3fs
+    except ImportError as exc:
+        raise UsageError(
+            f"Reading or writing {url} needs s3fs: pip install 'listclean[s3]'."
+        ) from exc
+    options: dict[str, Any] = {"skip_instance_cache": True, "use_listings_cache": False}
+    if storage.endpoint_url:
+        options["client_kwargs"] = {"endpoint_url": storage.endpoint_url}
+    fs: AbstractFileSystem = s3fs.S3FileSystem(**options)
+    return fs
+
+
+def is_remote_dataset(url: str, fs: AbstractFileSystem) -> bool:
+    """A prefix (``s3://b/export/``, or one with objects under it) or a glob of shards."""
+    return url.endswith("/") or any(c in url for c in _GLOB) or _guard_in(url, fs.isdir, url)
+
+
+def remote_shards(url: str, fs: AbstractFileSystem) -> list[str]:
+    """The Parquet objects of a remote dataset, in name order, as URLs."""
+    if any(c in url for c in _GLOB):
+        found = _guard_in(url, fs.glob, url)
+    else:
+        found = [p for p in _guard_in(url, fs.find, url) if p.endswith(".parquet")]
+    shards = sorted(str(p) for p in found)
+    if not shards:
+        raise InputError(
+            f"{url} holds no Parquet object (*.parquet). Pass a CSV or Parquet object, a "
+            "prefix of Parquet shards, or a glob of them such as 's3://bucket/export/part-*'."
+        )
+    return [f"s3://{s}" if scheme_of(s) is None else s for s in shards]
+
+
+def read_head(url: str, fs: AbstractFileSystem, size: int) -> bytes:
+    def head() -> bytes:
+        with fs.open(url, "rb") as handle:
+            data: bytes = handle.read(size)
+            return data
+
+    return _guard_in(url, head)
+
+
+def download(url: str, fs: AbstractFileSystem, folder: Path) -> Path:
+    """*url* copied once, streamed, into *folder* (the run's spill folder)."""
+    copy = folder / ("input" + PurePosixPath(url).suffix)
+
+    def fetch() -> None:
+        with fs.open(url, "rb") as source, copy.open("wb") as target:
+            shutil.copyfileobj(source, target, _COPY)
+
+    _guard_in(url, fetch)
+    return copy
+
+
+def check_output_url(url: str, fs: AbstractFileSystem, dataset: bool) -> None:
+    """Before any work: the bucket can be reached, and an object output is not a prefix."""
+    bucket = url.split("://", 1)[1].split("/", 1)[0]
+    try:
+        reachable = fs.exists(bucket)
+    except Exception as exc:  # botocore's errors have no common base with OSError
+        raise OutputError(f"Cannot reach {url}: {exc}. {_CHECK}") from exc
+    if not reachable:
+        raise OutputError(f"Cannot write {url}: the bucket {bucket!r} does not exist.")
+    if not dataset and fs.isdir(url):
+        raise UsageError(
+            f"The output {url} is a prefix holding objects; name an object such as "
+            f"{url.rstrip('/')}/list.parquet, or ask for a dataset with --output-format dataset."
+        )
+
+
+@dataclass(frozen=True)
+class Upload:
+    """Where the local files of a run's output go once each is complete."""
+
+    fs: AbstractFileSystem
+    targets: dict[Path, str]  # staged local file (or dataset folder) -> its URL
+
+    def name(self, path: Path) -> str:
+        return self.targets.get(path, str(path))
+
+    def publish(self, path: Path) -> None:
+        """Upload the finished local *path* to its URL, then remove the local copy."""
+        url = self.targets.get(path)
+        if url is None:
+            return
+        if path.is_dir():
+            self._publish_dataset(path, url)
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            _guard_out(url, self.fs.put_file, str(path), url)
+            path.unlink(missing_ok=True)
+
+    def _publish_dataset(self, folder: Path, url: str) -> None:
+        base = url.rstrip("/")
+        parts = sorted(p.name for p in folder.iterdir())
+        for name in parts:
+            _guard_out(url, self.fs.put_file, str(folder / name), f"{base}/{name}")
+        with contextlib.suppress(FileNotFoundError):
+            stale = [p for p in self.fs.ls(base, detail=False) if p.rsplit("/", 1)[-1] not in parts]
+            for old in stale:
+                _guard_out(url, self.fs.rm_file, old)
+
+
+T = TypeVar("T")
+
+
+def _guard_in(url: str, work: Callable[..., T], *args: Any) -> T:
+    try:
+        return work(*args)
+    except FileNotFoundError as exc:
+        raise InputError(f"Cannot read {url}: no such object. Check the URL.") from exc
+    except (InputError, UsageError):
+        raise
+    except Exception as exc:  # botocore's errors have no common base with OSError
+        raise InputError(f"Cannot read {url}: {exc}. {_CHECK}") from exc
+
+
+def _guard_out(url: str, work: Callable[..., object], *args: Any) -> None:
+    try:
+        work(*args)
+    except Exception as exc:  # botocore's errors have no common base with OSError
+        raise OutputError(f"Cannot upload {url}: {exc}. {_CHECK}") from exc
+
+
+@contextlib.contextmanager
+def staged(folder: Path) -> Iterator[Path]:
+    """A local folder where an object-store output is written before it is uploaded."""
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,62 @@
+"""The steps both engines run on a stretch of rows, written once.
+
+The local runner runs them on each batch of its spill; the Dask adapter
+(:mod:`pipeline.stages.dask_engine`) on each domain partition of a list, on its workers. A
+stretch is a :class:`~pipeline.stages.base.Batch`: the input's own columns and our work columns.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from pipeline.core.engine import (
+    BounceScope,
+    BounceSource,
+    attach_bounces,
+    attach_domains,
+    classify_addresses,
+    decide,
+    with_address_columns,
+)
+from pipeline.core.lists import DomainLists
+from pipeline.core.mailboxes.step import PROBEABLE, join_answers
+from pipeline.stages.base import Batch
+from pipeline.stages.write import output_frame
+
+
+def normalize(frame: pl.DataFrame, email_column: str, lists: DomainLists) -> pl.DataFrame:
+    """The work columns of a read batch: EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE."""
+    return classify_addresses(frame.get_column(email_column), lists)
+
+
+def probe_candidates(work: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
+    """The rows (with DUPLICATE) worth an address-level check, with their domain's answer."""
+    return attach_domains(work, table).filter(PROBEABLE)
+
+
+def answer_table(checked: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
+    """One row per address asked: KEY and the columns the checker added to *asked*."""
+    answered = [c for c in checked.columns if c not in asked.columns]
+    return checked.select("KEY", *answered).unique("KEY", keep="first")
+
+
+def decide_rows(
+    batch: Batch,
+    table: pl.DataFrame,
+    bounces: BounceSource | None,
+    scope: BounceScope | None,
+    answers: pl.DataFrame | None,
+) -> pl.DataFrame:
+    """The output rows of *batch* (work with DUPLICATE): domain answers, bounce flags and
+    address answers joined by DOMAIN and KEY, then decided."""
+    work = attach_bounces(bounces, attach_domains(batch.work, table), scope)
+    if answers is not None:
+        work = join_answers(work, answers)
+    decided = decide(with_address_columns(work))
+    return output_frame(Batch(batch.originals, decided))
+
+
+def counted(values: pl.Series) -> dict[str, int]:
+    """How many rows hold each value (nulls left out)."""
+    found = values.filter(values.is_not_null()).value_counts()
+    return {str(k): int(v) for k, v in found.iter_rows()}

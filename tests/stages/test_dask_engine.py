@@ -1,0 +1,136 @@
+"""The Dask engine gives the local engine's answers: a LocalCluster of two worker processes,
+joined with --scheduler, against the sandbox world on loopback; both workers do part of the
+work; a second run over the same list sends no DNS query; the budget is spent as a local run
+spends it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from distributed import Client, LocalCluster
+
+from pipeline.cli import main
+from pipeline.sandbox.files import SANDBOX_SETTINGS
+from tests.conftest import SAMPLE_CSV
+from tests.stages.test_streaming import messy_list
+
+SANDBOX = str(SANDBOX_SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """Two worker processes, each with a local directory of its own."""
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            local_directory=str(tmp_path_factory.mktemp("workers")),
+        ) as local,
+        Client(local) as client,
+    ):
+        client.wait_for_workers(2)
+        yield client
+
+
+def executed(client: Client) -> dict[str, int]:
+    counts: dict[str, int] = client.run(lambda dask_worker: dask_worker.state.executed_count)
+    return counts
+
+
+def clean(tmp: Path, source: Path, output: str, cache: str, *extra: str) -> dict[str, Any]:
+    code = main(
+        [
+            "clean",
+            f"file://{source}",
+            "-o",
+            f"file://{tmp / output}",
+            "--sandbox",
+            "--config",
+            SANDBOX,
+            "--cache-dir",
+            str(tmp / cache),
+            "--quiet",
+            "--memory",
+            "64",
+            *extra,
+        ]
+    )
+    assert code == 0
+    summary: dict[str, Any] = json.loads(
+        (tmp / output.replace(".parquet", ".summary.json")).read_text()
+    )
+    return summary
+
+
+def same(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    drop = ("stages", "output", "rejects_file")
+    assert {k: v for k, v in a.items() if k not in drop} == {
+        k: v for k, v in b.items() if k not in drop
+    }
+    return a
+
+
+def test_the_dask_engine_gives_the_local_answers(cluster: Client, tmp_path: Path) -> None:
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=12_000)  # several batches at --memory 64
+    sample = pl.read_csv(SAMPLE_CSV, infer_schema=False).get_column("Email Address")
+    every_kind = pl.DataFrame({"id": [f"s{i}" for i in range(sample.len())], "email": sample})
+    pl.concat([pl.read_csv(source, infer_schema=False), every_kind]).write_csv(source)
+    local = clean(tmp_path, source, "local.parquet", "cache-local")
+    before = executed(cluster)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask)
+    after = executed(cluster)
+    assert all(after[w] > before.get(w, 0) + 3 for w in after) and len(after) == 2
+    same(local, spread)
+    assert local["dns_queries"] > 0 and local["distinct_domains"] > 10
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+    again = clean(tmp_path, source, "again.parquet", "cache-dask", *dask)
+    assert again["dns_queries"] == 0 and again["cache_hits"] == local["distinct_domains"]
+    assert pl.read_parquet(tmp_path / "again.parquet").equals(expected)
+
+
+def test_smtp_checks_spread_by_provider_spend_the_local_budget(
+    cluster: Client, tmp_path: Path
+) -> None:
+    smtp = ("--verify", "smtp", "--budget", "40")
+    local = clean(tmp_path, SAMPLE_CSV, "local.parquet", "cache-local", *smtp)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean(tmp_path, SAMPLE_CSV, "dask.parquet", "cache-dask", *smtp, *dask)
+    assert spread["rcpts_sent"] == local["rcpts_sent"] <= 40
+    assert spread["verdicts"] == local["verdicts"] and spread["reasons"] == local["reasons"]
+    columns = ["EMAIL", "VERDICT", "SCORE", "REASON", "DUPLICATE"]
+    expected = pl.read_parquet(tmp_path / "local.parquet").select(columns)
+    assert pl.read_parquet(tmp_path / "dask.parquet").select(columns).equals(expected)
+    # Every answer reached the driver's mailbox cache: a second run asks only about the
+    # addresses the first one's budget did not reach, as a second local run does.
+    local_again = clean(tmp_path, SAMPLE_CSV, "local2.parquet", "cache-local", *smtp)
+    again = clean(tmp_path, SAMPLE_CSV, "again.parquet", "cache-dask", *smtp, *dask)
+    assert 0 < again["rcpts_sent"] == local_again["rcpts_sent"]
+    assert again["reasons"] == local_again["reasons"]
+    assert (
+        pl.read_parquet(tmp_path / "again.parquet")
+        .select(columns)
+        .equals(pl.read_parquet(tmp_path / "local2.parquet").select(columns))
+    )
+
+
+def test_a_remote_cluster_refuses_local_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=10)
+    args = ["clean", str(source), "-o", str(tmp_path / "o.parquet"), "--engine", "dask"]
+    assert main([*args, "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "every machine of the cluster" in capsys.readouterr().err
+    assert main(["clean", str(source), "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "--engine dask" in capsys.readouterr().err
+    assert not (tmp_path / "o.parquet").exists()
