@@ -37,6 +37,7 @@ from pipeline.core.exchanges import MemoryHosts, Routing, judge_exchanges
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import AddressChecker
 from pipeline.core.mailboxes.types import CheckStats, Mailbox
+from pipeline.core.repairs import Repair, repair_column
 from pipeline.core.schema import ADDRESS_COLUMNS, SPEC_COLUMNS, keyed_schema
 from pipeline.core.suggest import suggest_domain
 from pipeline.core.verdict import Reason, Verdict, judge
@@ -83,9 +84,13 @@ class DomainStats:
 
 
 def classify_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
-    """Normalize and classify each address (EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE)."""
+    """Normalize and classify each address (EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE), and what
+    an invalid cell holds (REPAIR, REPAIRED: :mod:`pipeline.core.repairs`)."""
     parsed = normalize_column(emails)
-    return parsed.with_columns(ROLE=(pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL")))
+    repaired = repair_column(emails, parsed.get_column("SYNTAX"))
+    return pl.concat([parsed, repaired], how="horizontal").with_columns(
+        ROLE=(pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL"))
+    )
 
 
 def annotate_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
@@ -110,6 +115,8 @@ def annotate_domains(values: Sequence[str]) -> pl.DataFrame:
             "SYNTAX_DETAIL": [detail for _, detail in checked],
             "ROLE": [False] * n,
             "DUPLICATE": [False] * n,
+            "REPAIR": [""] * n,
+            "REPAIRED": [""] * n,
         },
         schema={
             "EMAIL": pl.String,
@@ -120,6 +127,8 @@ def annotate_domains(values: Sequence[str]) -> pl.DataFrame:
             "SYNTAX_DETAIL": pl.String,
             "ROLE": pl.Boolean,
             "DUPLICATE": pl.Boolean,
+            "REPAIR": pl.String,
+            "REPAIRED": pl.String,
         },
     )
 
@@ -409,6 +418,7 @@ def address_flags() -> dict[Reason, pl.Expr]:
         Reason.QUOTED_LOCAL: syntax == Syntax.QUOTED_LOCAL.value,
         Reason.SMTPUTF8: syntax == Syntax.SMTPUTF8.value,
         Reason.ROLE: pl.col("ROLE"),
+        **{Reason(r.value): pl.col("REPAIR") == r.value for r in Repair},
         **domain_flags(),
         # A mail server that accepted the mailbox (on a domain whose catch-all probe it refused)
         # answers the doubt an implicit MX raises: mail to the domain's A record is taken.
@@ -475,13 +485,25 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
             pl.col("LEDGER_KNOWN"), pl.col("API_KNOWN_BOUNCES")
         ).fill_null(False),
         DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
-        SUGGESTION=pl.when(suggestion != "").then(corrected).otherwise(pl.lit("")),
+        # The address a broken cell holds, else a typo fix of the domain.
+        SUGGESTION=pl.when(pl.col("REPAIRED") != "")
+        .then(pl.col("REPAIRED"))
+        .when(suggestion != "")
+        .then(corrected)
+        .otherwise(pl.lit("")),
+        # What explains the answer: the parser's reason, else the mail server's words.
+        DETAIL=pl.when(pl.col("SYNTAX_DETAIL") != "")
+        .then(pl.col("SYNTAX_DETAIL"))
+        .otherwise(pl.col("MAILBOX_REPLY").fill_null("")),
+        FREE_PROVIDER=pl.col("FREE_PROVIDER").fill_null(False),
     )
+    # Safe to send: a Valid address, once (the first row that has it).
+    safe = (pl.col("VERDICT") == Verdict.VALID.value) & ~pl.col("DUPLICATE")
     if rows.height >= _LAZY_FROM:
         # A whole list: the optimized lazy plan (shared subexpressions computed once) wins.
-        return rows.lazy().with_columns(**columns).collect()
+        return rows.lazy().with_columns(**columns).with_columns(SAFE_TO_SEND=safe).collect()
     # A service batch: planning would cost more than the few rows it saves work on.
-    return rows.with_columns(**columns)
+    return rows.with_columns(**columns).with_columns(SAFE_TO_SEND=safe)
 
 
 async def verify_many(

@@ -29,6 +29,9 @@ SPEC_COLUMNS: Mapping[str, type[pl.DataType]] = {
 BOOKKEEPING_COLUMNS: Mapping[str, type[pl.DataType]] = {
     "REASON": pl.String,  # ;-joined reason codes, see pipeline.core.verdict
     "DUPLICATE": pl.Boolean,  # a repeat of an earlier row's normalized address
+    "SAFE_TO_SEND": pl.Boolean,  # Valid, and the first row with this address
+    "FREE_PROVIDER": pl.Boolean,  # a free consumer mailbox provider (gmail.com, web.de, ...)
+    "DETAIL": pl.String,  # the parser's explanation, or the mail server's words
 }
 
 OUTPUT_COLUMNS: Mapping[str, type[pl.DataType]] = {**SPEC_COLUMNS, **BOOKKEEPING_COLUMNS}

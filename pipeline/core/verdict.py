@@ -65,6 +65,13 @@ class Reason(enum.StrEnum):
     MAILBOX_OK = "mailbox_ok"
     API_VERIFIED = "api_verified"
     NOT_VERIFIED_BUDGET = "not_verified_budget"
+    # A broken cell that holds an address: SUGGESTION has it (pipeline.core.repairs).
+    FIXABLE_INVISIBLE = "fixable_invisible"
+    FIXABLE_MAILTO = "fixable_mailto"
+    FIXABLE_DISPLAY_NAME = "fixable_display_name"
+    FIXABLE_SEVERAL = "fixable_several"
+    FIXABLE_SPACES = "fixable_spaces"
+    FIXABLE_COMMA = "fixable_comma"
 
 
 @dataclass(frozen=True)
@@ -144,6 +151,12 @@ PENALTIES: Mapping[Reason, float] = {
 # Codes that inform without moving VERDICT or SCORE. not_verified_budget: the row keeps its
 # domain-level verdict. mailbox_ok raises the ceiling instead (VERIFIED_VALID).
 FLAGS_ONLY: tuple[Reason, ...] = (
+    Reason.FIXABLE_INVISIBLE,
+    Reason.FIXABLE_MAILTO,
+    Reason.FIXABLE_DISPLAY_NAME,
+    Reason.FIXABLE_SEVERAL,
+    Reason.FIXABLE_SPACES,
+    Reason.FIXABLE_COMMA,
     Reason.FREE_PROVIDER,
     Reason.MAILBOX_OK,
     Reason.API_VERIFIED,
