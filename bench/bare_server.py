@@ -18,7 +18,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from pipeline.service.app import RedactingAccessLogger
+from pipeline.service.logs import RedactingAccessLogger
 
 
 def make_app(body: dict[str, object]) -> web.Application:

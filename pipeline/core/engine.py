@@ -22,7 +22,7 @@ import polars as pl
 from pipeline.core.address import Syntax, normalize_column, normalize_domain
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
-from pipeline.core.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains
+from pipeline.core.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains, mostly_missing
 from pipeline.core.domain_cache import DomainCache
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import AddressChecker
@@ -147,6 +147,8 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
         return {}, 0  # nothing to ask: do not even check the resolver
     sent_before = engine.dns.queries_sent
     resolver = await engine.dns.get()
+    if engine.dns.watched and not engine.dns.trusted:
+        return _untrusted(domains), 0
     bar = engine.progress(len(domains), "DNS") if engine.progress else None
     try:
         answers = await lookup_domains(
@@ -155,7 +157,15 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
     finally:
         if bar:
             bar.close()
+    # A watched resolver (the service's) that says most new domains are missing may have
+    # turned bad: it must pass its canaries again before anything it said is believed.
+    if engine.dns.watched and mostly_missing(answers) and not await engine.dns.recheck():
+        answers = _untrusted(domains)
     return answers, engine.dns.queries_sent - sent_before
+
+
+def _untrusted(domains: Sequence[str]) -> dict[str, DnsAnswer]:
+    return dict.fromkeys(domains, DnsAnswer(DnsStatus.UNTRUSTED))
 
 
 def _domain_table(
@@ -259,6 +269,7 @@ def domain_flags() -> dict[Reason, pl.Expr]:
         Reason.DNS_TIMEOUT: _dns_flag(DnsStatus.TIMEOUT),
         Reason.DNS_SERVFAIL: _dns_flag(DnsStatus.SERVFAIL),
         Reason.OFFLINE: _dns_flag(DnsStatus.OFFLINE),
+        Reason.RESOLVER_UNHEALTHY: _dns_flag(DnsStatus.UNTRUSTED),
         Reason.IMPLICIT_MX: _dns_flag(DnsStatus.IMPLICIT_MX),
         Reason.DISPOSABLE: pl.col("DISPOSABLE"),
         Reason.TYPO_SUSPECTED: pl.col("SUGGESTED_DOMAIN") != "",

@@ -41,6 +41,7 @@ class Reason(enum.StrEnum):
     DNS_TIMEOUT = "dns_timeout"
     DNS_SERVFAIL = "dns_servfail"
     OFFLINE = "offline"
+    RESOLVER_UNHEALTHY = "resolver_unhealthy"
     IMPLICIT_MX = "implicit_mx"
     DISPOSABLE = "disposable"
     TYPO_SUSPECTED = "typo_suspected"
@@ -94,6 +95,9 @@ RULES: Mapping[Reason, Rule] = {
     Reason.DNS_TIMEOUT: Rule(Verdict.RISKY, 0.50, "DNS timed out after retries; not decided"),
     Reason.DNS_SERVFAIL: Rule(Verdict.RISKY, 0.50, "DNS failed (SERVFAIL/REFUSED); not decided"),
     Reason.OFFLINE: Rule(Verdict.RISKY, 0.50, "DNS checks were skipped (--offline)"),
+    Reason.RESOLVER_UNHEALTHY: Rule(
+        Verdict.RISKY, 0.50, "(service) the resolver was failing its health check; not decided"
+    ),
     Reason.IMPLICIT_MX: Rule(
         Verdict.RISKY, 0.55, "no MX; mail would go to the domain's A/AAAA host (RFC 5321 §5.1)"
     ),

@@ -11,6 +11,10 @@ The wait is short (milliseconds) next to a pass, and it is what lets batches gro
 without it, each pass's end would release just the few requests that arrived meanwhile.
 
 Batches run as separate tasks, so a batch waiting on a slow DNS answer never holds up the next.
+
+A failure touches only the request that caused it: when a pass fails, its batch is split in
+halves and each half is run again, down to the single item that fails, which alone gets the
+exception. One bad item among *n* costs about 2·log2(*n*) extra passes.
 """
 
 from __future__ import annotations
@@ -68,10 +72,15 @@ class MicroBatcher(Generic[T, R]):
     async def _serve(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
         try:
             results = await self._run([item for item, _ in batch])
-        except Exception as exc:  # every waiter learns of the failure, none hangs
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
+            if len(results) != len(batch):
+                raise RuntimeError(f"{len(results)} results for a batch of {len(batch)}")
+        except Exception as exc:
+            if len(batch) > 1:
+                half = len(batch) // 2
+                await asyncio.gather(self._serve(batch[:half]), self._serve(batch[half:]))
+                return
+            if not batch[0][1].done():  # the one item that fails learns why; none hangs
+                batch[0][1].set_exception(exc)
             return
         for (_, future), result in zip(batch, results, strict=True):
             if not future.done():  # the client may have gone away

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from pipeline.core.contacts.store import ContactStore
 from pipeline.service.batcher import MicroBatcher
-from pipeline.service.params import client_ip
+from pipeline.service.guard import AuthThrottle
+from pipeline.service.params import Limits, client_ip
 from pipeline.service.quotas import Decision, Identity, Quotas
 from pipeline.service.settings import ServiceConfig
 from pipeline.service.store import ServiceStore
@@ -27,6 +29,9 @@ class Services:
     domains: MicroBatcher[str, dict[str, object]]
     trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
     contacts: ContactStore
+    contacts_thread: ThreadPoolExecutor  # the store's one worker: its reads leave the loop
+    limits: Limits
+    throttle: AuthThrottle
 
     def client_ip(self, request: web.Request) -> str:
         return client_ip(request, self.trusted)

@@ -140,6 +140,19 @@ class Quotas:
             burst = QuotaState(burst.policy, burst.used + 1, burst.start, burst.end, now)
         return Decision(allowed, QuotaState(policy, used, start, end, now), burst)
 
+    def refund(self, identity: Identity, taken: Decision) -> Decision:
+        """Give back the unit *taken* counted: the request failed on our side (a 5xx), and a
+        caller is never charged for our failure. Returns where *identity* stands now."""
+        quota = taken.quota
+        self._store.refund(identity.subject, quota.policy.name, quota.start)
+        burst = taken.burst
+        if burst is not None and self._bursts.get(identity.subject, (None, 0))[0] == burst.start:
+            used = max(0, burst.used - 1)
+            self._bursts[identity.subject] = (burst.start, used)
+            burst = QuotaState(burst.policy, used, burst.start, burst.end, burst.now)
+        quota = QuotaState(quota.policy, max(0, quota.used - 1), quota.start, quota.end, quota.now)
+        return Decision(True, quota, burst)
+
     def _burst_state(self, subject: str, policy: Policy, now: float) -> QuotaState:
         start, end = window_bounds(Window.SECOND, now)
         second, used = self._bursts.get(subject, (start, 0))

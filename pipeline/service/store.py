@@ -128,6 +128,14 @@ class ServiceStore(SqliteFile):
             return True, int(rows[0][0])
         return False, self.used(subject, policy, window_start)
 
+    def refund(self, subject: str, policy: str, window_start: int) -> None:
+        """Give back one unit taken in the window: the request failed on our side."""
+        self._write(
+            "UPDATE usage SET used = used - 1 "
+            "WHERE subject = ? AND policy = ? AND window_start = ? AND used > 0",
+            (subject, policy, window_start),
+        )
+
     def used(self, subject: str, policy: str, window_start: int) -> int:
         rows = self._read(
             "SELECT used FROM usage WHERE subject = ? AND policy = ? AND window_start = ?",
