@@ -327,3 +327,21 @@ def test_sandbox_flag_and_console_entry_point(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["VERDICT"] == "Invalid"
+
+
+@pytest.mark.parametrize("address", [b"\xff@gmail.com", b"a@\xed\xa0\x80.com", b"j\xe9@x.org"])
+def test_verify_with_an_argument_that_is_not_utf8_says_so(tmp_path: Path, address: bytes) -> None:
+    """A byte that is not UTF-8 in ADDRESS (an argument is bytes on POSIX) is a usage error
+    that names the byte, never a traceback."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", "verify", address, "--offline"]
+        + ["--cache-dir", str(tmp_path)],
+        capture_output=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PYTHONPATH": str(REPO)},
+    )
+    error = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, error
+    assert "Traceback" not in error
+    assert "error: argument ADDRESS: not valid UTF-8: byte 0x" in error, error
+    assert done.stdout == b""

@@ -15,6 +15,7 @@ from pipeline.cli.common import (
     effective_config,
     open_engine,
     sandbox_world,
+    utf8_text,
     verify_config,
     verify_options,
 )
@@ -39,7 +40,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     clean.set_defaults(handler=_clean)
 
     verify = commands.add_parser("verify", help="verify one address; prints the spec's JSON")
-    verify.add_argument("address", metavar="ADDRESS")
+    verify.add_argument("address", type=utf8_text, metavar="ADDRESS")
     verify.add_argument("--domain", action="store_true", help="ADDRESS is a bare domain")
     common_options(verify)
     verify_options(verify)
