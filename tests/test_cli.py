@@ -334,8 +334,7 @@ def test_verify_with_an_argument_that_is_not_utf8_says_so(tmp_path: Path, addres
     """A byte that is not UTF-8 in ADDRESS (an argument is bytes on POSIX) is a usage error
     that names the byte, never a traceback."""
     done = subprocess.run(
-        [sys.executable, "-m", "pipeline", "verify", address, "--offline"]
-        + ["--cache-dir", str(tmp_path)],
+        [sys.executable, "-m", "pipeline", "verify", address, "--offline", "--cache-dir", tmp_path],
         capture_output=True,
         check=False,
         env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PYTHONPATH": str(REPO)},

@@ -69,27 +69,27 @@ def test_a_resolver_gone_bad_is_noticed_and_its_answers_are_not_kept(
         return await fetch(s, "GET", f"{url}/api/email", params={"email": email}, headers=headers)
 
     async def scenario() -> dict[str, Reply | int]:
-        async with serving(config, tmp_path / "service.sqlite", cache) as url:
-            async with aiohttp.ClientSession() as s:
-                steps: dict[str, Reply | int] = {}
-                steps["healthy"] = await ask(s, url, "a@gmail.com", "192.0.2.1")
-                zones.broken = True
-                # A batch whose new domain comes back NXDOMAIN makes the service check at once.
-                steps["noticed"] = await ask(s, url, "b@faraway-isp.com.au", "192.0.2.2")
-                before = dns.query_count
-                steps["while bad"] = await ask(s, url, "c@outlook.com", "192.0.2.3")
-                steps["queries while bad"] = dns.query_count - before
-                steps["cached domain"] = await ask(s, url, "d@gmail.com", "192.0.2.4")
-                zones.broken = False
-                await asyncio.sleep(INTERVAL * 3)  # the periodic check sees it recover
-                steps["recovered"] = await ask(s, url, "e@faraway-isp.com.au", "192.0.2.5")
-                zones.broken = True
-                await asyncio.sleep(INTERVAL * 3)  # ... and sees it go bad, with no request
-                before = dns.query_count
-                steps["bad again"] = await ask(s, url, "f@yahoo.com", "192.0.2.6")
-                steps["queries bad again"] = dns.query_count - before
-                zones.broken = False
-                return steps
+        service = serving(config, tmp_path / "service.sqlite", cache)
+        async with service as url, aiohttp.ClientSession() as s:
+            steps: dict[str, Reply | int] = {}
+            steps["healthy"] = await ask(s, url, "a@gmail.com", "192.0.2.1")
+            zones.broken = True
+            # A batch whose new domain comes back NXDOMAIN makes the service check at once.
+            steps["noticed"] = await ask(s, url, "b@faraway-isp.com.au", "192.0.2.2")
+            before = dns.query_count
+            steps["while bad"] = await ask(s, url, "c@outlook.com", "192.0.2.3")
+            steps["queries while bad"] = dns.query_count - before
+            steps["cached domain"] = await ask(s, url, "d@gmail.com", "192.0.2.4")
+            zones.broken = False
+            await asyncio.sleep(INTERVAL * 3)  # the periodic check sees it recover
+            steps["recovered"] = await ask(s, url, "e@faraway-isp.com.au", "192.0.2.5")
+            zones.broken = True
+            await asyncio.sleep(INTERVAL * 3)  # ... and sees it go bad, with no request
+            before = dns.query_count
+            steps["bad again"] = await ask(s, url, "f@yahoo.com", "192.0.2.6")
+            steps["queries bad again"] = dns.query_count - before
+            zones.broken = False
+            return steps
 
     steps = run(scenario())
 
