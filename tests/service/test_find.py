@@ -222,13 +222,13 @@ def test_the_contact_store_works_off_the_event_loop(env: Env, people: Path) -> N
         async with env.serving(config) as url, aiohttp.ClientSession() as s:
             with contextlib.closing(sqlite3.connect(people, isolation_level=None)) as blocker:
                 blocker.execute("BEGIN IMMEDIATE")
+                started = time.monotonic()  # (this test shares the server's event loop)
                 lookup = asyncio.create_task(
                     fetch(s, "GET", f"{url}/api/find", params=search("Tobias Wrenfield"))
                 )
                 await asyncio.sleep(0.3)
-                started = time.monotonic()
                 health = await fetch(s, "GET", f"{url}/healthz")
-                waited = time.monotonic() - started
+                waited = time.monotonic() - started - 0.3
                 blocker.execute("COMMIT")
             return waited, health, await lookup
 
