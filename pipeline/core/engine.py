@@ -29,7 +29,7 @@ from pipeline.core.mailboxes.checkers import AddressChecker
 from pipeline.core.mailboxes.types import CheckStats, Mailbox
 from pipeline.core.schema import ADDRESS_COLUMNS, SPEC_COLUMNS, keyed_schema
 from pipeline.core.suggest import suggest_domain
-from pipeline.core.verdict import Reason, Verdict, judge
+from pipeline.core.verdict import Reason, Verdict, flag_bits, judge, value_bits
 
 # Rows whose domain is a DNS name worth resolving. An address can be invalid for its local
 # part alone (john..doe@gmail.com): its domain still gets its own DOMAIN_VERDICT.
@@ -256,64 +256,64 @@ def attach_bounces(ledger: BounceLedger | None, rows: pl.DataFrame) -> pl.DataFr
     return rows.join(table, on="KEY", how="left", maintain_order="left")
 
 
-def _dns_flag(status: DnsStatus) -> pl.Expr:
-    return pl.col("DNS_STATUS") == status.value
-
-
-def domain_flags() -> dict[Reason, pl.Expr]:
-    """Reason flags that belong to the domain alone."""
-    return {
-        Reason.NULL_MX: _dns_flag(DnsStatus.NULL_MX),
-        Reason.NO_DOMAIN: _dns_flag(DnsStatus.NO_DOMAIN),
-        Reason.NO_MAIL_HOST: _dns_flag(DnsStatus.NO_MAIL_HOST),
-        Reason.DNS_TIMEOUT: _dns_flag(DnsStatus.TIMEOUT),
-        Reason.DNS_SERVFAIL: _dns_flag(DnsStatus.SERVFAIL),
-        Reason.OFFLINE: _dns_flag(DnsStatus.OFFLINE),
-        Reason.RESOLVER_UNHEALTHY: _dns_flag(DnsStatus.UNTRUSTED),
-        Reason.IMPLICIT_MX: _dns_flag(DnsStatus.IMPLICIT_MX),
-        Reason.DISPOSABLE: pl.col("DISPOSABLE"),
-        Reason.TYPO_SUSPECTED: pl.col("SUGGESTED_DOMAIN") != "",
-        Reason.FREE_PROVIDER: pl.col("FREE_PROVIDER"),
+# Reasons that belong to the domain alone: DOMAIN_VERDICT is judged from these.
+DOMAIN_REASONS = frozenset(
+    {
+        Reason.NULL_MX,
+        Reason.NO_DOMAIN,
+        Reason.NO_MAIL_HOST,
+        Reason.DNS_TIMEOUT,
+        Reason.DNS_SERVFAIL,
+        Reason.OFFLINE,
+        Reason.RESOLVER_UNHEALTHY,
+        Reason.IMPLICIT_MX,
+        Reason.DISPOSABLE,
+        Reason.TYPO_SUSPECTED,
+        Reason.FREE_PROVIDER,
     }
-
-
-def address_flags() -> dict[Reason, pl.Expr]:
-    """Reason flags for a whole address: its syntax, its local part and its domain's."""
-    syntax = pl.col("SYNTAX")
-    return {
-        Reason.EMPTY: syntax == Syntax.EMPTY.value,
-        Reason.SYNTAX_INVALID: syntax == Syntax.INVALID.value,
-        Reason.DOMAIN_LITERAL: syntax == Syntax.DOMAIN_LITERAL.value,
-        Reason.COMMENT: syntax == Syntax.COMMENT.value,
-        Reason.QUOTED_LOCAL: syntax == Syntax.QUOTED_LOCAL.value,
-        Reason.SMTPUTF8: syntax == Syntax.SMTPUTF8.value,
-        Reason.ROLE: pl.col("ROLE"),
-        **domain_flags(),
-        **{Reason(m.value): pl.col("MAILBOX") == m.value for m in _MAILBOX_REASONS},
-        Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
-        # A mail server accepting the mailbox after the last hard bounce is newer evidence.
-        Reason.KNOWN_BOUNCE: pl.col("LEDGER_KNOWN")
-        & ~(
-            (pl.col("MAILBOX") == Mailbox.OK.value)
-            & (pl.col("MAILBOX_AT") > pl.col("LEDGER_LAST_HARD_AT"))
-        ).fill_null(False),
-        Reason.SUSPECTED_BOUNCES: pl.col("LEDGER_SUSPECTED"),
-    }
-
-
+)
+# The DNS answers and the syntax outcomes that are reasons of the same name.
+_DNS_REASONS = {s.value: Reason(s.value) for s in DnsStatus if s is not DnsStatus.MX}
+_SYNTAX_REASONS = {
+    s.value: Reason(s.value)
+    for s in (
+        Syntax.EMPTY,
+        Syntax.INVALID,
+        Syntax.DOMAIN_LITERAL,
+        Syntax.COMMENT,
+        Syntax.QUOTED_LOCAL,
+        Syntax.SMTPUTF8,
+    )
+}
 # Final address-level answers; each is also a reason code of the same name.
-_MAILBOX_REASONS = tuple(m for m in Mailbox if m.is_final)
+_MAILBOX_REASONS = {m.value: Reason(m.value) for m in Mailbox if m.is_final}
 
 
 @functools.cache
-def _verdict_expressions() -> tuple[dict[str, pl.Expr], dict[str, pl.Expr]]:
-    # Expressions are immutable; building them costs more than running them on a small batch.
-    return judge(domain_flags()), judge(
-        address_flags(), remote_verdict=pl.col("API_VERDICT"), remote_score=pl.col("API_SCORE")
+def reason_bits() -> list[pl.Expr]:
+    """Each row's reasons, as bit expressions (see :func:`pipeline.core.verdict.judge`): its
+    syntax, its local part, its domain's DNS answer and lists, its mailbox's answer (SMTP or a
+    remote service) and the bounce ledger. Built once: expressions are immutable."""
+    # A mail server accepting the mailbox after the last hard bounce is newer evidence.
+    lifted = (pl.col("MAILBOX") == Mailbox.OK.value) & (
+        pl.col("MAILBOX_AT") > pl.col("LEDGER_LAST_HARD_AT")
     )
-
-
-_LAZY_FROM = 100_000  # rows; see decide
+    return [
+        value_bits(pl.col("SYNTAX"), _SYNTAX_REASONS),
+        value_bits(pl.col("DNS_STATUS"), _DNS_REASONS),
+        value_bits(pl.col("MAILBOX"), _MAILBOX_REASONS),
+        *flag_bits(
+            {
+                Reason.ROLE: pl.col("ROLE"),
+                Reason.DISPOSABLE: pl.col("DISPOSABLE"),
+                Reason.TYPO_SUSPECTED: pl.col("SUGGESTED_DOMAIN") != "",
+                Reason.FREE_PROVIDER: pl.col("FREE_PROVIDER"),
+                Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
+                Reason.KNOWN_BOUNCE: pl.col("LEDGER_KNOWN") & ~lifted.fill_null(False),
+                Reason.SUSPECTED_BOUNCES: pl.col("LEDGER_SUSPECTED"),
+            }
+        ),
+    ]
 
 
 def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
@@ -322,8 +322,12 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
     SUGGESTION is the corrected full address, or the corrected domain in domain mode.
     """
     rows = with_address_columns(rows)  # domain mode, or rows that skipped check_addresses
-    domain_judged, address_judged = _verdict_expressions()
-    has_domain_answer = pl.col("DNS_STATUS").is_not_null()
+    judged = judge(
+        rows,
+        reason_bits(),
+        remote=("API_VERDICT", "API_SCORE"),
+        partial={"_DOMAIN_VERDICT": DOMAIN_REASONS},
+    )
     # A corrected domain does not mend a broken local part: no suggestion for those.
     suggestion = (
         pl.when(pl.col("SYNTAX") != Syntax.INVALID.value)
@@ -331,12 +335,9 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         .fill_null("")
     )
     corrected = suggestion if domain_mode else pl.col("LOCAL") + "@" + suggestion
-    columns = dict(
-        VERDICT=address_judged["VERDICT"],
-        SCORE=address_judged["SCORE"],
-        REASON=address_judged["REASON"],
-        DOMAIN_VERDICT=pl.when(has_domain_answer)
-        .then(domain_judged["VERDICT"])
+    return judged.with_columns(
+        DOMAIN_VERDICT=pl.when(pl.col("DNS_STATUS").is_not_null())
+        .then(pl.col("_DOMAIN_VERDICT"))
         .otherwise(pl.lit(Verdict.INVALID.value)),
         MX=pl.col("MX").fill_null(""),
         # The ledger's word, the remote service's, and an SMTP answer of "disabled" or "full".
@@ -351,12 +352,7 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         ).fill_null(False),
         DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
         SUGGESTION=pl.when(suggestion != "").then(corrected).otherwise(pl.lit("")),
-    )
-    if rows.height >= _LAZY_FROM:
-        # A whole list: the optimized lazy plan (shared subexpressions computed once) wins.
-        return rows.lazy().with_columns(**columns).collect()
-    # A service batch: planning would cost more than the few rows it saves work on.
-    return rows.with_columns(**columns)
+    ).drop("_REASONS", "_DOMAIN_VERDICT")
 
 
 async def verify_many(

@@ -63,7 +63,7 @@ class LiveServer:
 
 @pytest.fixture
 def live(env: Env) -> Iterator[tuple[LiveServer, dict[str, Any], str]]:
-    record, secret = env.key("fuzz")
+    _, secret = env.key("fuzz")
     with LiveServer(env) as server:
         reply = server.send(request_bytes("GET", "/openapi.json"))
         yield server, reply.json, secret
