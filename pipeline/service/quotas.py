@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipeline.core.windows import Window, window_bounds
+from pipeline.service.batcher import MicroBatcher
 from pipeline.service.settings import ServiceConfig
-from pipeline.service.store import ApiKey, ServiceStore
+from pipeline.service.store import ApiKey, ServiceStore, Take
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,12 @@ class Quotas:
         self._store = store
         self._clock = clock
         self._bursts: dict[str, tuple[int, int]] = {}  # subject -> (second, requests in it)
+        # No wait: the takes that arrive while the loop handles one round of requests share a
+        # transaction; a take never waits for others to come.
+        self._takes = MicroBatcher(self._consume, max_size=1024, max_wait=0.0)
+
+    async def _consume(self, takes: Sequence[Take]) -> list[tuple[bool, int]]:
+        return self._store.consume_many(takes)
 
     def policies(self, identity: Identity, endpoint: str) -> tuple[Policy, Policy | None]:
         if identity.key is None:
@@ -125,20 +132,32 @@ class Quotas:
         burst = self._burst_state(identity.subject, burst_policy, now) if burst_policy else None
         return Decision(True, quota, burst)
 
-    def take(self, identity: Identity, endpoint: str) -> Decision:
-        """Count one request if both the burst cap and the quota allow it."""
+    async def take(self, identity: Identity, endpoint: str) -> Decision:
+        """Count one request if both the burst cap and the quota allow it.
+
+        The takes of one moment are counted in one store transaction (see ``store.py``); the
+        burst cap is counted in memory at once, and given back when the quota refuses."""
         now = self._clock()
         policy, burst_policy = self.policies(identity, endpoint)
-        burst = self._burst_state(identity.subject, burst_policy, now) if burst_policy else None
         start, end = window_bounds(policy.window, now)
-        if burst is not None and burst.remaining == 0:
-            used = self._store.used(identity.subject, policy.name, start)
-            return Decision(False, QuotaState(policy, used, start, end, now), burst)
-        allowed, used = self._store.consume(identity.subject, policy.name, start, policy.limit)
-        if allowed and burst is not None:
-            self._bursts[identity.subject] = (burst.start, burst.used + 1)
-            burst = QuotaState(burst.policy, burst.used + 1, burst.start, burst.end, now)
+        burst = None
+        if burst_policy is not None:
+            burst = self._burst_state(identity.subject, burst_policy, now)
+            if burst.remaining == 0:
+                used = self._store.used(identity.subject, policy.name, start)
+                return Decision(False, QuotaState(policy, used, start, end, now), burst)
+            burst = self._count_burst(identity.subject, burst, +1)
+        take = Take(identity.subject, policy.name, start, policy.limit)
+        allowed, used = await self._takes.submit(take)
+        if not allowed and burst is not None:
+            burst = self._count_burst(identity.subject, burst, -1)
         return Decision(allowed, QuotaState(policy, used, start, end, now), burst)
+
+    def _count_burst(self, subject: str, burst: QuotaState, step: int) -> QuotaState:
+        second, used = self._bursts.get(subject, (burst.start, 0))
+        used = max(0, (used if second == burst.start else 0) + step)
+        self._bursts[subject] = (burst.start, used)
+        return QuotaState(burst.policy, used, burst.start, burst.end, burst.now)
 
     def refund(self, identity: Identity, taken: Decision) -> Decision:
         """Give back the unit *taken* counted: the request failed on our side (a 5xx), and a
@@ -146,10 +165,8 @@ class Quotas:
         quota = taken.quota
         self._store.refund(identity.subject, quota.policy.name, quota.start)
         burst = taken.burst
-        if burst is not None and self._bursts.get(identity.subject, (None, 0))[0] == burst.start:
-            used = max(0, burst.used - 1)
-            self._bursts[identity.subject] = (burst.start, used)
-            burst = QuotaState(burst.policy, used, burst.start, burst.end, burst.now)
+        if burst is not None:
+            burst = self._count_burst(identity.subject, burst, -1)
         quota = QuotaState(quota.policy, max(0, quota.used - 1), quota.start, quota.end, quota.now)
         return Decision(True, quota, burst)
 

@@ -51,7 +51,7 @@ async def admit(
     identity = _identify(request, params, services)
     request[IDENTITY] = identity
     wanted = subject(params)
-    decision = services.quotas.take(identity, endpoint)
+    decision = await services.quotas.take(identity, endpoint)
     request[DECISION] = decision
     if not decision.allowed:
         raise QuotaExceeded(_quota_detail(decision, identity.key is not None))

@@ -8,7 +8,14 @@ Quota counting must be exact under concurrency and survive restarts. The service
 event loop with this object as the only writer, and each request's check-and-increment is a
 single ``INSERT ... ON CONFLICT DO UPDATE ... WHERE used < limit`` statement committed before
 the answer is sent, so two requests can never both take the last unit, and a restart resumes
-from the committed counts. WAL mode lets ``listclean keys`` read and revoke while it runs.
+from the committed counts. The requests of one moment are counted together
+(:meth:`ServiceStore.consume_many`: one transaction, one commit), which is what keeps counting
+cheap next to answering; a store on a database server would make that one round trip. WAL mode
+lets ``listclean keys`` read and revoke while it runs.
+
+Keys are looked up once and then remembered, until any other connection writes to the file
+(SQLite's ``PRAGMA data_version`` tells, at the cost of one statement): a key revoked by
+``listclean keys revoke`` is refused from the next request on.
 """
 
 from __future__ import annotations
@@ -17,10 +24,10 @@ import hashlib
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pipeline.core.errors import StoreError, UsageError
 from pipeline.core.sqlite import SqliteFile
@@ -43,6 +50,21 @@ CREATE TABLE IF NOT EXISTS usage (
 ) WITHOUT ROWID;
 """
 _SECRET_PREFIX = "lc_"
+_CONSUME = (
+    "INSERT INTO usage VALUES (?, ?, ?, 1) "
+    "ON CONFLICT (subject, policy, window_start) DO UPDATE SET used = used + 1 "
+    "WHERE used < ? RETURNING used"
+)
+_USED = "SELECT used FROM usage WHERE subject = ? AND policy = ? AND window_start = ?"
+
+
+class Take(NamedTuple):
+    """One unit wanted: whose counter, which policy and window, and its limit."""
+
+    subject: str
+    policy: str
+    window_start: int
+    limit: int
 
 
 @dataclass(frozen=True)
@@ -70,6 +92,8 @@ class ServiceStore(SqliteFile):
             path, _SCHEMA, what="the service database", remedy="Choose a writable path with --db."
         )
         self._clock = clock
+        self._keys: dict[str, ApiKey] = {}  # secret_sha -> key, while the file is unchanged
+        self._version = -1  # PRAGMA data_version when _keys was last known good
 
     def create_key(self, plan: str, label: str = "") -> tuple[ApiKey, str]:
         """A new key on *plan*; returns its record and the secret, which is never stored."""
@@ -108,25 +132,52 @@ class ServiceStore(SqliteFile):
 
     def find_key(self, secret: str) -> ApiKey | None:
         """The key whose secret this is (revoked ones included), or None."""
+        version = self._read("PRAGMA data_version", ())[0][0]
+        if version != self._version:  # another connection wrote: a key may have changed
+            self._keys.clear()
+            self._version = version
+        sha = _sha(secret)
+        known = self._keys.get(sha)
+        if known is not None:
+            return known
         rows = self._read(
             "SELECT key_id, plan, label, created_at, revoked_at FROM api_keys WHERE secret_sha = ?",
-            (_sha(secret),),
+            (sha,),
         )
-        return ApiKey(*rows[0]) if rows else None
+        if not rows:
+            return None  # unknown secrets are not remembered: anyone can send new ones
+        self._keys[sha] = key = ApiKey(*rows[0])
+        return key
 
     def consume(self, subject: str, policy: str, window_start: int, limit: int) -> tuple[bool, int]:
         """Take one unit if fewer than *limit* were used in the window: (taken, used now)."""
-        if limit <= 0:
-            return False, self.used(subject, policy, window_start)
-        rows = self._write(
-            "INSERT INTO usage VALUES (?, ?, ?, 1) "
-            "ON CONFLICT (subject, policy, window_start) DO UPDATE SET used = used + 1 "
-            "WHERE used < ? RETURNING used",
-            (subject, policy, window_start, limit),
-        )
-        if rows:
-            return True, int(rows[0][0])
-        return False, self.used(subject, policy, window_start)
+        return self.consume_many([Take(subject, policy, window_start, limit)])[0]
+
+    def consume_many(self, wanted: Sequence[Take]) -> list[tuple[bool, int]]:
+        """:meth:`consume` for each of *wanted*, in order, in one transaction."""
+        if not wanted:
+            return []
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                taken = [self._consume_one(*take) for take in wanted]
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise self._broken(exc) from exc
+        return taken
+
+    def _consume_one(
+        self, subject: str, policy: str, window_start: int, limit: int
+    ) -> tuple[bool, int]:
+        if limit > 0:
+            rows = self._db.execute(_CONSUME, (subject, policy, window_start, limit)).fetchall()
+            if rows:
+                return True, int(rows[0][0])
+        used = self._db.execute(_USED, (subject, policy, window_start)).fetchall()
+        return False, int(used[0][0]) if used else 0
 
     def refund(self, subject: str, policy: str, window_start: int) -> None:
         """Give back one unit taken in the window: the request failed on our side."""
@@ -137,10 +188,7 @@ class ServiceStore(SqliteFile):
         )
 
     def used(self, subject: str, policy: str, window_start: int) -> int:
-        rows = self._read(
-            "SELECT used FROM usage WHERE subject = ? AND policy = ? AND window_start = ?",
-            (subject, policy, window_start),
-        )
+        rows = self._read(_USED, (subject, policy, window_start))
         return int(rows[0][0]) if rows else 0
 
     def purge_usage(self, before: int) -> None:
