@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
@@ -359,24 +360,29 @@ def _domain_forms(raw: str) -> _DomainForms:
 # --------------------------------------------------------------------------- batch
 
 
-def normalize_column(emails: pl.Series) -> pl.DataFrame:
-    """Normalize a column of addresses; same length and order as ``emails``."""
+def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = None) -> pl.DataFrame:
+    """Normalize a column of addresses; same length and order as ``emails``.
+
+    *then* are columns computed from the output columns, added in the same pass when the fast
+    path decides every row (a pass costs more than its expressions on a small batch)."""
+    extra = dict(then or {})
     # Null and blank are the same EMPTY outcome, so nulls become "" up front.
     text = emails.cast(pl.String).str.strip_chars(_WHITESPACE).fill_null("")
-    frame = _fast_frame(text)
+    frame = _fast_frame(text, extra)
     rest_rows = frame.get_column("_fast").not_().arg_true()
     if rest_rows.len() == 0:
-        return frame.select(_OUTPUT_COLUMNS)
+        return frame.select(*_OUTPUT_COLUMNS, *extra)
     rest = frame[rest_rows].with_columns(_row=rest_rows)
     via_domain, rest = _domain_path(rest)
     decided = pl.concat([via_domain, _address_path(rest)])
     rows = decided.get_column("_row")
-    return pl.DataFrame(
+    merged = pl.DataFrame(
         [frame.get_column(c).scatter(rows, decided.get_column(c)) for c in _OUTPUT_COLUMNS]
     )
+    return merged.with_columns(**extra) if extra else merged
 
 
-def _fast_frame(text: pl.Series) -> pl.DataFrame:
+def _fast_frame(text: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame:
     """All rows with the fast-path outputs; ``_fast`` marks the rows those are final for."""
     # find() gives a byte offset and head()/slice() count characters. They agree when the
     # local part is ASCII, the only case used below; a non-ASCII local part keeps its
@@ -424,6 +430,7 @@ def _fast_frame(text: pl.Series) -> pl.DataFrame:
             SYNTAX=pl.lit(Syntax.OK.value),
             SYNTAX_DETAIL=pl.lit(""),
         )
+        .with_columns(**extra)
         .collect()
     )
 

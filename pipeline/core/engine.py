@@ -34,6 +34,7 @@ from pipeline.core.verdict import Reason, Verdict, flag_bits, judge, value_bits
 # Rows whose domain is a DNS name worth resolving. An address can be invalid for its local
 # part alone (john..doe@gmail.com): its domain still gets its own DOMAIN_VERDICT.
 _RESOLVABLE = (pl.col("DOMAIN") != "") & (pl.col("SYNTAX") != Syntax.DOMAIN_LITERAL.value)
+_CHECKED_DOMAIN = pl.when(_RESOLVABLE).then(pl.col("DOMAIN"))
 
 
 class Progress(Protocol):
@@ -72,11 +73,19 @@ class DomainStats:
 
 def annotate_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
     """Normalize and classify each address; mark repeats of an earlier row's address."""
-    parsed = normalize_column(emails)
-    return parsed.with_columns(
-        ROLE=(pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL")),
-        DUPLICATE=(pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct(),
+    return normalize_column(
+        emails,
+        then={
+            "ROLE": (pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL")),
+            "DUPLICATE": (pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct(),
+            "_CHECK": _CHECKED_DOMAIN,
+        },
     )
+
+
+def _with_check(rows: pl.DataFrame) -> pl.DataFrame:
+    """*rows* with ``_CHECK``: the domain whose DNS answer the row takes, null when none."""
+    return rows if "_CHECK" in rows.columns else rows.with_columns(_CHECK=_CHECKED_DOMAIN)
 
 
 def annotate_domains(values: Sequence[str]) -> pl.DataFrame:
@@ -93,6 +102,7 @@ def annotate_domains(values: Sequence[str]) -> pl.DataFrame:
             "SYNTAX_DETAIL": [detail for _, detail in checked],
             "ROLE": [False] * n,
             "DUPLICATE": [False] * n,
+            "_CHECK": [domain or None for domain, _ in checked],
         },
         schema={
             "EMAIL": pl.String,
@@ -103,20 +113,15 @@ def annotate_domains(values: Sequence[str]) -> pl.DataFrame:
             "SYNTAX_DETAIL": pl.String,
             "ROLE": pl.Boolean,
             "DUPLICATE": pl.Boolean,
+            "_CHECK": pl.String,
         },
     )
 
 
 def resolvable_domains(annotated: pl.DataFrame) -> list[str]:
     """Distinct domains of the rows whose syntax allows a DNS check, in first-seen order."""
-    return (
-        annotated.lazy()
-        .filter(_RESOLVABLE)
-        .select(pl.col("DOMAIN").unique(maintain_order=True))
-        .collect()
-        .to_series()
-        .to_list()
-    )
+    checked = _with_check(annotated).get_column("_CHECK")
+    return checked.drop_nulls().unique(maintain_order=True).to_list()
 
 
 async def check_domains(engine: Engine, domains: Sequence[str]) -> tuple[pl.DataFrame, DomainStats]:
@@ -197,21 +202,26 @@ def _domain_table(
 
 def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.DataFrame:
     """Join each row's domain answer; rows whose domain was not checked get nulls."""
-    joined = annotated.join(
-        domain_table, on="DOMAIN", how="left", maintain_order="left", nulls_equal=False
+    # Joined on _CHECK, which is null for rows whose domain was not checked: no answer for them.
+    return _with_check(annotated).join(
+        domain_table.rename({"DOMAIN": "_CHECK"}),
+        on="_CHECK",
+        how="left",
+        maintain_order="left",
+        nulls_equal=False,
     )
-    # Only rows whose domain was checked carry its answer.
-    return joined.with_columns(
-        pl.when(_RESOLVABLE).then(pl.col(c)).otherwise(None).alias(c)
-        for c in domain_table.columns
-        if c != "DOMAIN"
-    )
+
+
+_SMALL = 10_000  # rows; a service batch is small, a list is not
 
 
 def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
     """*rows* with every address-level column, null where the step did not fill it."""
     missing = {c: t for c, t in ADDRESS_COLUMNS.items() if c not in rows.columns}
-    return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
+    if rows.height > _SMALL or not missing:
+        return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
+    # A few rows: ready columns cost less than an expression pass.
+    return rows.hstack([pl.Series(c, [None] * rows.height, dtype=t) for c, t in missing.items()])
 
 
 async def check_addresses(
@@ -233,15 +243,18 @@ def attach_bounces(ledger: BounceLedger | None, rows: pl.DataFrame) -> pl.DataFr
     """LEDGER_KNOWN / LEDGER_SUSPECTED per row from the ledger (one query for all keys)."""
     if ledger is None:
         return rows
-    wanted = rows.filter(pl.col("KEY") != "")
-    if wanted.height > _LEDGER_SCOPE_FROM:
+    if rows.height > _LEDGER_SCOPE_FROM:
         # A big list: ask only about the keys the ledger could flag. Reading the ledger's scope
         # costs a scan of it, so small batches (the service) ask about their keys directly.
         with_events, dead_domains = ledger.scope()
-        wanted = wanted.filter(
-            pl.col("KEY").is_in(list(with_events)) | pl.col("DOMAIN").is_in(list(dead_domains))
+        wanted = rows.filter(
+            (pl.col("KEY") != "")
+            & (pl.col("KEY").is_in(list(with_events)) | pl.col("DOMAIN").is_in(list(dead_domains)))
         )
-    flags = ledger.flags(wanted.get_column("KEY").unique().to_list()) if wanted.height else {}
+        keys = wanted.get_column("KEY").unique().to_list()
+    else:
+        keys = [k for k in rows.get_column("KEY").unique().to_list() if k]
+    flags = ledger.flags(keys) if keys else {}
     if not flags:
         return rows
     table = pl.DataFrame(
@@ -327,7 +340,18 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         reason_bits(),
         remote=("API_VERDICT", "API_SCORE"),
         partial={"_DOMAIN_VERDICT": DOMAIN_REASONS},
+        also=_spec_fields(domain_mode),
     )
+    return judged.with_columns(
+        DOMAIN_VERDICT=pl.when(pl.col("DNS_STATUS").is_not_null())
+        .then(pl.col("_DOMAIN_VERDICT"))
+        .otherwise(pl.lit(Verdict.INVALID.value)),
+    ).drop("_REASONS", "_DOMAIN_VERDICT")
+
+
+@functools.cache
+def _spec_fields(domain_mode: bool) -> dict[str, pl.Expr]:
+    """The spec's fields that are not a verdict, from a row's columns (built once)."""
     # A corrected domain does not mend a broken local part: no suggestion for those.
     suggestion = (
         pl.when(pl.col("SYNTAX") != Syntax.INVALID.value)
@@ -335,10 +359,7 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         .fill_null("")
     )
     corrected = suggestion if domain_mode else pl.col("LOCAL") + "@" + suggestion
-    return judged.with_columns(
-        DOMAIN_VERDICT=pl.when(pl.col("DNS_STATUS").is_not_null())
-        .then(pl.col("_DOMAIN_VERDICT"))
-        .otherwise(pl.lit(Verdict.INVALID.value)),
+    return dict(
         MX=pl.col("MX").fill_null(""),
         # The ledger's word, the remote service's, and an SMTP answer of "disabled" or "full".
         HAS_SUSPECTED_BOUNCES=pl.any_horizontal(
@@ -352,7 +373,7 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         ).fill_null(False),
         DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
         SUGGESTION=pl.when(suggestion != "").then(corrected).otherwise(pl.lit("")),
-    ).drop("_REASONS", "_DOMAIN_VERDICT")
+    )
 
 
 async def verify_many(

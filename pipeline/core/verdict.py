@@ -217,6 +217,7 @@ def judge(
     bits: list[pl.Expr],
     remote: tuple[str, str] | None = None,
     partial: Mapping[str, frozenset[Reason]] | None = None,
+    also: Mapping[str, pl.Expr] | None = None,
 ) -> pl.DataFrame:
     """*frame* with VERDICT, SCORE and REASON (and ``_REASONS``, the reason set as bits).
 
@@ -224,9 +225,10 @@ def judge(
     score columns of a remote service's answer. *partial* adds, per name, the VERDICT of only
     those reasons (the domain's verdict from the domain's reasons). The rules run once per
     distinct (reason set, remote answer), in :func:`judge_one`, and join back: a list has a
-    few hundred such combinations, whatever its length.
+    few hundred such combinations, whatever its length. *also* are columns to add in the
+    same pass (one pass costs less than two).
     """
-    keyed = frame.with_columns(_REASONS=pl.sum_horizontal(bits).cast(_MASK))
+    keyed = frame.with_columns(_REASONS=pl.sum_horizontal(bits).cast(_MASK), **(also or {}))
     keys = ["_REASONS", *(remote or ())]
     parts = {
         name: sum(REASON_BITS[r] for r in reasons) for name, reasons in (partial or {}).items()

@@ -127,7 +127,7 @@ def client_ip(
 ) -> str:
     """The socket's peer, or the first untrusted hop of X-Forwarded-For behind trusted proxies."""
     peer = request.remote or ""
-    if not _is_trusted(peer, trusted):
+    if not trusted or not _is_trusted(peer, trusted):
         return peer
     hops = [h.strip() for h in request.headers.get("X-Forwarded-For", "").split(",") if h.strip()]
     # Walk from the nearest hop outwards: each trusted proxy vouches for the one before it.

@@ -65,6 +65,12 @@ class QuotaState:
     def seconds_to_reset(self) -> int:
         return max(0, math.ceil(self.end - self.now))
 
+    def policy_field(self) -> str:
+        return f'"{self.policy.name}";q={self.policy.limit};w={self.end - self.start}'
+
+    def state_field(self) -> str:
+        return f'"{self.policy.name}";r={self.remaining};t={self.seconds_to_reset}'
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -73,14 +79,10 @@ class Decision:
     burst: QuotaState | None = None  # the per-second cap, when the plan has one
 
     def headers(self) -> dict[str, str]:
-        states = [s for s in (self.quota, self.burst) if s is not None]
+        states = (self.quota,) if self.burst is None else (self.quota, self.burst)
         headers = {
-            "RateLimit-Policy": ", ".join(
-                f'"{s.policy.name}";q={s.policy.limit};w={s.end - s.start}' for s in states
-            ),
-            "RateLimit": ", ".join(
-                f'"{s.policy.name}";r={s.remaining};t={s.seconds_to_reset}' for s in states
-            ),
+            "RateLimit-Policy": ", ".join(s.policy_field() for s in states),
+            "RateLimit": ", ".join(s.state_field() for s in states),
             "X-RateLimit-Limit": str(self.quota.policy.limit),
             "X-RateLimit-Remaining": str(self.quota.remaining),
             "X-RateLimit-Reset": str(self.quota.end),
