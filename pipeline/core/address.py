@@ -360,18 +360,24 @@ def _domain_forms(raw: str) -> _DomainForms:
 # --------------------------------------------------------------------------- batch
 
 
+_FOLD_UP_TO = 10_000  # rows; see normalize_column
+
+
 def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = None) -> pl.DataFrame:
     """Normalize a column of addresses; same length and order as ``emails``.
 
-    *then* are columns computed from the output columns, added in the same pass when the fast
-    path decides every row (a pass costs more than its expressions on a small batch)."""
+    *then* are columns computed from the output columns. On a small batch they are computed in
+    the fast path's pass (a pass costs more than its expressions there), and again only if
+    some rows needed the precise parser; on a list, once, at the end."""
     extra = dict(then or {})
     # Null and blank are the same EMPTY outcome, so nulls become "" up front.
     text = emails.cast(pl.String).str.strip_chars(_WHITESPACE).fill_null("")
-    frame = _fast_frame(text, extra)
+    folded = extra if text.len() <= _FOLD_UP_TO else {}
+    frame = _fast_frame(text, folded)
     rest_rows = frame.get_column("_fast").not_().arg_true()
     if rest_rows.len() == 0:
-        return frame.select(*_OUTPUT_COLUMNS, *extra)
+        output = frame.select(*_OUTPUT_COLUMNS, *folded)
+        return output if folded or not extra else output.with_columns(**extra)
     rest = frame[rest_rows].with_columns(_row=rest_rows)
     via_domain, rest = _domain_path(rest)
     decided = pl.concat([via_domain, _address_path(rest)])

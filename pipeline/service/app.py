@@ -167,7 +167,7 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
         try:
             response.headers.update(_settle(request, endpoint, response.status).headers())
         except Exception as exc:  # the answer itself must still go out, and as a problem document
-            log.error("cannot settle the quota of %s: %s", request.path, failure_line(exc))
+            log.error("cannot settle the quota of %s: %s", for_log(request.path), failure_line(exc))
     return response
 
 

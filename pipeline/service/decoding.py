@@ -63,10 +63,11 @@ class _Members(list[tuple[str, object]]):
 
 
 def _members(pairs: list[tuple[str, object]]) -> _Members:
-    names = [name for name, _ in pairs]
-    if len(set(names)) != len(names):
-        twice = next(n for n in names if names.count(n) > 1)
-        raise ConflictingParameters(f"{shown(twice)} appears more than once in the JSON body.")
+    seen: set[str] = set()
+    for name, _ in pairs:
+        if name in seen:
+            raise ConflictingParameters(f"{shown(name)} appears more than once in the JSON body.")
+        seen.add(name)
     return _Members(pairs)
 
 

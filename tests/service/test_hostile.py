@@ -201,6 +201,17 @@ def cases(key: str) -> list[Case]:
             "conflicting_parameters",
         ),
         Case(
+            "json: 50,000 names, the last one twice",
+            post(
+                "/api/email",
+                ("{" + "".join(f'"k{i}":"",' for i in range(50_000)) + '"k0":""}').encode(),
+                auth,
+                JSON_TYPE,
+            ),
+            400,
+            "conflicting_parameters",
+        ),
+        Case(
             "query: repeated, same value",
             get(f"/api/email?email={address}&email={address}", auth),
             400,
