@@ -380,6 +380,21 @@ async def verify_many(
     engine: Engine, values: Sequence[str], *, domain_mode: bool = False
 ) -> list[dict[str, object]]:
     """The spec's result objects (plus REASON), one per address (or domain in domain mode)."""
+    decided = await _verified(engine, values, domain_mode)
+    return decided.select(*SPEC_COLUMNS, "REASON").to_dicts()
+
+
+async def verify_many_json(
+    engine: Engine, values: Sequence[str], *, domain_mode: bool = False
+) -> list[str]:
+    """:func:`verify_many`'s objects as JSON texts, encoded by polars (for the service: a
+    third of the cost of Python objects encoded one by one)."""
+    decided = await _verified(engine, values, domain_mode)
+    encoded = pl.struct(*SPEC_COLUMNS, "REASON").struct.json_encode()
+    return decided.select(encoded).to_series().to_list()
+
+
+async def _verified(engine: Engine, values: Sequence[str], domain_mode: bool) -> pl.DataFrame:
     if domain_mode:
         annotated = annotate_domains(values)
     else:
@@ -388,8 +403,7 @@ async def verify_many(
     rows = attach_domains(annotated, table)
     if not domain_mode:
         rows, _sent = await check_addresses(engine, rows)
-    decided = decide(rows, domain_mode=domain_mode)
-    return decided.select(*SPEC_COLUMNS, "REASON").to_dicts()
+    return decide(rows, domain_mode=domain_mode)
 
 
 async def verify_once(

@@ -229,10 +229,12 @@ def judge(
     same pass (one pass costs less than two).
     """
     keyed = frame.with_columns(_REASONS=pl.sum_horizontal(bits).cast(_MASK), **(also or {}))
-    keys = ["_REASONS", *(remote or ())]
     parts = {
         name: sum(REASON_BITS[r] for r in reasons) for name, reasons in (partial or {}).items()
     }
+    if remote is None or all(keyed.get_column(c).null_count() == keyed.height for c in remote):
+        return _judged_by_reasons(keyed, parts)
+    keys = ["_REASONS", *remote]
     judged = [
         (*key, *judge_one(*key), *(judge_one(key[0] & part)[0] for part in parts.values()))
         for key in keyed.select(keys).unique().rows()
@@ -245,3 +247,23 @@ def judge(
     }
     table = pl.DataFrame(judged, schema=schema, orient="row")
     return keyed.join(table, on=keys, how="left", nulls_equal=True, maintain_order="left")
+
+
+def _judged_by_reasons(keyed: pl.DataFrame, parts: Mapping[str, int]) -> pl.DataFrame:
+    """:func:`judge` without remote answers: the reason set alone is the key, and a lookup
+    per column costs less than a join."""
+    masks = keyed.get_column("_REASONS").unique().to_list()
+    judged = {mask: judge_one(mask) for mask in masks}
+    columns: dict[str, tuple[dict[int, object], type[pl.DataType]]] = {
+        "VERDICT": ({m: j[0] for m, j in judged.items()}, pl.String),
+        "SCORE": ({m: j[1] for m, j in judged.items()}, pl.Float64),
+        "REASON": ({m: j[2] for m, j in judged.items()}, pl.String),
+        **{
+            name: ({m: judge_one(m & part)[0] for m in masks}, pl.String)
+            for name, part in parts.items()
+        },
+    }
+    return keyed.with_columns(
+        pl.col("_REASONS").replace_strict(mapping, return_dtype=dtype).alias(name)
+        for name, (mapping, dtype) in columns.items()
+    )

@@ -27,7 +27,7 @@ from aiohttp.typedefs import Handler
 
 from pipeline.core.assembly import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.engine import Engine, verify_many
+from pipeline.core.engine import Engine, verify_many_json
 from pipeline.core.sqlite import beside_domain_cache
 from pipeline.core.text import for_log
 from pipeline.service.batcher import MicroBatcher
@@ -125,11 +125,11 @@ def _services(
     contacts.purge_audit()  # retention: old audit records go at every start
     size, wait = config.service.batch_size, config.service.batch_wait
 
-    async def addresses(values: Sequence[str]) -> list[dict[str, object]]:
-        return await verify_many(engine, values)
+    async def addresses(values: Sequence[str]) -> list[str]:
+        return await verify_many_json(engine, values)
 
-    async def domains(values: Sequence[str]) -> list[dict[str, object]]:
-        return await verify_many(engine, values, domain_mode=True)
+    async def domains(values: Sequence[str]) -> list[str]:
+        return await verify_many_json(engine, values, domain_mode=True)
 
     http = config.service
     # The contact store's reads can take milliseconds (a misspelt name) and block on a lock:

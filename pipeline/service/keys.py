@@ -25,8 +25,8 @@ class Services:
     config: ServiceConfig
     store: ServiceStore
     quotas: Quotas
-    addresses: MicroBatcher[str, dict[str, object]]
-    domains: MicroBatcher[str, dict[str, object]]
+    addresses: MicroBatcher[str, str]  # an address in, its answer out as JSON text
+    domains: MicroBatcher[str, str]
     trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
     contacts: ContactStore
     contacts_thread: ThreadPoolExecutor  # the store's one worker: its reads leave the loop

@@ -83,7 +83,7 @@ async def email(request: web.Request) -> web.Response:
     (value, domain_mode), _ = await admit(request, "email", _email_or_domain)
     services = request.app[SERVICES]
     batcher = services.domains if domain_mode else services.addresses
-    return web.json_response(await batcher.submit(value))
+    return web.Response(text=await batcher.submit(value), content_type="application/json")
 
 
 def _quota_detail(decision: Decision, keyed: bool) -> str:
