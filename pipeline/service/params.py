@@ -14,7 +14,7 @@ from pipeline.core.text import for_log
 from pipeline.service.decoding import Pairs, form_pairs, json_pairs, shown, urlencoded_pairs
 from pipeline.service.errors import ConflictingParameters, InvalidApiKey, InvalidParameter
 from pipeline.service.quotas import Identity
-from pipeline.service.store import ServiceStore
+from pipeline.service.store import ApiKey, ServiceStore
 
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"
@@ -92,19 +92,31 @@ def identify(
     request: web.Request, params: Mapping[str, str], store: ServiceStore, client_ip: str
 ) -> Identity:
     """The caller: a key (header wins over ``apikey``), or the client IP when none is sent."""
+    secret = presented_secret(request, params)
+    if secret is None:
+        return Identity(client_ip)
+    return Identity(client_ip, accepted(store.find_key(secret) if secret else None))
+
+
+def presented_secret(request: web.Request, params: Mapping[str, str]) -> str | None:
+    """The key the request sends (the Authorization header wins over ``apikey``), None when it
+    sends none, "" when what it sends cannot be a key. Only a well-formed token is worth looking
+    up: raw bytes in a header or kilobytes of text are refused before they cost a hash."""
     secret = bearer_token(request)
     if secret is None:
         secret = params.get("apikey")
     if secret is None:
-        return Identity(client_ip)
-    # Only a well-formed token is looked up: it is what our keys look like, and anything else
-    # (raw bytes in a header, kilobytes of text) is refused before it costs a hash.
-    key = store.find_key(secret) if _TOKEN.fullmatch(secret) else None
+        return None
+    return secret if _TOKEN.fullmatch(secret) else ""
+
+
+def accepted(key: ApiKey | None) -> ApiKey:
+    """*key*, if it is one that may be used; else the 401."""
     if key is None:
         raise InvalidApiKey("The API key is not known. Check it, or send no key at all.")
     if not key.active:
         raise InvalidApiKey(f"The API key {key.key_id} has been revoked.")
-    return Identity(client_ip, key)
+    return key
 
 
 # RFC 6750 §2.1's b64token, at most 128 characters: our keys are "lc_" + 43 of them.

@@ -23,7 +23,7 @@ from pipeline.service.errors import (
 )
 from pipeline.service.keys import DECISION, IDENTITY, SERVICES, Services
 from pipeline.service.openapi import openapi_document
-from pipeline.service.params import identify, read_params
+from pipeline.service.params import accepted, presented_secret, read_params
 from pipeline.service.quotas import Decision, Identity
 
 T = TypeVar("T")
@@ -48,7 +48,7 @@ async def admit(
     the rate-limit headers."""
     services = request.app[SERVICES]
     params = await read_params(request, services.limits)
-    identity = _identify(request, params, services)
+    identity = await _identify(request, params, services)
     request[IDENTITY] = identity
     wanted = subject(params)
     decision = await services.quotas.take(identity, endpoint)
@@ -58,12 +58,16 @@ async def admit(
     return wanted, identity
 
 
-def _identify(request: web.Request, params: dict[str, str], services: Services) -> Identity:
+async def _identify(request: web.Request, params: dict[str, str], services: Services) -> Identity:
     """The caller; a failed authentication is a 401, or a 429 once its client address has
-    failed too often (see ``guard.py``). A valid key is never refused here."""
+    failed too often (see ``guard.py``). A valid key is never refused here. The keys of one
+    moment are looked up together (see ``store.py``)."""
     ip = services.client_ip(request)
     try:
-        return identify(request, params, services.store, ip)
+        secret = presented_secret(request, params)
+        if secret is None:
+            return Identity(ip)
+        return Identity(ip, accepted(await services.keys.submit(secret) if secret else None))
     except InvalidApiKey as exc:
         request[IDENTITY] = Identity(ip)  # the rate-limit headers are the address's own
         wait = services.throttle.failed(ip)

@@ -132,22 +132,26 @@ class ServiceStore(SqliteFile):
 
     def find_key(self, secret: str) -> ApiKey | None:
         """The key whose secret this is (revoked ones included), or None."""
+        return self.find_keys([secret])[0]
+
+    def find_keys(self, secrets: Sequence[str]) -> list[ApiKey | None]:
+        """:meth:`find_key` for each of *secrets*: one look at the file's version, and one
+        query for those not remembered."""
         version = self._read("PRAGMA data_version", ())[0][0]
         if version != self._version:  # another connection wrote: a key may have changed
             self._keys.clear()
             self._version = version
-        sha = _sha(secret)
-        known = self._keys.get(sha)
-        if known is not None:
-            return known
-        rows = self._read(
-            "SELECT key_id, plan, label, created_at, revoked_at FROM api_keys WHERE secret_sha = ?",
-            (sha,),
-        )
-        if not rows:
-            return None  # unknown secrets are not remembered: anyone can send new ones
-        self._keys[sha] = key = ApiKey(*rows[0])
-        return key
+        shas = [_sha(secret) for secret in secrets]
+        missing = sorted({sha for sha in shas if sha not in self._keys})
+        if missing:
+            rows = self._read(
+                "SELECT secret_sha, key_id, plan, label, created_at, revoked_at FROM api_keys "
+                f"WHERE secret_sha IN ({', '.join('?' * len(missing))})",
+                tuple(missing),
+            )
+            # Unknown secrets are not remembered: anyone can send new ones.
+            self._keys.update((row[0], ApiKey(*row[1:])) for row in rows)
+        return [self._keys.get(sha) for sha in shas]
 
     def consume(self, subject: str, policy: str, window_start: int, limit: int) -> tuple[bool, int]:
         """Take one unit if fewer than *limit* were used in the window: (taken, used now)."""
