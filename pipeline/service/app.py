@@ -17,7 +17,7 @@ import contextlib
 import ipaddress
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +46,7 @@ from pipeline.service.params import Limits, identify
 from pipeline.service.quotas import Decision, Identity, Quotas
 from pipeline.service.routes import add_routes
 from pipeline.service.settings import ServiceConfig
-from pipeline.service.store import ApiKey, ServiceStore
+from pipeline.service.store import ServiceStore
 
 log = logging.getLogger("listclean.service")
 
@@ -146,16 +146,7 @@ def _services(
         contacts_thread=thread,
         limits=Limits(http.max_value_length, http.max_parameters),
         throttle=AuthThrottle(http.auth_failures, http.auth_window, clock),
-        # No wait: the keys that arrive in one round of requests are looked up together.
-        keys=MicroBatcher(_looked_up(store), max_size=1024, max_wait=0.0),
     )
-
-
-def _looked_up(store: ServiceStore) -> Callable[[Sequence[str]], Awaitable[list[ApiKey | None]]]:
-    async def find(secrets: Sequence[str]) -> list[ApiKey | None]:
-        return store.find_keys(secrets)
-
-    return find
 
 
 @web.middleware

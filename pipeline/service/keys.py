@@ -15,7 +15,7 @@ from pipeline.service.guard import AuthThrottle
 from pipeline.service.params import Limits, client_ip
 from pipeline.service.quotas import Decision, Identity, Quotas
 from pipeline.service.settings import ServiceConfig
-from pipeline.service.store import ApiKey, ServiceStore
+from pipeline.service.store import ServiceStore
 
 
 @dataclass
@@ -32,7 +32,6 @@ class Services:
     contacts_thread: ThreadPoolExecutor  # the store's one worker: its reads leave the loop
     limits: Limits
     throttle: AuthThrottle
-    keys: MicroBatcher[str, ApiKey | None]  # a secret in, its key out (None: unknown)
 
     def client_ip(self, request: web.Request) -> str:
         return client_ip(request, self.trusted)

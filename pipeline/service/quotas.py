@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline.core.windows import Window, window_bounds
-from pipeline.service.batcher import MicroBatcher
 from pipeline.service.settings import ServiceConfig
-from pipeline.service.store import ApiKey, ServiceStore, Take
+from pipeline.service.store import ApiKey, ServiceStore
 
 
 @dataclass(frozen=True)
@@ -103,12 +102,6 @@ class Quotas:
         self._store = store
         self._clock = clock
         self._bursts: dict[str, tuple[int, int]] = {}  # subject -> (second, requests in it)
-        # No wait: the takes that arrive while the loop handles one round of requests share a
-        # transaction; a take never waits for others to come.
-        self._takes = MicroBatcher(self._consume, max_size=1024, max_wait=0.0)
-
-    async def _consume(self, takes: Sequence[Take]) -> list[tuple[bool, int]]:
-        return self._store.consume_many(takes)
 
     def policies(self, identity: Identity, endpoint: str) -> tuple[Policy, Policy | None]:
         if identity.key is None:
@@ -134,11 +127,9 @@ class Quotas:
         burst = self._burst_state(identity.subject, burst_policy, now) if burst_policy else None
         return Decision(True, quota, burst)
 
-    async def take(self, identity: Identity, endpoint: str) -> Decision:
-        """Count one request if both the burst cap and the quota allow it.
-
-        The takes of one moment are counted in one store transaction (see ``store.py``); the
-        burst cap is counted in memory at once, and given back when the quota refuses."""
+    def take(self, identity: Identity, endpoint: str) -> Decision:
+        """Count one request if both the burst cap and the quota allow it. The burst cap is
+        counted in memory first, and given back when the quota refuses."""
         now = self._clock()
         policy, burst_policy = self.policies(identity, endpoint)
         start, end = window_bounds(policy.window, now)
@@ -149,8 +140,7 @@ class Quotas:
                 used = self._store.used(identity.subject, policy.name, start)
                 return Decision(False, QuotaState(policy, used, start, end, now), burst)
             burst = self._count_burst(identity.subject, burst, +1)
-        take = Take(identity.subject, policy.name, start, policy.limit)
-        allowed, used = await self._takes.submit(take)
+        allowed, used = self._store.consume(identity.subject, policy.name, start, policy.limit)
         if not allowed and burst is not None:
             burst = self._count_burst(identity.subject, burst, -1)
         return Decision(allowed, QuotaState(policy, used, start, end, now), burst)

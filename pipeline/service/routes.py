@@ -48,26 +48,25 @@ async def admit(
     the rate-limit headers."""
     services = request.app[SERVICES]
     params = await read_params(request, services.limits)
-    identity = await _identify(request, params, services)
+    identity = _identify(request, params, services)
     request[IDENTITY] = identity
     wanted = subject(params)
-    decision = await services.quotas.take(identity, endpoint)
+    decision = services.quotas.take(identity, endpoint)
     request[DECISION] = decision
     if not decision.allowed:
         raise QuotaExceeded(_quota_detail(decision, identity.key is not None))
     return wanted, identity
 
 
-async def _identify(request: web.Request, params: dict[str, str], services: Services) -> Identity:
+def _identify(request: web.Request, params: dict[str, str], services: Services) -> Identity:
     """The caller; a failed authentication is a 401, or a 429 once its client address has
-    failed too often (see ``guard.py``). A valid key is never refused here. The keys of one
-    moment are looked up together (see ``store.py``)."""
+    failed too often (see ``guard.py``). A valid key is never refused here."""
     ip = services.client_ip(request)
     try:
         secret = presented_secret(request, params)
         if secret is None:
             return Identity(ip)
-        return Identity(ip, accepted(await services.keys.submit(secret) if secret else None))
+        return Identity(ip, accepted(services.store.find_key(secret) if secret else None))
     except InvalidApiKey as exc:
         request[IDENTITY] = Identity(ip)  # the rate-limit headers are the address's own
         wait = services.throttle.failed(ip)

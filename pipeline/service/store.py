@@ -8,10 +8,7 @@ Quota counting must be exact under concurrency and survive restarts. The service
 event loop with this object as the only writer, and each request's check-and-increment is a
 single ``INSERT ... ON CONFLICT DO UPDATE ... WHERE used < limit`` statement committed before
 the answer is sent, so two requests can never both take the last unit, and a restart resumes
-from the committed counts. The requests of one moment are counted together
-(:meth:`ServiceStore.consume_many`: one transaction, one commit), which is what keeps counting
-cheap next to answering; a store on a database server would make that one round trip. WAL mode
-lets ``listclean keys`` read and revoke while it runs.
+from the committed counts. WAL mode lets ``listclean keys`` read and revoke while it runs.
 
 Keys are looked up once and then remembered, until any other connection writes to the file
 (SQLite's ``PRAGMA data_version`` tells, at the cost of one statement): a key revoked by
@@ -27,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from pipeline.core.errors import StoreError, UsageError
 from pipeline.core.sqlite import SqliteFile
@@ -56,15 +53,6 @@ _CONSUME = (
     "WHERE used < ? RETURNING used"
 )
 _USED = "SELECT used FROM usage WHERE subject = ? AND policy = ? AND window_start = ?"
-
-
-class Take(NamedTuple):
-    """One unit wanted: whose counter, which policy and window, and its limit."""
-
-    subject: str
-    policy: str
-    window_start: int
-    limit: int
 
 
 @dataclass(frozen=True)
@@ -155,33 +143,11 @@ class ServiceStore(SqliteFile):
 
     def consume(self, subject: str, policy: str, window_start: int, limit: int) -> tuple[bool, int]:
         """Take one unit if fewer than *limit* were used in the window: (taken, used now)."""
-        return self.consume_many([Take(subject, policy, window_start, limit)])[0]
-
-    def consume_many(self, wanted: Sequence[Take]) -> list[tuple[bool, int]]:
-        """:meth:`consume` for each of *wanted*, in order, in one transaction."""
-        if not wanted:
-            return []
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                taken = [self._consume_one(*take) for take in wanted]
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise self._broken(exc) from exc
-        return taken
-
-    def _consume_one(
-        self, subject: str, policy: str, window_start: int, limit: int
-    ) -> tuple[bool, int]:
         if limit > 0:
-            rows = self._db.execute(_CONSUME, (subject, policy, window_start, limit)).fetchall()
+            rows = self._write(_CONSUME, (subject, policy, window_start, limit))
             if rows:
                 return True, int(rows[0][0])
-        used = self._db.execute(_USED, (subject, policy, window_start)).fetchall()
-        return False, int(used[0][0]) if used else 0
+        return False, self.used(subject, policy, window_start)
 
     def refund(self, subject: str, policy: str, window_start: int) -> None:
         """Give back one unit taken in the window: the request failed on our side."""
