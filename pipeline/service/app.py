@@ -40,7 +40,14 @@ from pipeline.service.errors import (
     Problem,
 )
 from pipeline.service.guard import AuthThrottle
-from pipeline.service.keys import DECISION, IDENTITY, SERVICES, Services
+from pipeline.service.keys import (
+    CONNECTIONS,
+    DECISION,
+    IDENTITY,
+    SERVICES,
+    Connections,
+    Services,
+)
 from pipeline.service.logs import failure_line, log_failure
 from pipeline.service.params import Limits, identify
 from pipeline.service.quotas import Decision, Identity, Quotas
@@ -74,6 +81,7 @@ def create_app(
     address); *loopback_only* keeps those probes on 127.0.0.0/8 (the sandbox).
     """
     app = web.Application(middlewares=[problem_middleware])
+    app[CONNECTIONS] = Connections()
     app.cleanup_ctx.append(_resources(config, paths, offline, clock, loopback_only))
     add_routes(app)
     return app
@@ -98,10 +106,9 @@ def _resources(
                     await engine.dns.get()
                     interval = config.service.resolver_check_interval
                     watcher = asyncio.create_task(engine.dns.watch(interval))
-                app[SERVICES] = _services(stack, config, paths, engine, clock)
+                app[SERVICES] = _services(stack, config, paths, engine, clock, app[CONNECTIONS])
                 yield
-                await app[SERVICES].addresses.drain()
-                await app[SERVICES].domains.drain()
+                await app[SERVICES].answers.drain()
             finally:
                 if watcher is not None:
                     watcher.cancel()
@@ -117,6 +124,7 @@ def _services(
     paths: Paths,
     engine: Engine,
     clock: Callable[[], float],
+    connections: Connections,
 ) -> Services:
     store = stack.enter_context(ServiceStore(paths.db, clock))
     people = config.engine.contacts
@@ -125,11 +133,22 @@ def _services(
     contacts.purge_audit()  # retention: old audit records go at every start
     size, wait = config.service.batch_size, config.service.batch_wait
 
-    async def addresses(values: Sequence[str]) -> list[str]:
-        return await verify_many_json(engine, values)
+    async def answers(items: Sequence[tuple[str, bool]]) -> list[str]:
+        # One engine pass per mode present: addresses, and bare domains (domain mode).
+        answered = [""] * len(items)
+        for mode in (False, True):
+            rows = [i for i, (_, domain_mode) in enumerate(items) if domain_mode is mode]
+            if rows:
+                values = [items[i][0] for i in rows]
+                texts = await verify_many_json(engine, values, domain_mode=mode)
+                for i, text in zip(rows, texts, strict=True):
+                    answered[i] = text
+        return answered
 
-    async def domains(values: Sequence[str]) -> list[str]:
-        return await verify_many_json(engine, values, domain_mode=True)
+    def nothing_more_can_come(waiting: int) -> bool:
+        # Every open connection has a request waiting for the engine (HTTP/1.1: one request
+        # at a time per connection): until a pass answers some, no other request can arrive.
+        return 0 < connections.open <= waiting
 
     http = config.service
     # The contact store's reads can take milliseconds (a misspelt name) and block on a lock:
@@ -139,8 +158,7 @@ def _services(
         config=config,
         store=store,
         quotas=Quotas(config, store, clock),
-        addresses=MicroBatcher(addresses, size, wait),
-        domains=MicroBatcher(domains, size, wait),
+        answers=MicroBatcher(answers, size, wait, ready=nothing_more_can_come),
         trusted=[ipaddress.ip_network(p, strict=False) for p in http.trusted_proxies],
         contacts=contacts,
         contacts_thread=thread,

@@ -8,7 +8,9 @@ its own row back:
   leaves early once ``max_size`` requests are waiting.
 
 The wait is short (milliseconds) next to a pass, and it is what lets batches grow under load:
-without it, each pass's end would release just the few requests that arrived meanwhile.
+without it, each pass's end would release just the few requests that arrived meanwhile. The
+wait is cut short when *ready* says no more requests can come (the service: every open
+connection has a request waiting here), since waiting longer would only add latency.
 
 Batches run as separate tasks, so a batch waiting on a slow DNS answer never holds up the next.
 
@@ -33,10 +35,12 @@ class MicroBatcher(Generic[T, R]):
         run: Callable[[Sequence[T]], Awaitable[Sequence[R]]],
         max_size: int,
         max_wait: float = 0.002,
+        ready: Callable[[int], bool] | None = None,
     ) -> None:
         self._run = run
         self._max_size = max_size
         self._max_wait = max_wait
+        self._ready = ready  # (items waiting) -> whether to leave without waiting further
         self._pending: list[tuple[T, asyncio.Future[R]]] = []
         self._timer: asyncio.Handle | None = None
         self._running: set[asyncio.Task[None]] = set()
@@ -45,7 +49,8 @@ class MicroBatcher(Generic[T, R]):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[R] = loop.create_future()
         self._pending.append((item, future))
-        if len(self._pending) >= self._max_size:
+        waiting = len(self._pending)
+        if waiting >= self._max_size or (self._ready is not None and self._ready(waiting)):
             self._flush()
         elif self._timer is None:
             self._timer = loop.call_later(self._max_wait, self._flush)

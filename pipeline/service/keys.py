@@ -25,8 +25,8 @@ class Services:
     config: ServiceConfig
     store: ServiceStore
     quotas: Quotas
-    addresses: MicroBatcher[str, str]  # an address in, its answer out as JSON text
-    domains: MicroBatcher[str, str]
+    # (an address, or a domain in domain mode) in, its answer out as JSON text
+    answers: MicroBatcher[tuple[str, bool], str]
     trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
     contacts: ContactStore
     contacts_thread: ThreadPoolExecutor  # the store's one worker: its reads leave the loop
@@ -37,7 +37,15 @@ class Services:
         return client_ip(request, self.trusted)
 
 
+class Connections:
+    """How many client connections the server has open (counted by ``protocol.py``)."""
+
+    def __init__(self) -> None:
+        self.open = 0
+
+
 SERVICES = web.AppKey("services", Services)
+CONNECTIONS = web.AppKey("connections", Connections)
 # Per-request state: who is counted, and what the quota decided.
 IDENTITY = web.RequestKey("listclean.identity", Identity)
 DECISION = web.RequestKey("listclean.decision", Decision)

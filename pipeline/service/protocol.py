@@ -22,7 +22,7 @@ from aiohttp.http_exceptions import BadHttpMethod, InvalidURLError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
 from pipeline.service.errors import InternalError, InvalidParameter, Problem
-from pipeline.service.keys import SERVICES
+from pipeline.service.keys import CONNECTIONS, SERVICES
 from pipeline.service.logs import UNREADABLE, RedactingAccessLogger, failure_line
 from pipeline.service.quotas import Identity
 
@@ -90,6 +90,19 @@ class _ProblemServer(web.Server):
 
     def __call__(self) -> RequestHandler:
         return _ProblemProtocol(self, loop=self._loop, **self._kwargs)
+
+    def connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
+        super().connection_made(handler, transport)
+        self._count(+1)
+
+    def connection_lost(self, handler: RequestHandler, exc: BaseException | None = None) -> None:
+        super().connection_lost(handler, exc)
+        self._count(-1)
+
+    def _count(self, step: int) -> None:
+        # The engine's batches leave early once every open connection is waiting on them.
+        if self.app is not None and CONNECTIONS in self.app:
+            self.app[CONNECTIONS].open += step
 
 
 class ServiceRunner(web.AppRunner):

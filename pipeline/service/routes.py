@@ -85,8 +85,8 @@ async def email(request: web.Request) -> web.Response:
     """``/api/email``: verify an address (``email``) or a bare domain (``domain``)."""
     (value, domain_mode), _ = await admit(request, "email", _email_or_domain)
     services = request.app[SERVICES]
-    batcher = services.domains if domain_mode else services.addresses
-    return web.Response(text=await batcher.submit(value), content_type="application/json")
+    answer = await services.answers.submit((value, domain_mode))
+    return web.Response(text=answer, content_type="application/json")
 
 
 def _quota_detail(decision: Decision, keyed: bool) -> str:

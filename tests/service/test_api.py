@@ -524,3 +524,39 @@ def test_a_new_server_answers_on_the_same_files_after_a_stop(env: Env) -> None:
         return statuses
 
     assert run(scenario()) == [200, 200]
+
+
+def test_a_batch_leaves_as_soon_as_every_open_connection_waits_on_it(env: Env) -> None:
+    """With a long batch_wait, four clients on four connections are still answered at once:
+    once all four wait on the engine, no other request can arrive, so waiting is pointless."""
+    _, secret = env.key("starter")
+    config = env.config(batch_wait=3.0)
+
+    async def scenario() -> tuple[list[int], float]:
+        async with env.serving(config) as url:
+            sessions = [aiohttp.ClientSession(headers=bearer(secret)) for _ in range(4)]
+            try:
+                # One warm-up request per session: the domain is cached and the connections
+                # are open (the first lone request waits the whole batch_wait).
+                await asyncio.gather(
+                    *(
+                        fetch(s, "GET", f"{url}/api/email?email=w{i}@gmail.com")
+                        for i, s in enumerate(sessions)
+                    )
+                )
+                started = asyncio.get_running_loop().time()
+                replies = await asyncio.gather(
+                    *(
+                        fetch(s, "GET", f"{url}/api/email?email=u{i}@gmail.com")
+                        for i, s in enumerate(sessions)
+                    )
+                )
+                took = asyncio.get_running_loop().time() - started
+            finally:
+                for s in sessions:
+                    await s.close()
+            return [r.status for r in replies], took
+
+    statuses, took = run(scenario())
+    assert statuses == [200] * 4
+    assert took < 1.5, f"answered after {took:.2f} s: the batch waited for nothing"

@@ -70,3 +70,19 @@ def test_a_lone_request_is_answered_within_the_wait(wait: float) -> None:
         return loop.time() - started
 
     assert asyncio.run(scenario()) < wait + 0.05
+
+
+def test_a_batch_leaves_early_once_ready_says_nothing_more_can_come() -> None:
+    async def echo(items: Sequence[int]) -> list[int]:
+        return list(items)
+
+    async def scenario() -> tuple[list[int], float]:
+        batcher = MicroBatcher(echo, max_size=100, max_wait=5.0, ready=lambda waiting: waiting >= 3)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        results = await asyncio.gather(*(batcher.submit(i) for i in range(3)))
+        return results, loop.time() - started
+
+    results, took = asyncio.run(scenario())
+    assert results == [0, 1, 2]
+    assert took < 1.0  # not the 5 s wait
