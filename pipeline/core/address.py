@@ -370,10 +370,8 @@ def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = Non
     the fast path's pass (a pass costs more than its expressions there), and again only if
     some rows needed the precise parser; on a list, once, at the end."""
     extra = dict(then or {})
-    # Null and blank are the same EMPTY outcome, so nulls become "" up front.
-    text = emails.cast(pl.String).str.strip_chars(_WHITESPACE).fill_null("")
-    folded = extra if text.len() <= _FOLD_UP_TO else {}
-    frame = _fast_frame(text, folded)
+    folded = extra if emails.len() <= _FOLD_UP_TO else {}
+    frame = _fast_frame(emails, folded)
     rest_rows = frame.get_column("_fast").not_().arg_true()
     if rest_rows.len() == 0:
         output = frame.select(*_OUTPUT_COLUMNS, *folded)
@@ -388,7 +386,7 @@ def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = Non
     return merged.with_columns(**extra) if extra else merged
 
 
-def _fast_frame(text: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame:
+def _fast_frame(emails: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame:
     """All rows with the fast-path outputs; ``_fast`` marks the rows those are final for."""
     # find() gives a byte offset and head()/slice() count characters. They agree when the
     # local part is ASCII, the only case used below; a non-ASCII local part keeps its
@@ -413,7 +411,11 @@ def _fast_frame(text: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame:
         & (local_octets + 1 + host_octets <= _ADDRESS_MAX_OCTETS)
     )
     return (
-        pl.LazyFrame({"_text": text})
+        pl.LazyFrame({"_text": emails})
+        # Null and blank are the same EMPTY outcome, so nulls become "" up front.
+        .with_columns(
+            _text=pl.col("_text").cast(pl.String).str.strip_chars(_WHITESPACE).fill_null("")
+        )
         .with_columns(
             local=pl.col("_text").str.head(at),
             dom=pl.col("_text").str.slice(at + 1),

@@ -342,11 +342,13 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         partial={"_DOMAIN_VERDICT": DOMAIN_REASONS},
         also=_spec_fields(domain_mode),
     )
+    # The working columns (_REASONS, _DOMAIN_VERDICT) stay: a pass to drop them costs more
+    # than carrying them to the writer and the service, which select what they show.
     return judged.with_columns(
         DOMAIN_VERDICT=pl.when(pl.col("DNS_STATUS").is_not_null())
         .then(pl.col("_DOMAIN_VERDICT"))
         .otherwise(pl.lit(Verdict.INVALID.value)),
-    ).drop("_REASONS", "_DOMAIN_VERDICT")
+    )
 
 
 @functools.cache
