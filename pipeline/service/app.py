@@ -158,7 +158,9 @@ def _services(
         config=config,
         store=store,
         quotas=Quotas(config, store, clock),
-        answers=MicroBatcher(answers, size, wait, ready=nothing_more_can_come),
+        answers=MicroBatcher(
+            answers, size, wait, ready=nothing_more_can_come, quiet=http.batch_quiet
+        ),
         trusted=[ipaddress.ip_network(p, strict=False) for p in http.trusted_proxies],
         contacts=contacts,
         contacts_thread=thread,

@@ -55,6 +55,11 @@ class HttpConfig:
         "Seconds the first request of a batch waits for others to share its engine pass.",
         minimum=0,
     )
+    batch_quiet: float = setting(
+        0.001,
+        "Seconds without a new request after which a batch leaves before batch_wait is up.",
+        minimum=0,
+    )
 
 
 @dataclass(frozen=True)
