@@ -127,6 +127,7 @@ def _services(
     connections: Connections,
 ) -> Services:
     store = stack.enter_context(ServiceStore(paths.db, clock))
+    store.group_writes(_committer(asyncio.get_running_loop()))
     people = config.engine.contacts
     contacts_path = beside_domain_cache(paths.cache, "contacts", people.db)
     contacts = stack.enter_context(ContactStore(contacts_path, people, clock))
@@ -167,6 +168,19 @@ def _services(
         limits=Limits(http.max_value_length, http.max_parameters),
         throttle=AuthThrottle(http.auth_failures, http.auth_window, clock),
     )
+
+
+def _committer(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], None]], object]:
+    def schedule(commit: Callable[[], None]) -> object:
+        def run() -> None:
+            try:
+                commit()
+            except Exception as exc:  # the counts of this turn may be lost; say so
+                log.error("cannot commit the quota counters: %s", failure_line(exc))
+
+        return loop.call_soon(run)
+
+    return schedule
 
 
 @web.middleware

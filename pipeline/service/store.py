@@ -82,6 +82,29 @@ class ServiceStore(SqliteFile):
         self._clock = clock
         self._keys: dict[str, ApiKey] = {}  # secret_sha -> key, while the file is unchanged
         self._version = -1  # PRAGMA data_version when _keys was last known good
+        self._schedule: Callable[[Callable[[], None]], object] | None = None
+        self._open = False  # a transaction of grouped writes is open
+
+    def group_writes(self, schedule: Callable[[Callable[[], None]], object]) -> None:
+        """From now on, the writes of one moment share a transaction: the first opens it and
+        *schedule* runs its commit soon after. The service schedules it on the event loop's
+        next turn (``loop.call_soon``), which comes before any answer to a request counted in
+        this turn is sent (those wait at least for the engine's next pass): counts are still
+        committed before the answers they count, one commit for a whole turn of requests."""
+        self._schedule = schedule
+
+    def commit(self) -> None:
+        """Commit the grouped writes, if any are open."""
+        if self._open:
+            self._open = False
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise self._broken(exc) from exc
+
+    def close(self) -> None:
+        self.commit()
+        super().close()
 
     def create_key(self, plan: str, label: str = "") -> tuple[ApiKey, str]:
         """A new key on *plan*; returns its record and the secret, which is never stored."""
@@ -173,7 +196,12 @@ class ServiceStore(SqliteFile):
 
     def _write(self, sql: str, params: tuple[object, ...]) -> list[Any]:
         try:
-            return self._db.execute(sql, params).fetchall()  # autocommit: durable on return
+            if self._schedule is not None and not self._open:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._open = True
+                self._schedule(self.commit)
+            # Autocommit (durable on return) unless grouped (durable at the scheduled commit).
+            return self._db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise self._broken(exc) from exc
 
