@@ -372,10 +372,11 @@ def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = Non
     extra = dict(then or {})
     folded = extra if emails.len() <= _FOLD_UP_TO else {}
     frame = _fast_frame(emails, folded)
-    rest_rows = frame.get_column("_fast").not_().arg_true()
-    if rest_rows.len() == 0:
-        output = frame.select(*_OUTPUT_COLUMNS, *folded)
+    if frame.get_column("_fast").all():
+        # Ready columns make a frame without another pass.
+        output = pl.DataFrame([frame.get_column(c) for c in (*_OUTPUT_COLUMNS, *folded)])
         return output if folded or not extra else output.with_columns(**extra)
+    rest_rows = frame.get_column("_fast").not_().arg_true()
     rest = frame[rest_rows].with_columns(_row=rest_rows)
     via_domain, rest = _domain_path(rest)
     decided = pl.concat([via_domain, _address_path(rest)])

@@ -29,7 +29,7 @@ from pipeline.core.mailboxes.checkers import AddressChecker
 from pipeline.core.mailboxes.types import CheckStats, Mailbox
 from pipeline.core.schema import ADDRESS_COLUMNS, SPEC_COLUMNS, keyed_schema
 from pipeline.core.suggest import suggest_domain
-from pipeline.core.verdict import Reason, Verdict, flag_bits, judge, value_bits
+from pipeline.core.verdict import Partial, Reason, Verdict, flag_bits, judge, value_bits
 
 # Rows whose domain is a DNS name worth resolving. An address can be invalid for its local
 # part alone (john..doe@gmail.com): its domain still gets its own DOMAIN_VERDICT.
@@ -335,19 +335,15 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
     SUGGESTION is the corrected full address, or the corrected domain in domain mode.
     """
     rows = with_address_columns(rows)  # domain mode, or rows that skipped check_addresses
-    judged = judge(
+    # The working column _REASONS stays: a pass to drop it costs more than carrying it to the
+    # writer and the service, which select what they show.
+    return judge(
         rows,
         reason_bits(),
         remote=("API_VERDICT", "API_SCORE"),
-        partial={"_DOMAIN_VERDICT": DOMAIN_REASONS},
+        # No domain answer (no usable domain): the domain is Invalid.
+        partial={"DOMAIN_VERDICT": Partial(DOMAIN_REASONS, "DNS_STATUS", Verdict.INVALID)},
         also=_spec_fields(domain_mode),
-    )
-    # The working columns (_REASONS, _DOMAIN_VERDICT) stay: a pass to drop them costs more
-    # than carrying them to the writer and the service, which select what they show.
-    return judged.with_columns(
-        DOMAIN_VERDICT=pl.when(pl.col("DNS_STATUS").is_not_null())
-        .then(pl.col("_DOMAIN_VERDICT"))
-        .otherwise(pl.lit(Verdict.INVALID.value)),
     )
 
 

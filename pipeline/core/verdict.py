@@ -212,28 +212,37 @@ def judge_one(
 _VERDICTS = frozenset(v.value for v in Verdict)
 
 
+@dataclass(frozen=True)
+class Partial:
+    """The VERDICT of only some reasons (the domain's, from the domain's reasons), for rows
+    where column *given* is not null; *otherwise* where it is."""
+
+    reasons: frozenset[Reason]
+    given: str
+    otherwise: Verdict
+
+
 def judge(
     frame: pl.DataFrame,
     bits: list[pl.Expr],
     remote: tuple[str, str] | None = None,
-    partial: Mapping[str, frozenset[Reason]] | None = None,
+    partial: Mapping[str, Partial] | None = None,
     also: Mapping[str, pl.Expr] | None = None,
 ) -> pl.DataFrame:
     """*frame* with VERDICT, SCORE and REASON (and ``_REASONS``, the reason set as bits).
 
     *bits* are expressions whose sum is each row's reason set; *remote* names the verdict and
     score columns of a remote service's answer. *partial* adds, per name, the VERDICT of only
-    those reasons (the domain's verdict from the domain's reasons). The rules run once per
+    some reasons (see :class:`Partial`). The rules run once per
     distinct (reason set, remote answer), in :func:`judge_one`, and join back: a list has a
     few hundred such combinations, whatever its length. *also* are columns to add in the
     same pass (one pass costs less than two).
     """
     keyed = frame.with_columns(_REASONS=pl.sum_horizontal(bits).cast(_MASK), **(also or {}))
-    parts = {
-        name: sum(REASON_BITS[r] for r in reasons) for name, reasons in (partial or {}).items()
-    }
+    partial = partial or {}
+    parts = {name: sum(REASON_BITS[r] for r in p.reasons) for name, p in partial.items()}
     if remote is None or all(keyed.get_column(c).null_count() == keyed.height for c in remote):
-        return _judged_by_reasons(keyed, parts)
+        return _judged_by_reasons(keyed, parts, partial)
     keys = ["_REASONS", *remote]
     judged = [
         (*key, *judge_one(*key), *(judge_one(key[0] & part)[0] for part in parts.values()))
@@ -246,10 +255,23 @@ def judge(
         **dict.fromkeys(parts, pl.String),
     }
     table = pl.DataFrame(judged, schema=schema, orient="row")
-    return keyed.join(table, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    joined = keyed.join(table, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return joined.with_columns(
+        _only_given(pl.col(name), p).alias(name) for name, p in partial.items()
+    )
 
 
-def _judged_by_reasons(keyed: pl.DataFrame, parts: Mapping[str, int]) -> pl.DataFrame:
+def _only_given(verdict: pl.Expr, part: Partial) -> pl.Expr:
+    return (
+        pl.when(pl.col(part.given).is_not_null())
+        .then(verdict)
+        .otherwise(pl.lit(part.otherwise.value))
+    )
+
+
+def _judged_by_reasons(
+    keyed: pl.DataFrame, parts: Mapping[str, int], partial: Mapping[str, Partial]
+) -> pl.DataFrame:
     """:func:`judge` without remote answers: the reason set alone is the key, and a lookup
     per column costs less than a join."""
     masks = keyed.get_column("_REASONS").unique().to_list()
@@ -263,7 +285,11 @@ def _judged_by_reasons(keyed: pl.DataFrame, parts: Mapping[str, int]) -> pl.Data
             for name, part in parts.items()
         },
     }
-    return keyed.with_columns(
-        pl.col("_REASONS").replace_strict(mapping, return_dtype=dtype).alias(name)
+    looked_up = {
+        name: pl.col("_REASONS").replace_strict(mapping, return_dtype=dtype)
         for name, (mapping, dtype) in columns.items()
+    }
+    return keyed.with_columns(
+        (_only_given(value, partial[name]) if name in partial else value).alias(name)
+        for name, value in looked_up.items()
     )
