@@ -51,12 +51,12 @@ class HttpConfig:
     shutdown_timeout: float = setting(10.0, "Seconds in-flight requests get to finish on stop.")
     batch_size: int = setting(256, "Most addresses verified together in one engine pass.")
     batch_wait: float = setting(
-        0.010,
+        0.005,
         "Seconds the first request of a batch waits for others to share its engine pass.",
         minimum=0,
     )
     batch_quiet: float = setting(
-        0.002,
+        0.001,
         "Seconds without a new request after which a batch leaves before batch_wait is up.",
         minimum=0,
     )
