@@ -510,11 +510,25 @@ def table(results: dict[str, dict[str, Any]], settings: dict[str, Any], ratios: 
         f"Server CPU per request: {cpu}. Client CPU, cores: {client}. Mean body: service "
         f"{results['service']['mean_body_bytes']:.0f} bytes, bare "
         f"{results['bare']['mean_body_bytes']:.0f} bytes.",
+        *_starved(results),
         f"Targets: >= {TARGETS['requests_per_second']:,} requests/s "
         f"{met(rps >= TARGETS['requests_per_second'])}; >= {TARGETS['ratio_to_bare']:.0%} of "
         f"the bare handler {met(rps / bare_rps >= TARGETS['ratio_to_bare'])}.",
     ]
     return "\n".join(lines)
+
+
+def _starved(results: dict[str, dict[str, Any]]) -> list[str]:
+    """A warning when the bare handler and its client together got less than one core: then
+    other work had the CPUs, both targets were throttled by it, and the ratio says little."""
+    bare = results["bare"]
+    had = bare.get("server_cpu_cores", math.nan) + bare.get("loadgen_cpu_cores", math.nan)
+    if not had < 1.0:
+        return []
+    return [
+        f"WARNING: the bare handler and its client got {had:.2f} cores between them: the "
+        "machine was busy with other work, so this ratio measures the machine, not the service."
+    ]
 
 
 def machine_busy(seconds: float = 1.0) -> float | None:
