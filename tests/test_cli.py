@@ -17,7 +17,7 @@ from pipeline.core.config import DnsConfig
 from pipeline.core.schema import OUTPUT_COLUMNS, SPEC_COLUMNS
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from pipeline.sandbox.files import SANDBOX_SETTINGS
-from tests.conftest import SAMPLE_CSV, SAMPLE_PARQUET
+from tests.conftest import REPO, SAMPLE_CSV, SAMPLE_PARQUET
 
 FAST = str(SANDBOX_SETTINGS)
 ORIGINAL = ["id", "first_name", "last_name", "Email Address", "company", "signup_date"]
@@ -357,3 +357,20 @@ def test_flags_win_over_environment_over_file(
     assert effective_config(namespace).verify.budget == 9
     monkeypatch.setenv("LISTCLEAN_DNS_NOPE", "1")
     assert main(["clean", str(SAMPLE_CSV), "-o", str(tmp_path / "o.parquet"), *args]) == 2
+
+
+@pytest.mark.parametrize("address", [b"\xff@gmail.com", b"a@\xed\xa0\x80.com", b"j\xe9@x.org"])
+def test_verify_with_an_argument_that_is_not_utf8_says_so(tmp_path: Path, address: bytes) -> None:
+    """A byte that is not UTF-8 in ADDRESS (an argument is bytes on POSIX) is a usage error
+    that names the byte, never a traceback."""
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", "verify", address, "--offline", "--cache-dir", tmp_path],
+        capture_output=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PYTHONPATH": str(REPO)},
+    )
+    error = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, error
+    assert "Traceback" not in error
+    assert "error: argument ADDRESS: not valid UTF-8: byte 0x" in error, error
+    assert done.stdout == b""

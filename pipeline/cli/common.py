@@ -23,10 +23,26 @@ from pipeline.core.engine import Engine, Progress
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
 from pipeline.core.sqlite import beside_domain_cache
+from pipeline.core.text import invalid_at
 from pipeline.core.verdict import Reason
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
 from pipeline.service.settings import env_settings
 from pipeline.stages.workdir import WorkDir
+
+
+def utf8_text(value: str) -> str:
+    """An argument that must be text (argparse ``type=``). On POSIX an argument is bytes, which
+    Python decodes with ``surrogateescape``: a byte that is not UTF-8 becomes a lone surrogate
+    that nothing downstream can encode, so it is refused here, naming the byte."""
+    at = invalid_at(value)
+    if at is None:
+        return value
+    raw = value.encode("utf-8", "surrogateescape")
+    start = len(value[:at].encode("utf-8", "surrogateescape"))
+    raise argparse.ArgumentTypeError(
+        f"not valid UTF-8: byte 0x{raw[start]:02x} at byte {start} of {raw[:80]!r}; "
+        "pass UTF-8 text (check the terminal's or the file's encoding)"
+    )
 
 
 def common_options(parser: argparse.ArgumentParser) -> None:
@@ -58,11 +74,20 @@ def verify_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--smtp-port", type=int, metavar="PORT", help="mail servers' port (25)")
     parser.add_argument("--budget", type=int, metavar="N", help="most RCPTs this run may send")
-    parser.add_argument("--helo", metavar="NAME", help="EHLO name (default: this host's FQDN)")
-    parser.add_argument("--mail-from", metavar="ADDR", help="envelope sender of probes")
-    parser.add_argument("--api-url", metavar="URL", help="remote /api/email service (--verify api)")
     parser.add_argument(
-        "--api-key", metavar="KEY", help="its API key (default: env LISTCLEAN_API_KEY)"
+        "--helo", type=utf8_text, metavar="NAME", help="EHLO name (default: this host's FQDN)"
+    )
+    parser.add_argument(
+        "--mail-from", type=utf8_text, metavar="ADDR", help="envelope sender of probes"
+    )
+    parser.add_argument(
+        "--api-url", type=utf8_text, metavar="URL", help="remote /api/email service (--verify api)"
+    )
+    parser.add_argument(
+        "--api-key",
+        type=utf8_text,
+        metavar="KEY",
+        help="its API key (default: env LISTCLEAN_API_KEY)",
     )
     parser.add_argument("--concurrency", type=int, metavar="N", help="API requests in flight")
 

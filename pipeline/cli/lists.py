@@ -18,6 +18,7 @@ from pipeline.cli.common import (
     sandbox_world,
     sender_hint,
     settings,
+    utf8_text,
     verify_config,
     verify_options,
 )
@@ -77,7 +78,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     clean.set_defaults(handler=_clean)
 
     verify = commands.add_parser("verify", help="verify one address; prints the spec's JSON")
-    verify.add_argument("address", metavar="ADDRESS")
+    verify.add_argument("address", type=utf8_text, metavar="ADDRESS")
     verify.add_argument("--domain", action="store_true", help="ADDRESS is a bare domain")
     common_options(verify)
     verify_options(verify)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -49,9 +50,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from aiohttp import web
-
-    from pipeline.service.app import Paths, RedactingAccessLogger, create_app
+    from pipeline.service.app import Paths, create_app
+    from pipeline.service.protocol import serve
 
     service = load_service_config(config_file(args), os.environ)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -59,13 +59,15 @@ def _serve(args: argparse.Namespace) -> int:
         engine = sandbox_world(stack, args, with_resolvers(service.engine, args.resolver))
         service = dataclasses.replace(service, engine=engine)
         paths = Paths(db=_db_path(args, service), cache=cache_path(args, engine))
-        web.run_app(
-            create_app(service, paths, offline=args.offline, loopback_only=args.sandbox),
-            host=args.host or service.service.host,
-            port=args.port if args.port is not None else service.service.port,
-            shutdown_timeout=service.service.shutdown_timeout,
-            access_log_class=RedactingAccessLogger,
-            print=lambda message: logging.getLogger("listclean.service").info("%s", message),
+        app = create_app(service, paths, offline=args.offline, loopback_only=args.sandbox)
+        asyncio.run(
+            serve(
+                app,
+                args.host or service.service.host,
+                args.port if args.port is not None else service.service.port,
+                shutdown_timeout=service.service.shutdown_timeout,
+                started=logging.getLogger("listclean.service").info,
+            )
         )
     return 0
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
@@ -362,24 +363,34 @@ def _domain_forms(raw: str) -> _DomainForms:
 # --------------------------------------------------------------------------- batch
 
 
-def normalize_column(emails: pl.Series) -> pl.DataFrame:
-    """Normalize a column of addresses; same length and order as ``emails``."""
-    # Null and blank are the same EMPTY outcome, so nulls become "" up front.
-    text = emails.cast(pl.String).str.strip_chars(_WHITESPACE).fill_null("")
-    frame = _fast_frame(text)
+_FOLD_UP_TO = 10_000  # rows; see normalize_column
+
+
+def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = None) -> pl.DataFrame:
+    """Normalize a column of addresses; same length and order as ``emails``.
+
+    *then* are columns computed from the output columns. On a small batch they are computed in
+    the fast path's pass (a pass costs more than its expressions there), and again only if
+    some rows needed the precise parser; on a list, once, at the end."""
+    extra = dict(then or {})
+    folded = extra if emails.len() <= _FOLD_UP_TO else {}
+    frame = _fast_frame(emails, folded)
+    if frame.get_column("_fast").all():
+        # Ready columns make a frame without another pass.
+        output = pl.DataFrame([frame.get_column(c) for c in (*_OUTPUT_COLUMNS, *folded)])
+        return output if folded or not extra else output.with_columns(**extra)
     rest_rows = frame.get_column("_fast").not_().arg_true()
-    if rest_rows.len() == 0:
-        return frame.select(_OUTPUT_COLUMNS)
     rest = frame[rest_rows].with_columns(_row=rest_rows)
     via_domain, rest = _domain_path(rest)
     decided = pl.concat([via_domain, _address_path(rest)])
     rows = decided.get_column("_row")
-    return pl.DataFrame(
+    merged = pl.DataFrame(
         [frame.get_column(c).scatter(rows, decided.get_column(c)) for c in _OUTPUT_COLUMNS]
     )
+    return merged.with_columns(**extra) if extra else merged
 
 
-def _fast_frame(text: pl.Series) -> pl.DataFrame:
+def _fast_frame(emails: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame:
     """All rows with the fast-path outputs; ``_fast`` marks the rows those are final for."""
     # find() gives a byte offset and head()/slice() count characters. They agree when the
     # local part is ASCII, the only case used below; a non-ASCII local part keeps its
@@ -404,7 +415,11 @@ def _fast_frame(text: pl.Series) -> pl.DataFrame:
         & (local_octets + 1 + host_octets <= _ADDRESS_MAX_OCTETS)
     )
     return (
-        pl.LazyFrame({"_text": text})
+        pl.LazyFrame({"_text": emails})
+        # Null and blank are the same EMPTY outcome, so nulls become "" up front.
+        .with_columns(
+            _text=pl.col("_text").cast(pl.String).str.strip_chars(_WHITESPACE).fill_null("")
+        )
         .with_columns(
             local=pl.col("_text").str.head(at),
             dom=pl.col("_text").str.slice(at + 1),
@@ -427,6 +442,7 @@ def _fast_frame(text: pl.Series) -> pl.DataFrame:
             SYNTAX=pl.lit(Syntax.OK.value),
             SYNTAX_DETAIL=pl.lit(""),
         )
+        .with_columns(**extra)
         .collect()
     )
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,8 @@ import aiodns.error
 
 from pipeline.core.config import DnsConfig
 from pipeline.core.errors import ResolverUnhealthyError
+
+log = logging.getLogger("listclean.dns")
 
 
 class DnsStatus(enum.StrEnum):
@@ -37,6 +40,9 @@ class DnsStatus(enum.StrEnum):
     TIMEOUT = "dns_timeout"
     SERVFAIL = "dns_servfail"
     OFFLINE = "offline"
+    # Looked up while the resolver was failing its health check (see SharedResolver.watch):
+    # the answer is not believed, and never cached.
+    UNTRUSTED = "resolver_unhealthy"
 
 
 TEMPORARY = frozenset({DnsStatus.TIMEOUT, DnsStatus.SERVFAIL})
@@ -260,6 +266,16 @@ async def check_health(resolver: Resolver, canaries: Sequence[str]) -> None:
     )
 
 
+_MISSING = frozenset({DnsStatus.NO_DOMAIN, DnsStatus.NO_MAIL_HOST})
+
+
+def mostly_missing(answers: Mapping[str, DnsAnswer]) -> bool:
+    """Whether most *answers* say "no such domain" (NXDOMAIN) or "no mail host" (NODATA):
+    what a captive or broken resolver answers for everything."""
+    missing = sum(a.status in _MISSING for a in answers.values())
+    return missing * 2 > len(answers) > 0
+
+
 class SharedResolver:
     """The one resolver of a run or of a service: made on first use, health-checked once.
 
@@ -273,8 +289,12 @@ class SharedResolver:
         self._config = config
         self._check = check  # False: trust it unchecked (tests of the checks themselves)
         self._resolver: Resolver | None = None
+        self._retired: list[Resolver] = []  # replaced, maybe still answering lookups
         self._lock = asyncio.Lock()
         self._closed_count = 0
+        self._watched = False
+        self._trusted = True
+        self._checks = 0  # canary checks done by recheck()
 
     @property
     def config(self) -> DnsConfig:
@@ -282,8 +302,8 @@ class SharedResolver:
 
     @property
     def queries_sent(self) -> int:
-        live = self._resolver.queries_sent if self._resolver is not None else 0
-        return self._closed_count + live
+        live = [*self._retired, *([self._resolver] if self._resolver else [])]
+        return self._closed_count + sum(r.queries_sent for r in live)
 
     async def get(self) -> Resolver:
         """The resolver, made and checked against the canaries on the first call."""
@@ -302,7 +322,78 @@ class SharedResolver:
 
     async def close(self) -> None:
         self._lock = asyncio.Lock()  # a lock, like the resolver, belongs to one event loop
-        if self._resolver is not None:
-            resolver, self._resolver = self._resolver, None
+        resolvers = [*self._retired, *([self._resolver] if self._resolver else [])]
+        self._resolver, self._retired = None, []
+        for resolver in resolvers:
             self._closed_count += resolver.queries_sent
             await resolver.close()
+
+    # --- watching its health while serving ------------------------------------------------
+    #
+    # A run checks its resolver once; a service runs for months, and a resolver can turn bad
+    # under it (a captive portal, a broken forwarder answering NXDOMAIN for everything). So a
+    # service watches: the canaries are asked again every *interval* seconds, and at once when
+    # a batch's new domains come back mostly missing (see mostly_missing). While the last check
+    # failed, the resolver is not trusted: new lookups are not made, their domains are answered
+    # UNTRUSTED (Risky, never cached), and nothing it said in that window is kept.
+
+    @property
+    def watched(self) -> bool:
+        return self._watched
+
+    @property
+    def trusted(self) -> bool:
+        """False from a failed canary check until one passes (only while watched)."""
+        return self._trusted
+
+    def watch(self, interval: float) -> Coroutine[Any, Any, None]:
+        """Start watching: from now on answers are only believed while the canaries resolve.
+        Returns the coroutine that checks them every *interval* seconds (run it as a task;
+        cancel it before :meth:`close`)."""
+        self._watched = True
+        return self._watch_loop(interval)
+
+    async def _watch_loop(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            await self.recheck()
+
+    async def recheck(self) -> bool:
+        """Ask the canaries now; whether the resolver is trusted. Callers that arrive while a
+        check runs share its outcome instead of starting another."""
+        asked = self._checks
+        async with self._lock:
+            if self._checks == asked:
+                await self._check_canaries()
+            return self._trusted
+
+    async def _check_canaries(self) -> None:
+        # A channel of its own, so c-ares's cache cannot answer for the resolver as it was.
+        probe = Resolver(self._config)
+        try:
+            await check_health(probe, self._config.canaries)
+            healthy = True
+        except ResolverUnhealthyError:
+            healthy = False
+        finally:
+            self._closed_count += probe.queries_sent
+            await probe.close()
+        self._checks += 1
+        if healthy != self._trusted:
+            self._trusted = healthy
+            self._renew()
+            if healthy:
+                log.warning("The resolver passes its health check again; answers are trusted.")
+            else:
+                log.error(
+                    "The DNS resolver %s failed its health check while serving; until it "
+                    "passes again, new domains are answered Risky (resolver_unhealthy).",
+                    probe.description,
+                )
+
+    def _renew(self) -> None:
+        """A fresh channel: whatever c-ares cached from the resolver in its bad spell must not
+        be answered later. The old one may still serve lookups in flight; it closes with us."""
+        if self._resolver is not None:
+            self._retired.append(self._resolver)
+            self._resolver = Resolver(self._config)

@@ -76,7 +76,8 @@ class DomainCache(SqliteFile):
         rows = [
             (domain, a.status.value, a.mx, now, now + self._ttl(a.status))
             for domain, a in answers.items()
-            if a.status is not DnsStatus.OFFLINE  # nothing was learned
+            # Nothing was learned: DNS was skipped, or the resolver was not trusted.
+            if a.status not in (DnsStatus.OFFLINE, DnsStatus.UNTRUSTED)
         ]
         try:
             with self._db:

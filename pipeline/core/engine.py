@@ -31,6 +31,7 @@ from pipeline.core.dns import (
     Resolver,
     SharedResolver,
     lookup_domains,
+    mostly_missing,
 )
 from pipeline.core.domain_cache import DomainCache
 from pipeline.core.exchanges import MemoryHosts, Routing, judge_exchanges
@@ -40,11 +41,12 @@ from pipeline.core.mailboxes.types import CheckStats, Mailbox
 from pipeline.core.repairs import Repair, repair_column
 from pipeline.core.schema import ADDRESS_COLUMNS, SPEC_COLUMNS, keyed_schema
 from pipeline.core.suggest import suggest_domain
-from pipeline.core.verdict import Reason, Verdict, judge
+from pipeline.core.verdict import Partial, Reason, Verdict, flag_bits, judge, value_bits
 
 # Rows whose domain is a DNS name worth resolving. An address can be invalid for its local
 # part alone (john..doe@gmail.com): its domain still gets its own DOMAIN_VERDICT.
 _RESOLVABLE = (pl.col("DOMAIN") != "") & (pl.col("SYNTAX") != Syntax.DOMAIN_LITERAL.value)
+_CHECKED_DOMAIN = pl.when(_RESOLVABLE).then(pl.col("DOMAIN"))
 
 
 class Progress(Protocol):
@@ -86,19 +88,39 @@ class DomainStats:
 def classify_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
     """Normalize and classify each address (EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE), and what
     an invalid cell holds (REPAIR, REPAIRED: :mod:`pipeline.core.repairs`)."""
-    parsed = normalize_column(emails)
-    repaired = repair_column(emails, parsed.get_column("SYNTAX"))
-    return pl.concat([parsed, repaired], how="horizontal").with_columns(
-        ROLE=(pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL"))
-    )
+    return _with_repairs(emails, normalize_column(emails, then=_classified(lists)))
 
 
 def annotate_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
     """:func:`classify_addresses`, and DUPLICATE: repeats of an earlier row's address among
     *emails* (a whole list in one frame; a list read in batches marks them out of core)."""
-    return classify_addresses(emails, lists).with_columns(
-        DUPLICATE=(pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct(),
-    )
+    then = {
+        **_classified(lists),
+        "DUPLICATE": (pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct(),
+    }
+    return _with_repairs(emails, normalize_column(emails, then=then))
+
+
+def _classified(lists: DomainLists) -> dict[str, pl.Expr]:
+    return {
+        "ROLE": (pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL")),
+        "_CHECK": _CHECKED_DOMAIN,
+    }
+
+
+def _with_repairs(emails: pl.Series, parsed: pl.DataFrame) -> pl.DataFrame:
+    if not (parsed.get_column("SYNTAX") == Syntax.INVALID.value).any():
+        return parsed.hstack(_NO_REPAIRS(parsed.height))  # the usual batch: nothing to mend
+    return parsed.hstack(repair_column(emails, parsed.get_column("SYNTAX")).get_columns())
+
+
+def _NO_REPAIRS(rows: int) -> list[pl.Series]:
+    return [pl.Series(c, [""] * rows, dtype=pl.String) for c in ("REPAIR", "REPAIRED")]
+
+
+def _with_check(rows: pl.DataFrame) -> pl.DataFrame:
+    """*rows* with ``_CHECK``: the domain whose DNS answer the row takes, null when none."""
+    return rows if "_CHECK" in rows.columns else rows.with_columns(_CHECK=_CHECKED_DOMAIN)
 
 
 def annotate_domains(values: Sequence[str]) -> pl.DataFrame:
@@ -117,6 +139,7 @@ def annotate_domains(values: Sequence[str]) -> pl.DataFrame:
             "DUPLICATE": [False] * n,
             "REPAIR": [""] * n,
             "REPAIRED": [""] * n,
+            "_CHECK": [domain or None for domain, _ in checked],
         },
         schema={
             "EMAIL": pl.String,
@@ -129,20 +152,15 @@ def annotate_domains(values: Sequence[str]) -> pl.DataFrame:
             "DUPLICATE": pl.Boolean,
             "REPAIR": pl.String,
             "REPAIRED": pl.String,
+            "_CHECK": pl.String,
         },
     )
 
 
 def resolvable_domains(annotated: pl.DataFrame) -> list[str]:
     """Distinct domains of the rows whose syntax allows a DNS check, in first-seen order."""
-    return (
-        annotated.lazy()
-        .filter(_RESOLVABLE)
-        .select(pl.col("DOMAIN").unique(maintain_order=True))
-        .collect()
-        .to_series()
-        .to_list()
-    )
+    checked = _with_check(annotated).get_column("_CHECK")
+    return checked.drop_nulls().unique(maintain_order=True).to_list()
 
 
 async def check_domains(engine: Engine, domains: Sequence[str]) -> tuple[pl.DataFrame, DomainStats]:
@@ -183,8 +201,12 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
         return {}, 0  # nothing to ask: do not even check the resolver
     sent_before = engine.dns.queries_sent
     resolver = await engine.dns.get()
+    if engine.dns.watched and not engine.dns.trusted:
+        return _untrusted(domains), 0
     bar = engine.progress(len(domains), "DNS") if engine.progress else None
-    keeper = _AnswerKeeper(engine, resolver, bar)
+    # A watched resolver (the service's) is not trusted to fill the cache as it answers: what
+    # it says is believed (and kept) only after the whole round, when it can be judged.
+    keeper = _AnswerKeeper(engine, resolver, bar, keep=not engine.dns.watched)
     try:
         await lookup_domains(resolver, domains, engine.config.dns.concurrency, keeper.put)
         answers = await keeper.finish()
@@ -192,7 +214,17 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
         keeper.stop()
         if bar:
             bar.close()
+    # A watched resolver that says most new domains are missing may have turned bad: it must
+    # pass its canaries again before anything it said is believed.
+    if engine.dns.watched and mostly_missing(answers) and not await engine.dns.recheck():
+        answers = _untrusted(domains)
+    elif engine.dns.watched and engine.cache is not None:
+        engine.cache.put_many(answers)
     return answers, engine.dns.queries_sent - sent_before
+
+
+def _untrusted(domains: Sequence[str]) -> dict[str, DnsAnswer]:
+    return dict.fromkeys(domains, DnsAnswer(DnsStatus.UNTRUSTED))
 
 
 class _AnswerKeeper:
@@ -204,8 +236,11 @@ class _AnswerKeeper:
     _GROUP = 500
     _SECONDS = 1.0
 
-    def __init__(self, engine: Engine, resolver: Resolver, bar: Progress | None) -> None:
+    def __init__(
+        self, engine: Engine, resolver: Resolver, bar: Progress | None, *, keep: bool = True
+    ) -> None:
         self._engine = engine
+        self._keep_in_cache = keep
         self._resolver = resolver
         self._bar = bar
         self._hosts = engine.cache if engine.cache is not None else MemoryHosts()
@@ -252,7 +287,7 @@ class _AnswerKeeper:
         judged = await judge_exchanges(
             self._resolver, group, self._hosts, engine.routing, concurrency
         )
-        if engine.cache is not None:
+        if engine.cache is not None and self._keep_in_cache:
             engine.cache.put_many(judged)
         self._answers.update(judged)
         if self._bar is not None:
@@ -299,21 +334,26 @@ _UNANSWERED = frozenset({DnsStatus.OFFLINE, *TEMPORARY})
 
 def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.DataFrame:
     """Join each row's domain answer; rows whose domain was not checked get nulls."""
-    joined = annotated.join(
-        domain_table, on="DOMAIN", how="left", maintain_order="left", nulls_equal=False
+    # Joined on _CHECK, which is null for rows whose domain was not checked: no answer for them.
+    return _with_check(annotated).join(
+        domain_table.rename({"DOMAIN": "_CHECK"}),
+        on="_CHECK",
+        how="left",
+        maintain_order="left",
+        nulls_equal=False,
     )
-    # Only rows whose domain was checked carry its answer.
-    return joined.with_columns(
-        pl.when(_RESOLVABLE).then(pl.col(c)).otherwise(None).alias(c)
-        for c in domain_table.columns
-        if c != "DOMAIN"
-    )
+
+
+_SMALL = 10_000  # rows; a service batch is small, a list is not
 
 
 def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
     """*rows* with every address-level column, null where the step did not fill it."""
     missing = {c: t for c, t in ADDRESS_COLUMNS.items() if c not in rows.columns}
-    return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
+    if rows.height > _SMALL or not missing:
+        return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
+    # A few rows: ready columns cost less than an expression pass.
+    return rows.hstack([pl.Series(c, [None] * rows.height, dtype=t) for c, t in missing.items()])
 
 
 async def check_addresses(
@@ -387,68 +427,75 @@ def join_bounce_flags(rows: pl.DataFrame, flags: Mapping[str, BounceFlags]) -> p
     return rows.join(table, on="KEY", how="left", maintain_order="left")
 
 
-def _dns_flag(status: DnsStatus) -> pl.Expr:
-    return pl.col("DNS_STATUS") == status.value
-
-
-def domain_flags() -> dict[Reason, pl.Expr]:
-    """Reason flags that belong to the domain alone."""
-    return {
-        Reason.NULL_MX: _dns_flag(DnsStatus.NULL_MX),
-        Reason.NO_DOMAIN: _dns_flag(DnsStatus.NO_DOMAIN),
-        Reason.NO_MAIL_HOST: _dns_flag(DnsStatus.NO_MAIL_HOST),
-        Reason.DNS_TIMEOUT: _dns_flag(DnsStatus.TIMEOUT),
-        Reason.DNS_SERVFAIL: _dns_flag(DnsStatus.SERVFAIL),
-        Reason.OFFLINE: _dns_flag(DnsStatus.OFFLINE),
-        Reason.IMPLICIT_MX: _dns_flag(DnsStatus.IMPLICIT_MX),
-        Reason.DISPOSABLE: pl.col("DISPOSABLE"),
-        Reason.TYPO_SUSPECTED: pl.col("SUGGESTED_DOMAIN") != "",
-        Reason.FREE_PROVIDER: pl.col("FREE_PROVIDER"),
+# Reasons that belong to the domain alone: DOMAIN_VERDICT is judged from these.
+DOMAIN_REASONS = frozenset(
+    {
+        Reason.NULL_MX,
+        Reason.NO_DOMAIN,
+        Reason.NO_MAIL_HOST,
+        Reason.DNS_TIMEOUT,
+        Reason.DNS_SERVFAIL,
+        Reason.OFFLINE,
+        Reason.RESOLVER_UNHEALTHY,
+        Reason.IMPLICIT_MX,
+        Reason.DISPOSABLE,
+        Reason.TYPO_SUSPECTED,
+        Reason.FREE_PROVIDER,
     }
-
-
-def address_flags() -> dict[Reason, pl.Expr]:
-    """Reason flags for a whole address: its syntax, its local part and its domain's."""
-    syntax = pl.col("SYNTAX")
-    return {
-        Reason.EMPTY: syntax == Syntax.EMPTY.value,
-        Reason.SYNTAX_INVALID: syntax == Syntax.INVALID.value,
-        Reason.DOMAIN_LITERAL: syntax == Syntax.DOMAIN_LITERAL.value,
-        Reason.COMMENT: syntax == Syntax.COMMENT.value,
-        Reason.QUOTED_LOCAL: syntax == Syntax.QUOTED_LOCAL.value,
-        Reason.SMTPUTF8: syntax == Syntax.SMTPUTF8.value,
-        Reason.ROLE: pl.col("ROLE"),
-        **{Reason(r.value): pl.col("REPAIR") == r.value for r in Repair},
-        **domain_flags(),
-        # A mail server that accepted the mailbox (on a domain whose catch-all probe it refused)
-        # answers the doubt an implicit MX raises: mail to the domain's A record is taken.
-        Reason.IMPLICIT_MX: _dns_flag(DnsStatus.IMPLICIT_MX)
-        & (pl.col("MAILBOX") != Mailbox.OK.value).fill_null(True),
-        **{Reason(m.value): pl.col("MAILBOX") == m.value for m in _MAILBOX_REASONS},
-        Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
-        # A mail server accepting the mailbox after the last hard bounce is newer evidence.
-        Reason.KNOWN_BOUNCE: pl.col("LEDGER_KNOWN")
-        & ~(
-            (pl.col("MAILBOX") == Mailbox.OK.value)
-            & (pl.col("MAILBOX_AT") > pl.col("LEDGER_LAST_HARD_AT"))
-        ).fill_null(False),
-        Reason.SUSPECTED_BOUNCES: pl.col("LEDGER_SUSPECTED"),
-    }
-
-
+)
+# The DNS answers and the syntax outcomes that are reasons of the same name (implicit_mx has
+# its own rule: see reason_bits).
+_DNS_REASONS = {
+    s.value: Reason(s.value) for s in DnsStatus if s not in (DnsStatus.MX, DnsStatus.IMPLICIT_MX)
+}
+_REPAIR_REASONS = {r.value: Reason(r.value) for r in Repair}
+_SYNTAX_REASONS = {
+    s.value: Reason(s.value)
+    for s in (
+        Syntax.EMPTY,
+        Syntax.INVALID,
+        Syntax.DOMAIN_LITERAL,
+        Syntax.COMMENT,
+        Syntax.QUOTED_LOCAL,
+        Syntax.SMTPUTF8,
+    )
+}
 # Final address-level answers; each is also a reason code of the same name.
-_MAILBOX_REASONS = tuple(m for m in Mailbox if m.is_final)
+_MAILBOX_REASONS = {m.value: Reason(m.value) for m in Mailbox if m.is_final}
 
 
 @functools.cache
-def _verdict_expressions() -> tuple[dict[str, pl.Expr], dict[str, pl.Expr]]:
-    # Expressions are immutable; building them costs more than running them on a small batch.
-    return judge(domain_flags()), judge(
-        address_flags(), remote_verdict=pl.col("API_VERDICT"), remote_score=pl.col("API_SCORE")
+def reason_bits() -> list[pl.Expr]:
+    """Each row's reasons, as bit expressions (see :func:`pipeline.core.verdict.judge`): its
+    syntax, its local part, its domain's DNS answer and lists, its mailbox's answer (SMTP or a
+    remote service) and the bounce ledger. Built once: expressions are immutable."""
+    # A mail server accepting the mailbox after the last hard bounce is newer evidence.
+    lifted = (pl.col("MAILBOX") == Mailbox.OK.value) & (
+        pl.col("MAILBOX_AT") > pl.col("LEDGER_LAST_HARD_AT")
     )
-
-
-_LAZY_FROM = 100_000  # rows; see decide
+    # A mail server that accepted the mailbox (on a domain whose catch-all probe it refused)
+    # answers the doubt an implicit MX raises: mail to the domain's A record is taken.
+    implicit = (pl.col("DNS_STATUS") == DnsStatus.IMPLICIT_MX.value) & (
+        pl.col("MAILBOX") != Mailbox.OK.value
+    ).fill_null(True)
+    return [
+        value_bits(pl.col("SYNTAX"), _SYNTAX_REASONS),
+        value_bits(pl.col("DNS_STATUS"), _DNS_REASONS),
+        value_bits(pl.col("MAILBOX"), _MAILBOX_REASONS),
+        value_bits(pl.col("REPAIR"), _REPAIR_REASONS),
+        *flag_bits(
+            {
+                Reason.IMPLICIT_MX: implicit,
+                Reason.ROLE: pl.col("ROLE"),
+                Reason.DISPOSABLE: pl.col("DISPOSABLE"),
+                Reason.TYPO_SUSPECTED: pl.col("SUGGESTED_DOMAIN") != "",
+                Reason.FREE_PROVIDER: pl.col("FREE_PROVIDER"),
+                Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
+                Reason.KNOWN_BOUNCE: pl.col("LEDGER_KNOWN") & ~lifted.fill_null(False),
+                Reason.SUSPECTED_BOUNCES: pl.col("LEDGER_SUSPECTED"),
+            }
+        ),
+    ]
 
 
 def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
@@ -457,8 +504,32 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
     SUGGESTION is the corrected full address, or the corrected domain in domain mode.
     """
     rows = with_address_columns(rows)  # domain mode, or rows that skipped check_addresses
-    domain_judged, address_judged = _verdict_expressions()
-    has_domain_answer = pl.col("DNS_STATUS").is_not_null()
+    # The working column _REASONS stays: a pass to drop it costs more than carrying it to the
+    # writer and the service, which select what they show.
+    decided = judge(
+        rows,
+        reason_bits(),
+        remote=("API_VERDICT", "API_SCORE"),
+        # No domain answer (no usable domain): the domain is Invalid.
+        partial={"DOMAIN_VERDICT": Partial(DOMAIN_REASONS, "DNS_STATUS", Verdict.INVALID)},
+        also=_spec_fields(domain_mode),
+    )
+    if decided.get_column("MAILBOX").null_count() == decided.height:
+        return decided  # no mailbox answer anywhere: no implicit MX was lifted
+    # An accepted mailbox lifts implicit_mx from the address (reason_bits), not from the
+    # domain: the domain's own DNS still points only at an A record, so it stays Risky.
+    implicit = pl.col("DNS_STATUS") == DnsStatus.IMPLICIT_MX.value
+    valid = pl.col("DOMAIN_VERDICT") == Verdict.VALID.value
+    return decided.with_columns(
+        DOMAIN_VERDICT=pl.when(implicit & valid)
+        .then(pl.lit(Verdict.RISKY.value))
+        .otherwise(pl.col("DOMAIN_VERDICT"))
+    )
+
+
+@functools.cache
+def _spec_fields(domain_mode: bool) -> dict[str, pl.Expr]:
+    """The spec's fields that are not a verdict, from a row's columns (built once)."""
     # A corrected domain does not mend a broken local part: no suggestion for those.
     suggestion = (
         pl.when(pl.col("SYNTAX") != Syntax.INVALID.value)
@@ -466,13 +537,7 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         .fill_null("")
     )
     corrected = suggestion if domain_mode else pl.col("LOCAL") + "@" + suggestion
-    columns = dict(
-        VERDICT=address_judged["VERDICT"],
-        SCORE=address_judged["SCORE"],
-        REASON=address_judged["REASON"],
-        DOMAIN_VERDICT=pl.when(has_domain_answer)
-        .then(domain_judged["VERDICT"])
-        .otherwise(pl.lit(Verdict.INVALID.value)),
+    return dict(
         MX=pl.col("MX").fill_null(""),
         # The ledger's word, the remote service's, and an SMTP answer of "disabled" or "full".
         HAS_SUSPECTED_BOUNCES=pl.any_horizontal(
@@ -491,25 +556,42 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         .when(suggestion != "")
         .then(corrected)
         .otherwise(pl.lit("")),
+    )
+
+
+@functools.cache
+def list_fields() -> dict[str, pl.Expr]:
+    """The columns a cleaned list has beside the spec's, from a decided row's columns."""
+    return dict(
+        # Safe to send: a Valid address, once (the first row that has it).
+        SAFE_TO_SEND=(pl.col("VERDICT") == Verdict.VALID.value) & ~pl.col("DUPLICATE"),
+        FREE_PROVIDER=pl.col("FREE_PROVIDER").fill_null(False),
         # What explains the answer: the parser's reason, else the mail server's words.
         DETAIL=pl.when(pl.col("SYNTAX_DETAIL") != "")
         .then(pl.col("SYNTAX_DETAIL"))
         .otherwise(pl.col("MAILBOX_REPLY").fill_null("")),
-        FREE_PROVIDER=pl.col("FREE_PROVIDER").fill_null(False),
     )
-    # Safe to send: a Valid address, once (the first row that has it).
-    safe = (pl.col("VERDICT") == Verdict.VALID.value) & ~pl.col("DUPLICATE")
-    if rows.height >= _LAZY_FROM:
-        # A whole list: the optimized lazy plan (shared subexpressions computed once) wins.
-        return rows.lazy().with_columns(**columns).with_columns(SAFE_TO_SEND=safe).collect()
-    # A service batch: planning would cost more than the few rows it saves work on.
-    return rows.with_columns(**columns).with_columns(SAFE_TO_SEND=safe)
 
 
 async def verify_many(
     engine: Engine, values: Sequence[str], *, domain_mode: bool = False
 ) -> list[dict[str, object]]:
     """The spec's result objects (plus REASON), one per address (or domain in domain mode)."""
+    decided = await _verified(engine, values, domain_mode)
+    return decided.select(*SPEC_COLUMNS, "REASON").to_dicts()
+
+
+async def verify_many_json(
+    engine: Engine, values: Sequence[str], *, domain_mode: bool = False
+) -> list[str]:
+    """:func:`verify_many`'s objects as JSON texts, encoded by polars (for the service: a
+    third of the cost of Python objects encoded one by one)."""
+    decided = await _verified(engine, values, domain_mode)
+    encoded = pl.struct(*SPEC_COLUMNS, "REASON").struct.json_encode()
+    return decided.select(encoded).to_series().to_list()
+
+
+async def _verified(engine: Engine, values: Sequence[str], domain_mode: bool) -> pl.DataFrame:
     if domain_mode:
         annotated = annotate_domains(values)
     else:
@@ -518,8 +600,7 @@ async def verify_many(
     rows = attach_domains(annotated, table)
     if not domain_mode:
         rows, _sent = await check_addresses(engine, rows)
-    decided = decide(rows, domain_mode=domain_mode)
-    return decided.select(*SPEC_COLUMNS, "REASON").to_dicts()
+    return decide(rows, domain_mode=domain_mode)
 
 
 async def verify_once(

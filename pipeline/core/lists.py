@@ -10,6 +10,7 @@ loading never touches the network.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -125,9 +126,13 @@ class DomainLists:
     def role_expr(self, local: pl.Expr) -> pl.Expr:
         """Vectorised :meth:`is_role` over a String expression; null local parts give False."""
         mailbox = local.str.to_lowercase().str.replace_all(_ROLE_NOISE_PATTERN, "")
-        roles = pl.Series(sorted(self.role_local_parts), dtype=pl.String)
         # implode(): compare each row against the whole set, not element-wise.
-        return mailbox.is_in(roles.implode()).fill_null(False)
+        return mailbox.is_in(self._roles.implode()).fill_null(False)
+
+    @functools.cached_property
+    def _roles(self) -> pl.Series:
+        # Built once: the service builds this expression for every batch.
+        return pl.Series(sorted(self.role_local_parts), dtype=pl.String)
 
 
 def load_lists(extra_disposable: Iterable[str] = (), extra_free: Iterable[str] = ()) -> DomainLists:

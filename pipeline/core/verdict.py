@@ -16,6 +16,7 @@ reason scores ``UNVERIFIED_VALID``; one whose mailbox the mail server accepted s
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ class Reason(enum.StrEnum):
     DNS_TIMEOUT = "dns_timeout"
     DNS_SERVFAIL = "dns_servfail"
     OFFLINE = "offline"
+    RESOLVER_UNHEALTHY = "resolver_unhealthy"
     IMPLICIT_MX = "implicit_mx"
     DISPOSABLE = "disposable"
     TYPO_SUSPECTED = "typo_suspected"
@@ -103,6 +105,9 @@ RULES: Mapping[Reason, Rule] = {
     Reason.DNS_TIMEOUT: Rule(Verdict.RISKY, 0.50, "DNS timed out after retries; not decided"),
     Reason.DNS_SERVFAIL: Rule(Verdict.RISKY, 0.50, "DNS failed (SERVFAIL/REFUSED); not decided"),
     Reason.OFFLINE: Rule(Verdict.RISKY, 0.50, "DNS checks were skipped (--offline)"),
+    Reason.RESOLVER_UNHEALTHY: Rule(
+        Verdict.RISKY, 0.50, "(service) the resolver was failing its health check; not decided"
+    ),
     Reason.IMPLICIT_MX: Rule(
         Verdict.RISKY, 0.55, "no MX; mail would go to the domain's A/AAAA host (RFC 5321 §5.1)"
     ),
@@ -177,48 +182,139 @@ _BY_RANK = [Verdict.VALID, Verdict.RISKY, Verdict.INVALID]
 REASON_ORDER: tuple[Reason, ...] = (*RULES, *PENALTIES, *FLAGS_ONLY)
 
 
-def judge(
-    flags: Mapping[Reason, pl.Expr],
-    remote_verdict: pl.Expr | None = None,
-    remote_score: pl.Expr | None = None,
-) -> dict[str, pl.Expr]:
-    """Expressions for VERDICT, SCORE and REASON from one Boolean expression per reason.
+# Each reason is one bit of a row's reason set (REASON_ORDER: what decided first, flags last).
+REASON_BITS: Mapping[Reason, int] = {r: 1 << i for i, r in enumerate(REASON_ORDER)}
+assert len(REASON_BITS) < 64, "a row's reasons must fit one unsigned 64-bit integer"
+_MASK = pl.UInt64
 
-    Reasons missing from *flags* are taken as absent. A remote service's answer for the address
-    (*remote_verdict*, *remote_score*, null where there is none) takes the place of the
-    unverified ceiling and the penalties: the service has weighed the address already. The
-    local reasons still set the least verdict, so local hard evidence is never overruled.
+
+def flag_bits(flags: Mapping[Reason, pl.Expr]) -> list[pl.Expr]:
+    """One bit expression per Boolean *flags* expression (null counts as false)."""
+    return [
+        pl.when(flag).then(pl.lit(REASON_BITS[r], _MASK)).otherwise(pl.lit(0, _MASK))
+        for r, flag in flags.items()
+    ]
+
+
+def value_bits(column: pl.Expr, reasons: Mapping[str, Reason]) -> pl.Expr:
+    """The bit of the reason *column*'s value stands for (0 for any other value or null):
+    one expression where one Boolean flag per value would take several."""
+    bits = {value: REASON_BITS[r] for value, r in reasons.items()}
+    return column.replace_strict(bits, default=0, return_dtype=_MASK).fill_null(0)
+
+
+@functools.lru_cache(maxsize=65_536)
+def judge_one(
+    mask: int, remote_verdict: str | None = None, remote_score: float | None = None
+) -> tuple[str, float, str]:
+    """VERDICT, SCORE and REASON of a row whose reasons are the bits of *mask*.
+
+    A remote service's answer for the address (*remote_verdict*, *remote_score*; None where
+    there is none) takes the place of the unverified ceiling and the penalties: the service
+    has weighed the address already. The local reasons still set the least verdict, so local
+    hard evidence is never overruled.
     """
-    present = [(r, flags[r].fill_null(False)) for r in REASON_ORDER if r in flags]
-    remote_rank = (
-        remote_verdict.replace_strict(
-            {v.value: _RANK[v] for v in _BY_RANK}, default=0, return_dtype=pl.Int64
-        )
-        if remote_verdict is not None
-        else pl.lit(0)
-    )
-    rank = pl.max_horizontal(
-        remote_rank.fill_null(0),
-        *(pl.when(f).then(_RANK[RULES[r].verdict]).otherwise(0) for r, f in present if r in RULES),
-    )
-    verified = flags.get(Reason.MAILBOX_OK, pl.lit(False)).fill_null(False)
-    ceiling = pl.when(verified).then(VERIFIED_VALID).otherwise(UNVERIFIED_VALID)
-    answered = remote_score.is_not_null() if remote_score is not None else pl.lit(False)
+    present = [r for r in REASON_ORDER if mask & REASON_BITS[r]]
+    remote_rank = _RANK[Verdict(remote_verdict)] if remote_verdict in _VERDICTS else 0
+    rank = max([remote_rank] + [_RANK[RULES[r].verdict] for r in present if r in RULES])
+    answered = remote_score is not None
+    ceiling = VERIFIED_VALID if Reason.MAILBOX_OK in present else UNVERIFIED_VALID
     if remote_score is not None:
-        ceiling = pl.when(answered).then(remote_score).otherwise(ceiling)
-    cap = pl.min_horizontal(
-        ceiling,
-        *(pl.when(f).then(RULES[r].cap).otherwise(1.0) for r, f in present if r in RULES),
+        ceiling = remote_score
+    cap = min([ceiling] + [RULES[r].cap for r in present if r in RULES])
+    factor = 1.0
+    for r in present:
+        if r in PENALTIES and not answered:
+            factor *= PENALTIES[r]
+    verdict = _BY_RANK[rank]
+    low, high = BANDS[verdict]
+    # Hundredths, ties to even on the scaled value: what the batch's polars gave before, so
+    # scores do not move (0.45 * 0.9 is 0.4, not 0.41).
+    score = round(min(max(cap * factor, low), high) * 100) / 100
+    return verdict.value, score, ";".join(r.value for r in present)
+
+
+_VERDICTS = frozenset(v.value for v in Verdict)
+
+
+@dataclass(frozen=True)
+class Partial:
+    """The VERDICT of only some reasons (the domain's, from the domain's reasons), for rows
+    where column *given* is not null; *otherwise* where it is."""
+
+    reasons: frozenset[Reason]
+    given: str
+    otherwise: Verdict
+
+
+def judge(
+    frame: pl.DataFrame,
+    bits: list[pl.Expr],
+    remote: tuple[str, str] | None = None,
+    partial: Mapping[str, Partial] | None = None,
+    also: Mapping[str, pl.Expr] | None = None,
+) -> pl.DataFrame:
+    """*frame* with VERDICT, SCORE and REASON (and ``_REASONS``, the reason set as bits).
+
+    *bits* are expressions whose sum is each row's reason set; *remote* names the verdict and
+    score columns of a remote service's answer. *partial* adds, per name, the VERDICT of only
+    some reasons (see :class:`Partial`). The rules run once per
+    distinct (reason set, remote answer), in :func:`judge_one`, and join back: a list has a
+    few hundred such combinations, whatever its length. *also* are columns to add in the
+    same pass (one pass costs less than two).
+    """
+    keyed = frame.with_columns(_REASONS=pl.sum_horizontal(bits).cast(_MASK), **(also or {}))
+    partial = partial or {}
+    parts = {name: sum(REASON_BITS[r] for r in p.reasons) for name, p in partial.items()}
+    if remote is None or all(keyed.get_column(c).null_count() == keyed.height for c in remote):
+        return _judged_by_reasons(keyed, parts, partial)
+    keys = ["_REASONS", *remote]
+    judged = [
+        (*key, *judge_one(*key), *(judge_one(key[0] & part)[0] for part in parts.values()))
+        for key in keyed.select(keys).unique().rows()
+    ]
+    schema = {k: keyed.schema[k] for k in keys} | {
+        "VERDICT": pl.String,
+        "SCORE": pl.Float64,
+        "REASON": pl.String,
+        **dict.fromkeys(parts, pl.String),
+    }
+    table = pl.DataFrame(judged, schema=schema, orient="row")
+    joined = keyed.join(table, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    return joined.with_columns(
+        _only_given(pl.col(name), p).alias(name) for name, p in partial.items()
     )
-    factor = pl.lit(1.0)
-    for r, f in present:
-        if r in PENALTIES:
-            factor = factor * pl.when(f & ~answered).then(PENALTIES[r]).otherwise(1.0)
-    verdict = pl.lit(pl.Series([v.value for v in _BY_RANK])).get(rank)
-    low = pl.lit(pl.Series([BANDS[v][0] for v in _BY_RANK])).get(rank)
-    high = pl.lit(pl.Series([BANDS[v][1] for v in _BY_RANK])).get(rank)
-    score = (cap * factor).clip(low, high).round(2)
-    reason = pl.concat_str(
-        [pl.when(f).then(pl.lit(r.value)) for r, f in present], separator=";", ignore_nulls=True
+
+
+def _only_given(verdict: pl.Expr, part: Partial) -> pl.Expr:
+    return (
+        pl.when(pl.col(part.given).is_not_null())
+        .then(verdict)
+        .otherwise(pl.lit(part.otherwise.value))
     )
-    return {"VERDICT": verdict, "SCORE": score, "REASON": reason}
+
+
+def _judged_by_reasons(
+    keyed: pl.DataFrame, parts: Mapping[str, int], partial: Mapping[str, Partial]
+) -> pl.DataFrame:
+    """:func:`judge` without remote answers: the reason set alone is the key, and a lookup
+    per column costs less than a join."""
+    masks = keyed.get_column("_REASONS").unique().to_list()
+    judged = {mask: judge_one(mask) for mask in masks}
+    columns: dict[str, tuple[dict[int, object], type[pl.DataType]]] = {
+        "VERDICT": ({m: j[0] for m, j in judged.items()}, pl.String),
+        "SCORE": ({m: j[1] for m, j in judged.items()}, pl.Float64),
+        "REASON": ({m: j[2] for m, j in judged.items()}, pl.String),
+        **{
+            name: ({m: judge_one(m & part)[0] for m in masks}, pl.String)
+            for name, part in parts.items()
+        },
+    }
+    looked_up = {
+        name: pl.col("_REASONS").replace_strict(mapping, return_dtype=dtype)
+        for name, (mapping, dtype) in columns.items()
+    }
+    return keyed.with_columns(
+        (_only_given(value, partial[name]) if name in partial else value).alias(name)
+        for name, value in looked_up.items()
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import calendar
 import enum
+import functools
 import time
 
 
@@ -25,7 +26,13 @@ def window_bounds(window: Window, now: float) -> tuple[int, int]:
     if window is Window.DAY:
         start = t - t % 86400
         return start, start + 86400
-    year, month = time.gmtime(t)[:2]
+    # A month is the same for every request of the day: computed once per UTC day.
+    return _month_bounds(t - t % 86400)
+
+
+@functools.lru_cache(maxsize=64)
+def _month_bounds(day: int) -> tuple[int, int]:
+    year, month = time.gmtime(day)[:2]
     start = calendar.timegm((year, month, 1, 0, 0, 0))
     year, month = (year + 1, 1) if month == 12 else (year, month + 1)
     return start, calendar.timegm((year, month, 1, 0, 0, 0))

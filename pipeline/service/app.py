@@ -1,29 +1,35 @@
 """The HTTP service: ``create_app()`` builds the aiohttp application.
 
-Resources (the service database, the domain cache, the resolver, the engine) are opened in
-``cleanup_ctx`` and closed there on shutdown, after in-flight requests have finished. Handlers
+Resources (the service database, the domain cache, the resolver, the engine, the contact
+store's worker thread) are opened in ``cleanup_ctx`` and closed there on shutdown, after
+in-flight requests have finished; while serving, a task watches the resolver's health. Handlers
 are thin (see ``routes.py``); errors become problem details in :func:`problem_middleware`,
-which also puts the rate-limit headers on every response of the quota-counted endpoints.
+which also gives back the quota unit of a request that failed on our side (a 5xx is never
+charged) and puts the rate-limit headers on every response of the quota-counted endpoints.
+Serve it with :class:`~pipeline.service.protocol.ServiceRunner` (or ``protocol.serve``), so
+that requests aiohttp cannot parse are answered in the same problem shape.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ipaddress
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
-from aiohttp.abc import AbstractAccessLogger
 from aiohttp.typedefs import Handler
 
 from pipeline.core.assembly import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.engine import Engine, verify_many
+from pipeline.core.engine import Engine, verify_many_json
 from pipeline.core.sqlite import beside_domain_cache
+from pipeline.core.text import for_log
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
     InternalError,
@@ -33,8 +39,17 @@ from pipeline.service.errors import (
     NotFound,
     Problem,
 )
-from pipeline.service.keys import DECISION, IDENTITY, SERVICES, Services
-from pipeline.service.params import identify
+from pipeline.service.guard import AuthThrottle
+from pipeline.service.keys import (
+    CONNECTIONS,
+    DECISION,
+    IDENTITY,
+    SERVICES,
+    Connections,
+    Services,
+)
+from pipeline.service.logs import failure_line, log_failure
+from pipeline.service.params import Limits, identify
 from pipeline.service.quotas import Decision, Identity, Quotas
 from pipeline.service.routes import add_routes
 from pipeline.service.settings import ServiceConfig
@@ -66,6 +81,7 @@ def create_app(
     address); *loopback_only* keeps those probes on 127.0.0.0/8 (the sandbox).
     """
     app = web.Application(middlewares=[problem_middleware])
+    app[CONNECTIONS] = Connections()
     app.cleanup_ctx.append(_resources(config, paths, offline, clock, loopback_only))
     add_routes(app)
     return app
@@ -82,15 +98,21 @@ def _resources(
         with contextlib.ExitStack() as stack:
             options = EngineOptions(offline=offline, loopback_only=loopback_only, clock=clock)
             engine = open_engine(stack, config.engine, paths.cache, options)
+            watcher: asyncio.Task[None] | None = None
             try:
                 if not offline:
-                    # Refuse to start on a resolver that would make every domain look missing.
+                    # Refuse to start on a resolver that would make every domain look missing,
+                    # and keep watching it while serving.
                     await engine.dns.get()
-                app[SERVICES] = _services(stack, config, paths, engine, clock)
+                    interval = config.service.resolver_check_interval
+                    watcher = asyncio.create_task(engine.dns.watch(interval))
+                app[SERVICES] = _services(stack, config, paths, engine, clock, app[CONNECTIONS])
                 yield
-                await app[SERVICES].addresses.drain()
-                await app[SERVICES].domains.drain()
+                await app[SERVICES].answers.drain()
             finally:
+                if watcher is not None:
+                    watcher.cancel()
+                    await asyncio.gather(watcher, return_exceptions=True)
                 await engine.dns.close()
 
     return ctx
@@ -102,29 +124,63 @@ def _services(
     paths: Paths,
     engine: Engine,
     clock: Callable[[], float],
+    connections: Connections,
 ) -> Services:
     store = stack.enter_context(ServiceStore(paths.db, clock))
+    store.group_writes(_committer(asyncio.get_running_loop()))
     people = config.engine.contacts
     contacts_path = beside_domain_cache(paths.cache, "contacts", people.db)
     contacts = stack.enter_context(ContactStore(contacts_path, people, clock))
     contacts.purge_audit()  # retention: old audit records go at every start
     size, wait = config.service.batch_size, config.service.batch_wait
 
-    async def addresses(values: Sequence[str]) -> list[dict[str, object]]:
-        return await verify_many(engine, values)
+    async def answers(items: Sequence[tuple[str, bool]]) -> list[str]:
+        # One engine pass per mode present: addresses, and bare domains (domain mode).
+        answered = [""] * len(items)
+        for mode in (False, True):
+            rows = [i for i, (_, domain_mode) in enumerate(items) if domain_mode is mode]
+            if rows:
+                values = [items[i][0] for i in rows]
+                texts = await verify_many_json(engine, values, domain_mode=mode)
+                for i, text in zip(rows, texts, strict=True):
+                    answered[i] = text
+        return answered
 
-    async def domains(values: Sequence[str]) -> list[dict[str, object]]:
-        return await verify_many(engine, values, domain_mode=True)
+    def nothing_more_can_come(waiting: int) -> bool:
+        # Every open connection has a request waiting for the engine (HTTP/1.1: one request
+        # at a time per connection): until a pass answers some, no other request can arrive.
+        return 0 < connections.open <= waiting
 
+    http = config.service
+    # The contact store's reads can take milliseconds (a misspelt name) and block on a lock:
+    # they run on one thread of their own, which also keeps the store's use serial.
+    thread = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="contacts"))
     return Services(
-        config,
-        store,
-        Quotas(config, store, clock),
-        MicroBatcher(addresses, size, wait),
-        MicroBatcher(domains, size, wait),
-        [ipaddress.ip_network(p, strict=False) for p in config.service.trusted_proxies],
-        contacts,
+        config=config,
+        store=store,
+        quotas=Quotas(config, store, clock),
+        answers=MicroBatcher(
+            answers, size, wait, ready=nothing_more_can_come, quiet=http.batch_quiet
+        ),
+        trusted=[ipaddress.ip_network(p, strict=False) for p in http.trusted_proxies],
+        contacts=contacts,
+        contacts_thread=thread,
+        limits=Limits(http.max_value_length, http.max_parameters),
+        throttle=AuthThrottle(http.auth_failures, http.auth_window, clock),
     )
+
+
+def _committer(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], None]], object]:
+    def schedule(commit: Callable[[], None]) -> object:
+        def run() -> None:
+            try:
+                commit()
+            except Exception as exc:  # the counts of this turn may be lost; say so
+                log.error("cannot commit the quota counters: %s", failure_line(exc))
+
+        return loop.call_soon(run)
+
+    return schedule
 
 
 @web.middleware
@@ -135,18 +191,29 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
         response = problem.response()
     except web.HTTPException as exc:
         response = _from_aiohttp(request, exc).response()
-    except Exception:
-        log.exception("unexpected error on %s %s", request.method, request.path)
+    except Exception as exc:
+        log_failure(log, request, exc)
         response = InternalError(
             "The service failed to answer this request. Try again; if it persists, report it."
         ).response()
     endpoint = COUNTED.get(request.path)
     if endpoint is not None:
         try:
-            response.headers.update(_rate_limit_state(request, endpoint).headers())
-        except Exception:  # the answer itself must still go out, and as a problem document
-            log.exception("cannot compute rate-limit headers for %s", request.path)
+            response.headers.update(_settle(request, endpoint, response.status).headers())
+        except Exception as exc:  # the answer itself must still go out, and as a problem document
+            log.error("cannot settle the quota of %s: %s", for_log(request.path), failure_line(exc))
     return response
+
+
+def _settle(request: web.Request, endpoint: str, status: int) -> Decision:
+    """Where the caller stands after this request: a unit taken for a request that then failed
+    on our side (5xx) is given back, since a caller is never charged for our failure."""
+    if DECISION not in request:
+        return _rate_limit_state(request, endpoint)
+    decision = request[DECISION]
+    if decision.allowed and status >= 500:
+        return request.app[SERVICES].quotas.refund(request[IDENTITY], decision)
+    return decision
 
 
 def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
@@ -156,7 +223,9 @@ def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
             f"{request.method} is not allowed here; use {', '.join(allowed)}.", allowed
         )
     if isinstance(exc, web.HTTPNotFound):
-        return NotFound(f"There is nothing at {request.path}. The API is under /api/.")
+        return NotFound(
+            f"There is nothing at {for_log(request.path, 100)}. The API is under /api/."
+        )
     # Anything else aiohttp refuses on its own (a body over its size limit, say) is a client
     # error about the request as sent; keep aiohttp's status, use the stable code.
     problem: Problem = (
@@ -169,42 +238,13 @@ def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
 
 
 def _rate_limit_state(request: web.Request, endpoint: str) -> Decision:
-    if DECISION in request:
-        return request[DECISION]
+    """Where the caller stands, for an answer given before its quota was taken."""
     services = request.app[SERVICES]
     if IDENTITY in request:
         identity = request[IDENTITY]
-    else:
+    else:  # refused before authentication: the headers are still the caller's own
         try:
             identity = identify(request, request.query, services.store, services.client_ip(request))
         except InvalidApiKey:
             identity = Identity(services.client_ip(request))
     return services.quotas.peek(identity, endpoint)
-
-
-# Query values the access log never shows: a secret, and the subject of a people search (the
-# audit log keeps only a keyed hash of it; a plain log line must not undo that).
-REDACTED = frozenset({"apikey", "search_term"})
-
-
-class RedactingAccessLogger(AbstractAccessLogger):
-    """An access log line per request that never contains an API key or a search term."""
-
-    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
-        query = "&".join(
-            f"{name}={'***' if name in REDACTED else value}"
-            for name, value in request.query.items()
-        )
-        target = request.path + (f"?{query}" if query else "")
-        self.logger.info(
-            '%s "%s %s" %s %.1fms',
-            request.remote,
-            request.method,
-            target,
-            response.status,
-            time * 1000,
-        )
-
-    @property
-    def enabled(self) -> bool:
-        return self.logger.isEnabledFor(logging.INFO)

@@ -5,12 +5,19 @@ number of rows. So requests are gathered and verified together, each waiting req
 its own row back:
 
 - the first request of a batch waits up to ``max_wait`` seconds for others to join, and a batch
-  leaves early once ``max_size`` requests are waiting.
+  leaves early once ``max_size`` requests are waiting, or once no new request has come for
+  ``quiet`` seconds (the burst of requests the clients sent is over).
 
 The wait is short (milliseconds) next to a pass, and it is what lets batches grow under load:
-without it, each pass's end would release just the few requests that arrived meanwhile.
+without it, each pass's end would release just the few requests that arrived meanwhile. The
+wait is cut short when *ready* says no more requests can come (the service: every open
+connection has a request waiting here), since waiting longer would only add latency.
 
 Batches run as separate tasks, so a batch waiting on a slow DNS answer never holds up the next.
+
+A failure touches only the request that caused it: when a pass fails, its batch is split in
+halves and each half is run again, down to the single item that fails, which alone gets the
+exception. One bad item among *n* costs about 2·log2(*n*) extra passes.
 """
 
 from __future__ import annotations
@@ -29,23 +36,44 @@ class MicroBatcher(Generic[T, R]):
         run: Callable[[Sequence[T]], Awaitable[Sequence[R]]],
         max_size: int,
         max_wait: float = 0.002,
+        ready: Callable[[int], bool] | None = None,
+        quiet: float | None = None,
     ) -> None:
         self._run = run
         self._max_size = max_size
         self._max_wait = max_wait
+        self._ready = ready  # (items waiting) -> whether to leave without waiting further
+        self._quiet = quiet if quiet is not None else max_wait  # a lull this long ends the wait
         self._pending: list[tuple[T, asyncio.Future[R]]] = []
-        self._timer: asyncio.Handle | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._first = 0.0  # when the oldest waiting item came
+        self._last = 0.0  # when the newest one came
         self._running: set[asyncio.Task[None]] = set()
 
     async def submit(self, item: T) -> R:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[R] = loop.create_future()
         self._pending.append((item, future))
-        if len(self._pending) >= self._max_size:
+        self._last = loop.time()
+        waiting = len(self._pending)
+        if waiting >= self._max_size or (self._ready is not None and self._ready(waiting)):
             self._flush()
         elif self._timer is None:
-            self._timer = loop.call_later(self._max_wait, self._flush)
+            self._first = self._last
+            self._timer = loop.call_at(self._last + min(self._quiet, self._max_wait), self._due)
         return await future
+
+    def _due(self) -> None:
+        """Leave once no item came for ``quiet`` seconds, or the oldest waited ``max_wait``."""
+        self._timer = None
+        if not self._pending:
+            return
+        deadline = min(self._last + self._quiet, self._first + self._max_wait)
+        loop = asyncio.get_running_loop()
+        if loop.time() >= deadline:
+            self._flush()
+        else:  # items kept coming: wait for the lull (or the cap)
+            self._timer = loop.call_at(deadline, self._due)
 
     async def drain(self) -> None:
         """Wait for every batch in flight (used on shutdown)."""
@@ -68,10 +96,15 @@ class MicroBatcher(Generic[T, R]):
     async def _serve(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
         try:
             results = await self._run([item for item, _ in batch])
-        except Exception as exc:  # every waiter learns of the failure, none hangs
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
+            if len(results) != len(batch):
+                raise RuntimeError(f"{len(results)} results for a batch of {len(batch)}")
+        except Exception as exc:
+            if len(batch) > 1:
+                half = len(batch) // 2
+                await asyncio.gather(self._serve(batch[:half]), self._serve(batch[half:]))
+                return
+            if not batch[0][1].done():  # the one item that fails learns why; none hangs
+                batch[0][1].set_exception(exc)
             return
         for (_, future), result in zip(batch, results, strict=True):
             if not future.done():  # the client may have gone away

@@ -74,6 +74,15 @@ class QuotaExceeded(Problem):
     status, code, title = 429, "quota_exceeded", "Quota exceeded"
 
 
+class TooManyAuthFailures(Problem):
+    """Failed authentications from one client address, past the documented limit."""
+
+    status, code, title = 429, "too_many_auth_failures", "Too many failed authentications"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail, {"Retry-After": str(retry_after)})
+
+
 class NotFound(Problem):
     status, code, title = 404, "not_found", "Not found"
 
@@ -95,6 +104,7 @@ ALL_PROBLEMS: tuple[type[Problem], ...] = (
     InvalidParameter,
     InvalidApiKey,
     QuotaExceeded,
+    TooManyAuthFailures,
     NotFound,
     MethodNotAllowed,
     InternalError,

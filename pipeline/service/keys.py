@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from pipeline.core.contacts.store import ContactStore
 from pipeline.service.batcher import MicroBatcher
-from pipeline.service.params import client_ip
+from pipeline.service.guard import AuthThrottle
+from pipeline.service.params import Limits, client_ip
 from pipeline.service.quotas import Decision, Identity, Quotas
 from pipeline.service.settings import ServiceConfig
 from pipeline.service.store import ServiceStore
@@ -23,16 +25,27 @@ class Services:
     config: ServiceConfig
     store: ServiceStore
     quotas: Quotas
-    addresses: MicroBatcher[str, dict[str, object]]
-    domains: MicroBatcher[str, dict[str, object]]
+    # (an address, or a domain in domain mode) in, its answer out as JSON text
+    answers: MicroBatcher[tuple[str, bool], str]
     trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
     contacts: ContactStore
+    contacts_thread: ThreadPoolExecutor  # the store's one worker: its reads leave the loop
+    limits: Limits
+    throttle: AuthThrottle
 
     def client_ip(self, request: web.Request) -> str:
         return client_ip(request, self.trusted)
 
 
+class Connections:
+    """How many client connections the server has open (counted by ``protocol.py``)."""
+
+    def __init__(self) -> None:
+        self.open = 0
+
+
 SERVICES = web.AppKey("services", Services)
+CONNECTIONS = web.AppKey("connections", Connections)
 # Per-request state: who is counted, and what the quota decided.
 IDENTITY = web.RequestKey("listclean.identity", Identity)
 DECISION = web.RequestKey("listclean.decision", Decision)

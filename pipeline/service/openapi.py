@@ -12,6 +12,7 @@ from pipeline import __version__
 from pipeline.core.schema import SPEC_COLUMNS
 from pipeline.core.verdict import Reason, Verdict
 from pipeline.service.errors import ALL_PROBLEMS
+from pipeline.service.protocol import MAX_HEADERS, MAX_LINE_BYTES
 from pipeline.service.settings import ServiceConfig
 
 _JSON_TYPES = {"String": "string", "Float64": "number", "Boolean": "boolean"}
@@ -82,40 +83,55 @@ def problem_schema() -> dict[str, Any]:
     }
 
 
-def _problem(description: str, *extra_headers: str) -> dict[str, Any]:
+def _problem(description: str, codes: list[str], *extra_headers: str) -> dict[str, Any]:
+    """A problem answer whose ``code`` is one of *codes*, with the rate-limit headers."""
     headers = {h: {"$ref": f"#/components/headers/{h}"} for h in (*_RATE_HEADERS, *extra_headers)}
+    schema = {
+        "allOf": [
+            {"$ref": "#/components/schemas/Problem"},
+            {"properties": {"code": {"enum": codes}}},
+        ]
+    }
     return {
         "description": description,
         "headers": headers,
-        "content": {
-            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
-        },
+        "content": {"application/problem+json": {"schema": schema}},
     }
 
 
-def _query(name: str, description: str) -> dict[str, Any]:
+def _text(description: str, max_length: int, **rules: Any) -> dict[str, Any]:
+    return {"type": "string", "maxLength": max_length, "description": description, **rules}
+
+
+def _fields(config: ServiceConfig, fields: dict[str, Any], rule: dict[str, Any]) -> dict[str, Any]:
+    """An object of parameters: *fields*, the legacy key, and *rule* (which are required)."""
+    key = {
+        "type": "string",
+        "description": "API key, legacy; the Authorization header wins when both are sent. A "
+        "key that is unknown, revoked or not a token is a 401.",
+    }
     return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "schema": {"type": "string"},
-        "description": description,
+        "type": "object",
+        "properties": {**fields, "apikey": key},
+        "maxProperties": config.service.max_parameters,
+        **rule,
     }
 
 
 def _operation(
     method: str,
     operation_id: str,
-    summary: str,
-    description: str,
-    parameters: list[tuple[str, str]],
+    text: tuple[str, str],
+    fields: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
     result: tuple[str, str],
     problems: dict[str, dict[str, Any]],
-    body: dict[str, Any],
 ) -> dict[str, Any]:
-    """One counted API operation: its parameters (the key last), its 200 with the rate-limit
-    headers, the problem answers every counted endpoint shares, and on POST the same fields
-    as a JSON or form body."""
+    """One counted API operation. On GET the parameters are the query string, one object
+    (``style: form, explode: true``: each property is a ``name=value`` pair) so that rules
+    across parameters (exactly one of email and domain) can be stated; on POST they may come
+    from the query string, a JSON object body or a form body, together. *fields* are the query
+    object, the JSON body and the form body."""
+    (summary, description), (query, json_body, form_body) = text, fields
     schema, described = result
     responses: dict[str, Any] = {
         "200": {
@@ -123,67 +139,138 @@ def _operation(
             "headers": {h: {"$ref": f"#/components/headers/{h}"} for h in _RATE_HEADERS},
             "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
         },
-        "401": _problem("Unknown or revoked API key (not counted).", "WWW-Authenticate"),
-        "405": _problem("Method not allowed.", "Allow"),
-        "429": _problem("Quota or burst limit exhausted.", "Retry-After"),
-        "500": _problem("Unexpected failure."),
+        "401": _problem(
+            "Unknown, revoked or malformed API key (not counted).",
+            ["invalid_api_key"],
+            "WWW-Authenticate",
+        ),
+        "405": _problem("Method not allowed.", ["method_not_allowed"], "Allow"),
+        "413": _problem("A request body over 1 MiB (not counted).", ["invalid_parameter"]),
+        "429": _problem(
+            "Quota or burst limit used up (quota_exceeded), or too many failed "
+            "authentications from this client address (too_many_auth_failures).",
+            ["quota_exceeded", "too_many_auth_failures"],
+            "Retry-After",
+        ),
+        "500": _problem("Unexpected failure (not counted).", ["internal_error"]),
         **problems,
     }
+    get = method == "get"
     operation: dict[str, Any] = {
         "operationId": f"{operation_id}{method.title()}",
         "summary": summary,
-        "description": description,
+        "description": description + _REQUEST_RULES,
         "parameters": [
-            *(_query(name, text) for name, text in parameters),
-            _query("apikey", "API key, legacy; the Authorization header wins when both are sent."),
+            {
+                "name": "parameters",
+                "in": "query",
+                "style": "form",
+                "explode": True,
+                "required": get,
+                "schema": query if get else _without_rule(query),
+            }
         ],
         "security": [{}, {"bearer": []}, {"apikey": []}],
         "responses": dict(sorted(responses.items())),
     }
-    if method == "post":
-        fields = {"type": "object", "properties": {**body, "apikey": {"type": "string"}}}
-        operation["requestBody"] = {
-            "required": False,
-            "content": {
-                "application/json": {"schema": fields},
-                "application/x-www-form-urlencoded": {"schema": fields},
-            },
-        }
+    if get:
+        return operation
+    operation["requestBody"] = {
+        "required": False,
+        "content": {
+            "application/json": {"schema": json_body},
+            "application/x-www-form-urlencoded": {"schema": form_body},
+        },
+    }
     return operation
 
 
-def _email_operation(method: str) -> dict[str, Any]:
+def _without_rule(schema: dict[str, Any]) -> dict[str, Any]:
+    """The query object of a POST: its fields, none required (the body may carry them)."""
+    return {k: v for k, v in schema.items() if k not in ("oneOf", "required")}
+
+
+# What every counted operation shares, stated once (README: Requests).
+_REQUEST_RULES = (
+    " Every name and value must be UTF-8 text once percent-decoded (JSON: no lone surrogate "
+    "escapes). A parameter repeated in the query string or the form body, or a name repeated "
+    "in the JSON object, is a 400 conflicting_parameters, even with the same value; one sent "
+    "in both the query string and the body must have the same value. The JSON body is one "
+    "flat object of strings. Unknown parameters are ignored. Rejected requests (400, 401, "
+    "413, 429, 5xx) are not counted."
+)
+
+
+def _one_of(first: str, second: str) -> dict[str, Any]:
+    """Exactly one of two parameters given with a value (an empty value counts as absent)."""
+
+    def given(name: str) -> dict[str, Any]:
+        return {"required": [name], "properties": {name: {"minLength": 1}}}
+
+    return {
+        "oneOf": [
+            {**given(first), "not": given(second)},
+            {**given(second), "not": given(first)},
+        ]
+    }
+
+
+def _email_operation(method: str, config: ServiceConfig) -> dict[str, Any]:
+    limit = config.service.max_value_length
+    fields = {
+        "email": _text("The address to verify.", limit),
+        "domain": _text("A bare domain to verify (domain mode).", limit),
+    }
+    schema = _fields(config, fields, _one_of("email", "domain"))
     return _operation(
         method,
         "verifyEmail",
-        "Verify an email address, or a bare domain",
-        "Exactly one of email or domain. A malformed address is a 200 with "
-        "VERDICT Invalid. Counted against the caller's quota.",
-        [("email", "The address to verify."), ("domain", "A bare domain to verify (domain mode).")],
+        (
+            "Verify an email address, or a bare domain",
+            "Exactly one of email or domain. A malformed address is a 200 with "
+            "VERDICT Invalid. Counted against the caller's quota.",
+        ),
+        (schema, schema, schema),
         ("EmailResult", "The verification result."),
-        {"400": _problem("Missing, conflicting or invalid parameters (not counted).")},
-        {"email": {"type": "string"}, "domain": {"type": "string"}},
+        {
+            "400": _problem(
+                "Missing, conflicting or invalid parameters (not counted).",
+                ["missing_parameter", "conflicting_parameters", "invalid_parameter"],
+            )
+        },
     )
 
 
-def _find_operation(method: str) -> dict[str, Any]:
+def _find_operation(method: str, config: ServiceConfig) -> dict[str, Any]:
+    term = _text(
+        "An email address, a phone number, or a name (+ city/company); not blank.",
+        config.service.max_value_length,
+        pattern=r"\S",
+    )
+    flag = {"type": "string", "enum": ["true"], "description": "Must be the text true."}
+    required = {"required": ["search_term", "find_Contact"]}
+    as_text = _fields(config, {"search_term": term, "find_Contact": flag}, required)
+    json_flag = {**flag, "type": ["string", "boolean"], "enum": ["true", True]}
+    as_json = _fields(config, {"search_term": term, "find_Contact": json_flag}, required)
     return _operation(
         method,
         "findContact",
-        "Find a contact by email, phone number or name",
-        "find_Contact must be the text true (the name is case-sensitive). No "
-        "match, an ambiguous match and an opted-out person all answer the same 404. Every "
-        "search is counted against the caller's quota and written to the audit log.",
-        [
-            ("search_term", "An email address, a phone number, or a name (+ city/company)."),
-            ("find_Contact", "Must be the text true."),
-        ],
+        (
+            "Find a contact by email, phone number or name",
+            "find_Contact must be the text true (the name is case-sensitive; in a JSON body, "
+            "true also). No match, an ambiguous match and an opted-out person all answer the "
+            "same 404. Every search is counted against the caller's quota and written to the "
+            "audit log.",
+        ),
+        (as_text, as_json, as_text),
         ("Contact", "The matching contact."),
         {
-            "400": _problem("Missing or invalid parameters (not counted)."),
-            "404": _problem("No contact matches (also: ambiguous, or opted out)."),
+            "400": _problem(
+                "Missing or invalid parameters (not counted).",
+                ["missing_parameter", "conflicting_parameters", "invalid_parameter"],
+            ),
+            "404": _problem("No contact matches (also: ambiguous, or opted out).", ["not_found"]),
         },
-        {"search_term": {"type": "string"}, "find_Contact": {"type": ["string", "boolean"]}},
     )
 
 
@@ -207,6 +294,20 @@ def contact_schema() -> dict[str, Any]:
     }
 
 
+def _limits(config: ServiceConfig) -> str:
+    http = config.service
+    return (
+        f"Request limits: the request line and each header at most {MAX_LINE_BYTES} bytes, at "
+        f"most {MAX_HEADERS} headers, a body of at most 1 MiB, at most {http.max_parameters} "
+        f"parameters of at most {http.max_value_length} characters each. A request that "
+        "cannot be read as HTTP/1.1 is a 400 invalid_parameter carrying the rate-limit headers "
+        "of the client address's anonymous email-day policy. After "
+        f"{http.auth_failures} failed authentications within {http.auth_window:g} seconds, "
+        "a client address's further failures are a 429 too_many_auth_failures with "
+        "Retry-After; a valid key is always served."
+    )
+
+
 def openapi_document(config: ServiceConfig) -> dict[str, Any]:
     plans = ", ".join(
         f"{name}: {plan.email_per_month:,} email / {plan.find_per_month:,} find per month"
@@ -219,11 +320,17 @@ def openapi_document(config: ServiceConfig) -> dict[str, Any]:
             "version": __version__,
             "description": "Email verification and contact lookup. Without a key: "
             f"{config.anonymous.email_per_day} request(s) per client IP per UTC day. "
-            f"Plans: {plans}.",
+            f"Plans: {plans}. " + _limits(config),
         },
         "paths": {
-            "/api/email": {"get": _email_operation("get"), "post": _email_operation("post")},
-            "/api/find": {"get": _find_operation("get"), "post": _find_operation("post")},
+            "/api/email": {
+                "get": _email_operation("get", config),
+                "post": _email_operation("post", config),
+            },
+            "/api/find": {
+                "get": _find_operation("get", config),
+                "post": _find_operation("post", config),
+            },
             "/healthz": {
                 "get": {
                     "operationId": "health",
@@ -265,11 +372,12 @@ def openapi_document(config: ServiceConfig) -> dict[str, Any]:
             },
             "headers": {
                 **{
-                    h: {"description": d, "schema": {"type": "string"}}
+                    h: {"description": d, "required": True, "schema": {"type": "string"}}
                     for h, d in _RATE_HEADERS.items()
                 },
                 "Retry-After": {
                     "description": "Seconds until a request can succeed.",
+                    "required": True,
                     "schema": {"type": "string"},
                 },
                 "WWW-Authenticate": {

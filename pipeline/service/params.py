@@ -3,95 +3,124 @@
 from __future__ import annotations
 
 import ipaddress
-import json
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from aiohttp import web
-from multidict import MultiMapping
+from aiohttp.http_exceptions import HttpProcessingError
 
+from pipeline.core.text import for_log
+from pipeline.service.decoding import Pairs, form_pairs, json_pairs, shown, urlencoded_pairs
 from pipeline.service.errors import ConflictingParameters, InvalidApiKey, InvalidParameter
 from pipeline.service.quotas import Identity
-from pipeline.service.store import ServiceStore
+from pipeline.service.store import ApiKey, ServiceStore
 
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"
 
 
-async def read_params(request: web.Request, max_length: int) -> dict[str, str]:
-    """Query parameters, plus on POST the body's (JSON object or form). Values are decoded."""
-    params = _single_values(request.query, "query string")
+@dataclass(frozen=True)
+class Limits:
+    """How much one request may carry (``[service]`` settings)."""
+
+    max_value_length: int
+    max_parameters: int
+
+
+async def read_params(request: web.Request, limits: Limits) -> dict[str, str]:
+    """Query parameters, plus on POST the body's (JSON object or form), strictly decoded.
+
+    A name given twice in one place is a 400, even with the same value twice (HTTP parameter
+    pollution: two readers of one request must never disagree on what it asked)."""
+    params = _single_values(urlencoded_pairs(request.rel_url.raw_query_string, "query string"))
     if request.method == "POST" and request.can_read_body:
-        body = await _body_params(request)
-        for name, value in body.items():
+        for name, value in _single_values(await _body_pairs(request)).items():
             if name in params and params[name] != value:
                 raise ConflictingParameters(
-                    f"{name} is given twice, differently, in the query string and the body. "
-                    "Send it once."
+                    f"{shown(name)} is given twice, differently, in the query string and the "
+                    "body. Send it once."
                 )
             params[name] = value
-    for name, value in params.items():
-        if len(value) > max_length:
-            raise InvalidParameter(
-                f"{name} is {len(value)} characters long; the limit is {max_length}."
-            )
+    _check_sizes(params, limits)
     return params
 
 
-def _single_values(values: MultiMapping[Any], where: str) -> dict[str, str]:
+def _single_values(pairs: Pairs) -> dict[str, str]:
     params: dict[str, str] = {}
-    for name in values:
-        given = values.getall(name)
-        if not all(isinstance(v, str) for v in given):
-            raise InvalidParameter(f"{name} must be text, not a file upload.")
-        if len(set(given)) > 1:
-            raise ConflictingParameters(f"{name} appears {len(given)} times in the {where}.")
-        params[name] = given[0]
+    for name, value in pairs:
+        if name in params:
+            count = sum(1 for n, _ in pairs if n == name)
+            raise ConflictingParameters(f"{shown(name)} appears {count} times; send it once.")
+        params[name] = value
     return params
 
 
-async def _body_params(request: web.Request) -> dict[str, str]:
+def _check_sizes(params: dict[str, str], limits: Limits) -> None:
+    if len(params) > limits.max_parameters:
+        raise InvalidParameter(
+            f"The request has {len(params)} parameters; the limit is {limits.max_parameters}."
+        )
+    for name, value in params.items():
+        if len(value) > limits.max_value_length:
+            raise InvalidParameter(
+                f"{shown(name)} is {len(value)} characters long; "
+                f"the limit is {limits.max_value_length}."
+            )
+
+
+async def _body_pairs(request: web.Request) -> Pairs:
+    try:
+        raw = await request.read()
+    except (web.RequestPayloadError, HttpProcessingError) as exc:
+        # A body cut short or badly chunked: nothing of it is usable (the cause is not shown,
+        # it may quote the body).
+        raise InvalidParameter("The request body cannot be read as sent.") from exc
     if request.content_type == JSON:
-        try:
-            data = json.loads(await request.text() or "{}")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InvalidParameter(f"The JSON body cannot be parsed: {exc}.") from exc
-        if not isinstance(data, dict):
-            raise InvalidParameter('The JSON body must be an object, like {"email": "a@b.org"}.')
-        return {str(k): _json_value(str(k), v) for k, v in data.items()}
+        return json_pairs(raw)
     if request.content_type == FORM:
-        return _single_values(await request.post(), "form body")
-    if not await request.read():
-        return {}
+        return form_pairs(raw)
+    if not raw:
+        return []
     raise InvalidParameter(
-        f"A POST body of type {request.content_type!r} cannot be read; "
+        f"A POST body of type {for_log(request.content_type, 60)!r} cannot be read; "
         f"send {JSON} or {FORM}, or put the parameters in the query string."
     )
-
-
-def _json_value(name: str, value: object) -> str:
-    if isinstance(value, bool):  # find_Contact may come as JSON true
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    raise InvalidParameter(f"{name} must be a string in the JSON body, got {json.dumps(value)}.")
 
 
 def identify(
     request: web.Request, params: Mapping[str, str], store: ServiceStore, client_ip: str
 ) -> Identity:
     """The caller: a key (header wins over ``apikey``), or the client IP when none is sent."""
+    secret = presented_secret(request, params)
+    if secret is None:
+        return Identity(client_ip)
+    return Identity(client_ip, accepted(store.find_key(secret) if secret else None))
+
+
+def presented_secret(request: web.Request, params: Mapping[str, str]) -> str | None:
+    """The key the request sends (the Authorization header wins over ``apikey``), None when it
+    sends none, "" when what it sends cannot be a key. Only a well-formed token is worth looking
+    up: raw bytes in a header or kilobytes of text are refused before they cost a hash."""
     secret = bearer_token(request)
     if secret is None:
         secret = params.get("apikey")
     if secret is None:
-        return Identity(client_ip)
-    key = store.find_key(secret) if secret else None
+        return None
+    return secret if _TOKEN.fullmatch(secret) else ""
+
+
+def accepted(key: ApiKey | None) -> ApiKey:
+    """*key*, if it is one that may be used; else the 401."""
     if key is None:
         raise InvalidApiKey("The API key is not known. Check it, or send no key at all.")
     if not key.active:
         raise InvalidApiKey(f"The API key {key.key_id} has been revoked.")
-    return Identity(client_ip, key)
+    return key
+
+
+# RFC 6750 §2.1's b64token, at most 128 characters: our keys are "lc_" + 43 of them.
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]{1,128}={0,2}")
 
 
 def bearer_token(request: web.Request) -> str | None:
@@ -99,9 +128,10 @@ def bearer_token(request: web.Request) -> str | None:
     if header is None:
         return None
     scheme, _, token = header.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
+    token = token.strip()
+    if scheme.lower() != "bearer" or not _TOKEN.fullmatch(token):
         raise InvalidApiKey("The Authorization header must be 'Bearer <API key>'.")
-    return token.strip()
+    return token
 
 
 def client_ip(
@@ -109,7 +139,7 @@ def client_ip(
 ) -> str:
     """The socket's peer, or the first untrusted hop of X-Forwarded-For behind trusted proxies."""
     peer = request.remote or ""
-    if not _is_trusted(peer, trusted):
+    if not trusted or not _is_trusted(peer, trusted):
         return peer
     hops = [h.strip() for h in request.headers.get("X-Forwarded-For", "").split(",") if h.strip()]
     # Walk from the nearest hop outwards: each trusted proxy vouches for the one before it.

@@ -64,6 +64,12 @@ class QuotaState:
     def seconds_to_reset(self) -> int:
         return max(0, math.ceil(self.end - self.now))
 
+    def policy_field(self) -> str:
+        return f'"{self.policy.name}";q={self.policy.limit};w={self.end - self.start}'
+
+    def state_field(self) -> str:
+        return f'"{self.policy.name}";r={self.remaining};t={self.seconds_to_reset}'
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -72,14 +78,10 @@ class Decision:
     burst: QuotaState | None = None  # the per-second cap, when the plan has one
 
     def headers(self) -> dict[str, str]:
-        states = [s for s in (self.quota, self.burst) if s is not None]
+        states = (self.quota,) if self.burst is None else (self.quota, self.burst)
         headers = {
-            "RateLimit-Policy": ", ".join(
-                f'"{s.policy.name}";q={s.policy.limit};w={s.end - s.start}' for s in states
-            ),
-            "RateLimit": ", ".join(
-                f'"{s.policy.name}";r={s.remaining};t={s.seconds_to_reset}' for s in states
-            ),
+            "RateLimit-Policy": ", ".join(s.policy_field() for s in states),
+            "RateLimit": ", ".join(s.state_field() for s in states),
             "X-RateLimit-Limit": str(self.quota.policy.limit),
             "X-RateLimit-Remaining": str(self.quota.remaining),
             "X-RateLimit-Reset": str(self.quota.end),
@@ -126,19 +128,39 @@ class Quotas:
         return Decision(True, quota, burst)
 
     def take(self, identity: Identity, endpoint: str) -> Decision:
-        """Count one request if both the burst cap and the quota allow it."""
+        """Count one request if both the burst cap and the quota allow it. The burst cap is
+        counted in memory first, and given back when the quota refuses."""
         now = self._clock()
         policy, burst_policy = self.policies(identity, endpoint)
-        burst = self._burst_state(identity.subject, burst_policy, now) if burst_policy else None
         start, end = window_bounds(policy.window, now)
-        if burst is not None and burst.remaining == 0:
-            used = self._store.used(identity.subject, policy.name, start)
-            return Decision(False, QuotaState(policy, used, start, end, now), burst)
+        burst = None
+        if burst_policy is not None:
+            burst = self._burst_state(identity.subject, burst_policy, now)
+            if burst.remaining == 0:
+                used = self._store.used(identity.subject, policy.name, start)
+                return Decision(False, QuotaState(policy, used, start, end, now), burst)
+            burst = self._count_burst(identity.subject, burst, +1)
         allowed, used = self._store.consume(identity.subject, policy.name, start, policy.limit)
-        if allowed and burst is not None:
-            self._bursts[identity.subject] = (burst.start, burst.used + 1)
-            burst = QuotaState(burst.policy, burst.used + 1, burst.start, burst.end, now)
+        if not allowed and burst is not None:
+            burst = self._count_burst(identity.subject, burst, -1)
         return Decision(allowed, QuotaState(policy, used, start, end, now), burst)
+
+    def _count_burst(self, subject: str, burst: QuotaState, step: int) -> QuotaState:
+        second, used = self._bursts.get(subject, (burst.start, 0))
+        used = max(0, (used if second == burst.start else 0) + step)
+        self._bursts[subject] = (burst.start, used)
+        return QuotaState(burst.policy, used, burst.start, burst.end, burst.now)
+
+    def refund(self, identity: Identity, taken: Decision) -> Decision:
+        """Give back the unit *taken* counted: the request failed on our side (a 5xx), and a
+        caller is never charged for our failure. Returns where *identity* stands now."""
+        quota = taken.quota
+        self._store.refund(identity.subject, quota.policy.name, quota.start)
+        burst = taken.burst
+        if burst is not None:
+            burst = self._count_burst(identity.subject, burst, -1)
+        quota = QuotaState(quota.policy, max(0, quota.used - 1), quota.start, quota.end, quota.now)
+        return Decision(True, quota, burst)
 
     def _burst_state(self, subject: str, policy: Policy, now: float) -> QuotaState:
         start, end = window_bounds(Window.SECOND, now)

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from aiohttp import web
 
-from pipeline.core.contacts.types import Outcome
+from pipeline.core.contacts.store import ContactStore
+from pipeline.core.contacts.types import Lookup, Outcome
+from pipeline.core.text import for_log
 from pipeline.service.errors import (
     ConflictingParameters,
+    InvalidApiKey,
     InvalidParameter,
     MissingParameter,
     NotFound,
     QuotaExceeded,
+    TooManyAuthFailures,
 )
-from pipeline.service.keys import DECISION, IDENTITY, SERVICES
+from pipeline.service.keys import DECISION, IDENTITY, SERVICES, Services
 from pipeline.service.openapi import openapi_document
-from pipeline.service.params import identify, read_params
+from pipeline.service.params import accepted, presented_secret, read_params
 from pipeline.service.quotas import Decision, Identity
 
 T = TypeVar("T")
@@ -42,8 +47,8 @@ async def admit(
     refused before it is counted. The identity and the quota decision stay on the request for
     the rate-limit headers."""
     services = request.app[SERVICES]
-    params = await read_params(request, services.config.service.max_value_length)
-    identity = identify(request, params, services.store, services.client_ip(request))
+    params = await read_params(request, services.limits)
+    identity = _identify(request, params, services)
     request[IDENTITY] = identity
     wanted = subject(params)
     decision = services.quotas.take(identity, endpoint)
@@ -53,12 +58,35 @@ async def admit(
     return wanted, identity
 
 
+def _identify(request: web.Request, params: dict[str, str], services: Services) -> Identity:
+    """The caller; a failed authentication is a 401, or a 429 once its client address has
+    failed too often (see ``guard.py``). A valid key is never refused here."""
+    ip = services.client_ip(request)
+    try:
+        secret = presented_secret(request, params)
+        if secret is None:
+            return Identity(ip)
+        return Identity(ip, accepted(services.store.find_key(secret) if secret else None))
+    except InvalidApiKey as exc:
+        request[IDENTITY] = Identity(ip)  # the rate-limit headers are the address's own
+        wait = services.throttle.failed(ip)
+        if wait is None:
+            raise
+        throttle = services.throttle
+        raise TooManyAuthFailures(
+            f"More than {throttle.limit} failed authentications from this client address "
+            f"within {throttle.window:g} seconds; wait {wait} seconds (Retry-After) before "
+            "sending a key again. A valid key is always served.",
+            wait,
+        ) from exc
+
+
 async def email(request: web.Request) -> web.Response:
     """``/api/email``: verify an address (``email``) or a bare domain (``domain``)."""
     (value, domain_mode), _ = await admit(request, "email", _email_or_domain)
     services = request.app[SERVICES]
-    batcher = services.domains if domain_mode else services.addresses
-    return web.json_response(await batcher.submit(value))
+    answer = await services.answers.submit((value, domain_mode))
+    return web.Response(text=answer, content_type="application/json")
 
 
 def _quota_detail(decision: Decision, keyed: bool) -> str:
@@ -92,17 +120,25 @@ async def find(request: web.Request) -> web.Response:
     term, identity = await admit(request, "find", _search_term)
     services = request.app[SERVICES]
     # A search without a match is still a search: it was counted above, which is what keeps
-    # the endpoint from being used to enumerate who is in the store.
-    lookup = services.contacts.search(term)
-    services.contacts.audit(
+    # the endpoint from being used to enumerate who is in the store. The store's reads leave
+    # the event loop: other requests are answered meanwhile.
+    lookup = await asyncio.get_running_loop().run_in_executor(
+        services.contacts_thread, _search_and_audit, services.contacts, term, identity
+    )
+    if lookup.outcome is Outcome.MATCH and lookup.contact is not None:
+        return web.json_response(lookup.contact.as_spec())
+    raise NotFound(NO_CONTACT)
+
+
+def _search_and_audit(contacts: ContactStore, term: str, identity: Identity) -> Lookup:
+    lookup = contacts.search(term)
+    contacts.audit(
         key_id=identity.key.key_id if identity.key else "anonymous",
         client_ip=identity.ip,
         term=term,
         lookup=lookup,
     )
-    if lookup.outcome is Outcome.MATCH and lookup.contact is not None:
-        return web.json_response(lookup.contact.as_spec())
-    raise NotFound(NO_CONTACT)
+    return lookup
 
 
 def _search_term(params: dict[str, str]) -> str:
@@ -116,7 +152,7 @@ def _search_term(params: dict[str, str]) -> str:
         )
         raise MissingParameter(detail)
     if flag != "true":
-        raise InvalidParameter(f"find_Contact must be the text true, got {flag!r}.")
+        raise InvalidParameter(f"find_Contact must be the text true, got {for_log(flag, 20)!r}.")
     term = params.get("search_term", "").strip()
     if not term:
         raise MissingParameter("Send search_term: a name, an email address or a phone number.")

@@ -55,11 +55,30 @@ class HttpConfig:
         (), "Proxy addresses or networks whose X-Forwarded-For is believed.", check=_proxies
     )
     max_value_length: int = setting(512, "Longest accepted parameter value, in characters.")
+    max_parameters: int = setting(
+        16, "Most parameters one request may carry, query string and body together."
+    )
+    auth_failures: int = setting(
+        20,
+        "Failed authentications one client address (an IPv6 /64) may make within auth_window "
+        "before its failures are answered 429.",
+    )
+    auth_window: float = setting(
+        60.0, "Seconds over which a client address's failed authentications are counted."
+    )
+    resolver_check_interval: float = setting(
+        30.0, "Seconds between health checks of the resolver (canaries) while serving."
+    )
     shutdown_timeout: float = setting(10.0, "Seconds in-flight requests get to finish on stop.")
     batch_size: int = setting(256, "Most addresses verified together in one engine pass.")
     batch_wait: float = setting(
         0.005,
         "Seconds the first request of a batch waits for others to share its engine pass.",
+        minimum=0,
+    )
+    batch_quiet: float = setting(
+        0.001,
+        "Seconds without a new request after which a batch leaves before batch_wait is up.",
         minimum=0,
     )
 

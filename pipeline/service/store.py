@@ -9,6 +9,10 @@ event loop with this object as the only writer, and each request's check-and-inc
 single ``INSERT ... ON CONFLICT DO UPDATE ... WHERE used < limit`` statement committed before
 the answer is sent, so two requests can never both take the last unit, and a restart resumes
 from the committed counts. WAL mode lets ``listclean keys`` read and revoke while it runs.
+
+Keys are looked up once and then remembered, until any other connection writes to the file
+(SQLite's ``PRAGMA data_version`` tells, at the cost of one statement): a key revoked by
+``listclean keys revoke`` is refused from the next request on.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import hashlib
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +47,12 @@ CREATE TABLE IF NOT EXISTS usage (
 ) WITHOUT ROWID;
 """
 _SECRET_PREFIX = "lc_"
+_CONSUME = (
+    "INSERT INTO usage VALUES (?, ?, ?, 1) "
+    "ON CONFLICT (subject, policy, window_start) DO UPDATE SET used = used + 1 "
+    "WHERE used < ? RETURNING used"
+)
+_USED = "SELECT used FROM usage WHERE subject = ? AND policy = ? AND window_start = ?"
 
 
 @dataclass(frozen=True)
@@ -70,6 +80,31 @@ class ServiceStore(SqliteFile):
             path, _SCHEMA, what="the service database", remedy="Choose a writable path with --db."
         )
         self._clock = clock
+        self._keys: dict[str, ApiKey] = {}  # secret_sha -> key, while the file is unchanged
+        self._version = -1  # PRAGMA data_version when _keys was last known good
+        self._schedule: Callable[[Callable[[], None]], object] | None = None
+        self._open = False  # a transaction of grouped writes is open
+
+    def group_writes(self, schedule: Callable[[Callable[[], None]], object]) -> None:
+        """From now on, the writes of one moment share a transaction: the first opens it and
+        *schedule* runs its commit soon after. The service schedules it on the event loop's
+        next turn (``loop.call_soon``), which comes before any answer to a request counted in
+        this turn is sent (those wait at least for the engine's next pass): counts are still
+        committed before the answers they count, one commit for a whole turn of requests."""
+        self._schedule = schedule
+
+    def commit(self) -> None:
+        """Commit the grouped writes, if any are open."""
+        if self._open:
+            self._open = False
+            try:
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                raise self._broken(exc) from exc
+
+    def close(self) -> None:
+        self.commit()
+        super().close()
 
     def create_key(self, plan: str, label: str = "") -> tuple[ApiKey, str]:
         """A new key on *plan*; returns its record and the secret, which is never stored."""
@@ -108,31 +143,45 @@ class ServiceStore(SqliteFile):
 
     def find_key(self, secret: str) -> ApiKey | None:
         """The key whose secret this is (revoked ones included), or None."""
-        rows = self._read(
-            "SELECT key_id, plan, label, created_at, revoked_at FROM api_keys WHERE secret_sha = ?",
-            (_sha(secret),),
-        )
-        return ApiKey(*rows[0]) if rows else None
+        return self.find_keys([secret])[0]
+
+    def find_keys(self, secrets: Sequence[str]) -> list[ApiKey | None]:
+        """:meth:`find_key` for each of *secrets*: one look at the file's version, and one
+        query for those not remembered."""
+        version = self._read("PRAGMA data_version", ())[0][0]
+        if version != self._version:  # another connection wrote: a key may have changed
+            self._keys.clear()
+            self._version = version
+        shas = [_sha(secret) for secret in secrets]
+        missing = sorted({sha for sha in shas if sha not in self._keys})
+        if missing:
+            rows = self._read(
+                "SELECT secret_sha, key_id, plan, label, created_at, revoked_at FROM api_keys "
+                f"WHERE secret_sha IN ({', '.join('?' * len(missing))})",
+                tuple(missing),
+            )
+            # Unknown secrets are not remembered: anyone can send new ones.
+            self._keys.update((row[0], ApiKey(*row[1:])) for row in rows)
+        return [self._keys.get(sha) for sha in shas]
 
     def consume(self, subject: str, policy: str, window_start: int, limit: int) -> tuple[bool, int]:
         """Take one unit if fewer than *limit* were used in the window: (taken, used now)."""
-        if limit <= 0:
-            return False, self.used(subject, policy, window_start)
-        rows = self._write(
-            "INSERT INTO usage VALUES (?, ?, ?, 1) "
-            "ON CONFLICT (subject, policy, window_start) DO UPDATE SET used = used + 1 "
-            "WHERE used < ? RETURNING used",
-            (subject, policy, window_start, limit),
-        )
-        if rows:
-            return True, int(rows[0][0])
+        if limit > 0:
+            rows = self._write(_CONSUME, (subject, policy, window_start, limit))
+            if rows:
+                return True, int(rows[0][0])
         return False, self.used(subject, policy, window_start)
 
-    def used(self, subject: str, policy: str, window_start: int) -> int:
-        rows = self._read(
-            "SELECT used FROM usage WHERE subject = ? AND policy = ? AND window_start = ?",
+    def refund(self, subject: str, policy: str, window_start: int) -> None:
+        """Give back one unit taken in the window: the request failed on our side."""
+        self._write(
+            "UPDATE usage SET used = used - 1 "
+            "WHERE subject = ? AND policy = ? AND window_start = ? AND used > 0",
             (subject, policy, window_start),
         )
+
+    def used(self, subject: str, policy: str, window_start: int) -> int:
+        rows = self._read(_USED, (subject, policy, window_start))
         return int(rows[0][0]) if rows else 0
 
     def purge_usage(self, before: int) -> None:
@@ -147,7 +196,12 @@ class ServiceStore(SqliteFile):
 
     def _write(self, sql: str, params: tuple[object, ...]) -> list[Any]:
         try:
-            return self._db.execute(sql, params).fetchall()  # autocommit: durable on return
+            if self._schedule is not None and not self._open:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._open = True
+                self._schedule(self.commit)
+            # Autocommit (durable on return) unless grouped (durable at the scheduled commit).
+            return self._db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise self._broken(exc) from exc
 

@@ -28,6 +28,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.core.engine import list_fields
 from pipeline.core.errors import OutputError
 from pipeline.core.schema import OUTPUT_COLUMNS
 from pipeline.stages.base import Batch
@@ -79,8 +80,13 @@ def default_output(input_path: Path) -> Path:
 
 
 def output_frame(batch: Batch) -> pl.DataFrame:
-    """The input's columns, then the spec's fields, REASON and DUPLICATE, typed as declared."""
-    ours = batch.work.select(pl.col(name).cast(dtype) for name, dtype in OUTPUT_COLUMNS.items())
+    """The input's columns, then the spec's fields and the list's own (REASON, DUPLICATE,
+    SAFE_TO_SEND, ...), typed as declared."""
+    fields = list_fields()
+    ours = batch.work.select(
+        (fields[name] if name in fields else pl.col(name)).cast(dtype).alias(name)
+        for name, dtype in OUTPUT_COLUMNS.items()
+    )
     return pl.concat([batch.originals, ours], how="horizontal")
 
 

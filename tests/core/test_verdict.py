@@ -7,15 +7,25 @@ import itertools
 import polars as pl
 import pytest
 
-from pipeline.core.verdict import BANDS, FLAGS_ONLY, PENALTIES, RULES, Reason, Verdict, judge
+from pipeline.core.verdict import (
+    BANDS,
+    FLAGS_ONLY,
+    PENALTIES,
+    RULES,
+    Reason,
+    Verdict,
+    flag_bits,
+    judge,
+    judge_one,
+)
 
 ALL = list(Reason)
+BITS = flag_bits({r: pl.col(r.value) for r in ALL})
 
 
 def decide(*reasons: Reason) -> dict[str, object]:
     frame = pl.DataFrame({r.value: [r in reasons] for r in ALL})
-    exprs = judge({r: pl.col(r.value) for r in ALL})
-    return frame.select(**exprs).row(0, named=True)
+    return judge(frame, BITS).select("VERDICT", "SCORE", "REASON").row(0, named=True)
 
 
 @pytest.mark.parametrize(
@@ -49,7 +59,8 @@ def test_score_is_always_inside_the_band_of_the_verdict() -> None:
     # Every combination of up to three reasons.
     combos = [c for n in range(4) for c in itertools.combinations(ALL, n)]
     frame = pl.DataFrame({r.value: [r in c for c in combos] for r in ALL})
-    out = frame.select(**judge({r: pl.col(r.value) for r in ALL}))
+    out = judge(frame, BITS)
+    assert out.height == len(combos)
     for verdict, score in out.select("VERDICT", "SCORE").iter_rows():
         low, high = BANDS[Verdict(verdict)]
         assert low <= score <= high, (verdict, score)
@@ -74,3 +85,25 @@ def test_an_accepted_mailbox_raises_the_score_and_nothing_else() -> None:
     assert decide(Reason.NO_SUCH_USER, Reason.ROLE, Reason.DISPOSABLE)["VERDICT"] == "Invalid"
     # The budget flag keeps the domain-level verdict.
     assert decide(Reason.NOT_VERIFIED_BUDGET)["SCORE"] == 0.9
+
+
+def test_each_distinct_reason_set_is_judged_once_and_rows_keep_their_order() -> None:
+    reasons = [(Reason.ROLE,), (), (Reason.NO_DOMAIN,), (Reason.ROLE,), ()] * 1000
+    frame = pl.DataFrame({r.value: [r in c for c in reasons] for r in ALL})
+    judge_one.cache_clear()
+    out = judge(frame, BITS)
+    assert judge_one.cache_info().misses == 3
+    assert out.get_column("REASON").to_list()[:5] == ["role", "", "no_domain", "role", ""]
+
+
+def test_a_remote_answer_replaces_the_ceiling_but_not_local_hard_facts() -> None:
+    frame = pl.DataFrame(
+        {
+            **{r.value: [r is Reason.NULL_MX, False, r is Reason.ROLE] for r in ALL},
+            "RV": ["Valid", "Risky", "Valid"],
+            "RS": [0.95, 0.6, 0.95],
+        }
+    )
+    out = judge(frame, BITS, remote=("RV", "RS")).select("VERDICT", "SCORE").rows()
+    # A null MX stays Invalid; the remote score is the ceiling; penalties do not apply again.
+    assert out == [("Invalid", 0.01), ("Risky", 0.6), ("Valid", 0.95)]

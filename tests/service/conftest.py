@@ -24,7 +24,9 @@ from multidict import CIMultiDict
 
 from pipeline.core.config import Config, DnsConfig
 from pipeline.sandbox.dns_server import SandboxDNS
-from pipeline.service.app import Paths, RedactingAccessLogger, create_app
+from pipeline.service.app import Paths, create_app
+from pipeline.service.logs import RedactingAccessLogger
+from pipeline.service.protocol import ServiceRunner
 from pipeline.service.settings import (
     BUILTIN_PLANS,
     AnonymousConfig,
@@ -117,7 +119,7 @@ async def start(
 ) -> tuple[web.AppRunner, str]:
     """The app on 127.0.0.1, a random port: its runner (to stop it) and its base URL."""
     app = create_app(config, Paths(db=db, cache=cache), clock=clock)
-    runner = web.AppRunner(
+    runner = ServiceRunner(
         app,
         access_log_class=RedactingAccessLogger,
         shutdown_timeout=config.service.shutdown_timeout,

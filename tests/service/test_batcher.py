@@ -70,3 +70,38 @@ def test_a_lone_request_is_answered_within_the_wait(wait: float) -> None:
         return loop.time() - started
 
     assert asyncio.run(scenario()) < wait + 0.05
+
+
+def test_a_batch_leaves_early_once_ready_says_nothing_more_can_come() -> None:
+    async def echo(items: Sequence[int]) -> list[int]:
+        return list(items)
+
+    async def scenario() -> tuple[list[int], float]:
+        batcher = MicroBatcher(echo, max_size=100, max_wait=5.0, ready=lambda waiting: waiting >= 3)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        results = await asyncio.gather(*(batcher.submit(i) for i in range(3)))
+        return results, loop.time() - started
+
+    results, took = asyncio.run(scenario())
+    assert results == [0, 1, 2]
+    assert took < 1.0  # not the 5 s wait
+
+
+def test_a_batch_leaves_after_a_lull_before_the_full_wait() -> None:
+    async def echo(items: Sequence[int]) -> list[int]:
+        return list(items)
+
+    async def scenario() -> tuple[list[int], float]:
+        batcher = MicroBatcher(echo, max_size=100, max_wait=5.0, quiet=0.02)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        first = asyncio.ensure_future(batcher.submit(1))
+        await asyncio.sleep(0.01)  # within the lull: joins the same batch
+        second = asyncio.ensure_future(batcher.submit(2))
+        results = await asyncio.gather(first, second)
+        return results, loop.time() - started
+
+    results, took = asyncio.run(scenario())
+    assert results == [1, 2]
+    assert 0.02 <= took < 1.0  # after the lull, far before the 5 s cap

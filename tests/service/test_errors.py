@@ -20,6 +20,7 @@ STATUSES = {
     "invalid_parameter": 400,
     "invalid_api_key": 401,
     "quota_exceeded": 429,
+    "too_many_auth_failures": 429,
     "method_not_allowed": 405,
     "not_found": 404,
     "internal_error": 500,
@@ -29,7 +30,7 @@ STATUSES = {
 async def provoke(env: Env, *, internal: bool) -> dict[str, Reply]:
     """One real request down each error path (internal_error only when asked)."""
     _, retired = env.key("retired")  # a plan the configuration does not have
-    async with env.serving() as url, aiohttp.ClientSession() as s:
+    async with env.serving(env.config(auth_failures=1)) as url, aiohttp.ClientSession() as s:
         api = f"{url}/api/email"
         replies = {
             "missing_parameter": await fetch(s, "GET", api),
@@ -40,6 +41,8 @@ async def provoke(env: Env, *, internal: bool) -> dict[str, Reply]:
             ),
             "method_not_allowed": await fetch(s, "PUT", f"{api}?email=a@gmail.com"),
             "not_found": await fetch(s, "GET", f"{url}/nope"),
+            # The second failed authentication from this address, past auth_failures = 1.
+            "too_many_auth_failures": await fetch(s, "GET", f"{api}?email=a@gmail.com&apikey=x"),
         }
         await fetch(s, "GET", f"{api}?email=a@gmail.com")  # the day's one anonymous request
         replies["quota_exceeded"] = await fetch(s, "GET", f"{api}?email=a@gmail.com")
@@ -74,8 +77,9 @@ def assert_extra_headers(replies: dict[str, Reply]) -> None:
         "There is nothing at /nope. The API is under /api/."
     )
     assert replies["quota_exceeded"].headers["Retry-After"] == "43200"
+    assert replies["too_many_auth_failures"].headers["Retry-After"] == "60"
     for code, reply in replies.items():
-        assert ("Retry-After" in reply.headers) == (code == "quota_exceeded"), code
+        assert ("Retry-After" in reply.headers) == (reply.status == 429), code
 
 
 def test_every_client_error_path_answers_a_problem_document(env: Env) -> None:

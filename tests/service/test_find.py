@@ -3,6 +3,10 @@ and the audit log."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import sqlite3
+import time
 from pathlib import Path
 
 import aiohttp
@@ -207,3 +211,28 @@ def test_the_access_log_never_shows_the_search_term(
         ask(env, search("Zoe Aberlund"))
     lines = [r.getMessage() for r in caplog.records if "/api/find" in r.getMessage()]
     assert lines and all("Aberlund" not in line and "search_term=***" in line for line in lines)
+
+
+def test_the_contact_store_works_off_the_event_loop(env: Env, people: Path) -> None:
+    """A lookup waiting on the store (here: another process holds its write lock, so the audit
+    record waits) does not hold up other requests: /healthz is answered meanwhile."""
+    config = service_config(env.dns.address, anonymous=AnonymousConfig(find_per_day=10))
+
+    async def scenario() -> tuple[float, Reply, Reply]:
+        async with env.serving(config) as url, aiohttp.ClientSession() as s:
+            with contextlib.closing(sqlite3.connect(people, isolation_level=None)) as blocker:
+                blocker.execute("BEGIN IMMEDIATE")
+                started = time.monotonic()  # (this test shares the server's event loop)
+                lookup = asyncio.create_task(
+                    fetch(s, "GET", f"{url}/api/find", params=search("Tobias Wrenfield"))
+                )
+                await asyncio.sleep(0.3)
+                health = await fetch(s, "GET", f"{url}/healthz")
+                waited = time.monotonic() - started - 0.3
+                blocker.execute("COMMIT")
+            return waited, health, await lookup
+
+    waited, health, found = run(scenario())
+    assert health.status == 200
+    assert waited < 1.0, f"/healthz waited {waited:.2f} s behind a contact lookup"
+    assert found.status == 200 and found.json["name"] == "Tobias Quill Wrenfield"

@@ -2,28 +2,29 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import aiohttp
 import jsonschema
 import openapi_spec_validator
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
 
 from pipeline.service.settings import PlanConfig
 from tests.service.conftest import Env, Reply, fetch, run
 
-DOC = "urn:listclean:openapi"
-
 
 def validator(document: dict[str, Any], schema: str) -> jsonschema.Draft202012Validator:
     """A 2020-12 validator of components.schemas[schema], its $refs resolved in *document*."""
-    registry: Registry[Any] = Registry().with_resource(
-        DOC, Resource.from_contents(document, default_specification=DRAFT202012)
-    )
-    return jsonschema.Draft202012Validator(
-        {"$ref": f"{DOC}#/components/schemas/{schema}"}, registry=registry
-    )
+    return inline_validator(document, {"$ref": f"#/components/schemas/{schema}"})
+
+
+def inline_validator(
+    document: dict[str, Any], schema: dict[str, Any]
+) -> jsonschema.Draft202012Validator:
+    """A 2020-12 validator of a schema found inside *document*. Its ``#/components/...`` refs
+    resolve against the root, so the root carries the document's keys too: keywords JSON Schema
+    does not know (openapi, paths, components) are ignored by it."""
+    return jsonschema.Draft202012Validator({**document, **schema})
 
 
 async def exercise(env: Env) -> tuple[dict[str, Any], dict[str, list[Reply]], list[Reply]]:
@@ -44,6 +45,7 @@ async def exercise(env: Env) -> tuple[dict[str, Any], dict[str, list[Reply]], li
             await fetch(s, "GET", f"{api}?domain=gmial.com"),  # 429
             await fetch(s, "POST", api, json={"domain": "gmial.com"}, headers=keyed),
             await fetch(s, "POST", api, data={"email": "x@gmail.com"}, headers=keyed),  # 429
+            await fetch(s, "POST", api, data=io.BytesIO(b"e=" + b"a" * 2**21), headers=keyed),
         ]
         health = [await fetch(s, "GET", f"{url}/healthz")]
     by_status: dict[str, list[Reply]] = {}
@@ -99,12 +101,55 @@ def test_documented_codes_and_headers_are_the_ones_produced(env: Env) -> None:
     document, by_status, _ = run(exercise(env))
     for method in ("get", "post"):
         responses = document["paths"]["/api/email"][method]["responses"]
-        assert set(responses) == {"200", "400", "401", "405", "429", "500"}
+        assert set(responses) == {"200", "400", "401", "405", "413", "429", "500"}
         # 500 is produced (and checked) by test_errors.py's internal_error walk.
         assert set(responses) - {"500"} == set(by_status)
         for status, replies in by_status.items():
             documented = set(responses[status].get("headers", {}))
-            (media_type,) = responses[status]["content"]
+            ((media_type, content),) = responses[status]["content"].items()
+            schema = inline_validator(document, content["schema"])
             for reply in replies:
                 assert documented <= set(reply.headers), (status, documented)
                 assert reply.headers["Content-Type"].split(";")[0] == media_type
+                schema.validate(reply.json)  # the problem codes documented for this status
+
+
+def test_the_document_states_the_parameter_rules(env: Env) -> None:
+    """Exactly one of email and domain, find_Contact's one value, repeated parameters and
+    duplicate JSON names: said in the schemas and descriptions, not only in the README."""
+
+    async def scenario() -> dict[str, Any]:
+        async with env.serving() as url, aiohttp.ClientSession() as s:
+            return dict((await fetch(s, "GET", f"{url}/openapi.json")).json)
+
+    document = run(scenario())
+    email = document["paths"]["/api/email"]
+    query = inline_validator(document, email["get"]["parameters"][0]["schema"])
+    assert email["get"]["parameters"][0]["style"] == "form"
+    assert email["get"]["parameters"][0]["explode"] is True
+    for ok in ({"email": "a@b.org"}, {"domain": "b.org"}, {"email": "", "domain": "b.org"}):
+        assert query.is_valid(ok), ok
+    for wrong in ({}, {"email": "a@b.org", "domain": "b.org"}, {"email": "", "domain": ""}):
+        assert not query.is_valid(wrong), wrong
+    assert not query.is_valid({"email": "a" * 513})
+    body = email["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert not inline_validator(document, body).is_valid({"email": "a@b.org", "domain": "b.org"})
+
+    find = document["paths"]["/api/find"]
+    find_query = inline_validator(document, find["get"]["parameters"][0]["schema"])
+    assert find_query.is_valid({"search_term": "Jane Roe", "find_Contact": "true"})
+    for wrong in ("True", "1", "yes"):
+        assert not find_query.is_valid({"search_term": "Jane Roe", "find_Contact": wrong})
+    assert not find_query.is_valid({"search_term": "   ", "find_Contact": "true"})
+    json_body = inline_validator(
+        document, find["post"]["requestBody"]["content"]["application/json"]["schema"]
+    )
+    assert json_body.is_valid({"search_term": "Jane Roe", "find_Contact": True})
+
+    for path in ("/api/email", "/api/find"):
+        for method in ("get", "post"):
+            text = document["paths"][path][method]["description"]
+            assert "repeated in the query string or the form body" in text
+            assert "name repeated in the JSON object, is a 400 conflicting_parameters" in text
+    assert "too_many_auth_failures" in str(email["get"]["responses"]["429"])
+    assert "at most 16 parameters" in document["info"]["description"]
