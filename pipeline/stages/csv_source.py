@@ -28,7 +28,7 @@ import polars as pl
 
 from pipeline.core.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
 from pipeline.core.errors import InputError
-from pipeline.stages.footers import filler_kind
+from pipeline.stages.footers import EMPTY_ROW, blank_text, filler_kind
 
 REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
 _CHUNK: Final = 1 << 24  # bytes read at a time
@@ -103,7 +103,7 @@ class CsvSource:
             rejects: list[tuple[int, str, str]] = []
             for line, cells, raw in table:
                 if isinstance(cells, str):
-                    rejects.append((line, cells, raw))
+                    rejects.append((line, EMPTY_ROW if blank_text(raw) else cells, raw))
                 else:
                     kept.append((line, [cell or None for cell in cells], raw))  # "" is null
                 if len(kept) >= rows:

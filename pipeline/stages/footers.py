@@ -7,7 +7,8 @@ copyright line. Such a row goes to the rejects file with the reason ``empty_row`
 ``footer`` instead of the output, where it would only swell the Invalid count.
 
 The rule never takes a row that could hold an address: a row is judged only when none of its
-cells contains an ``@``. Then it is ``empty_row`` when every cell is empty or whitespace, and
+cells contains an ``@``. Then it is ``empty_row`` when every cell is empty, whitespace or
+delimiters (``;;;;`` read with another delimiter is still an empty row), and
 ``footer`` when its text (the non-empty cells, joined) matches one of :data:`_FOOTERS` and it
 fills at most half of the header's columns. Applied to delimited text, workbooks and archive
 members; never to Parquet, whose rows come from a database.
@@ -19,6 +20,7 @@ from typing import Final
 
 import polars as pl
 
+_BLANK: Final = " \t\r\n\u00a0,;|"  # what an empty row holds: whitespace and delimiters
 EMPTY_ROW: Final = "empty_row"
 FOOTER: Final = "footer"
 
@@ -42,7 +44,7 @@ def filler_kind(frame: pl.DataFrame) -> pl.Series:
     text = [pl.col(name) for name, dtype in frame.schema.items() if dtype == pl.String]
     if not text:
         return pl.Series("filler", [None] * frame.height, dtype=pl.String)
-    cells = [pl.when(c.str.strip_chars() != "").then(c.str.strip_chars()) for c in text]
+    cells = [pl.when(c.str.strip_chars(_BLANK) != "").then(c.str.strip_chars()) for c in text]
     joined = pl.concat_str(cells, separator=" ", ignore_nulls=True)
     filled = pl.sum_horizontal(c.is_not_null() for c in cells)
     has_at = pl.any_horizontal(c.str.contains("@", literal=True).fill_null(False) for c in text)
@@ -57,3 +59,9 @@ def filler_kind(frame: pl.DataFrame) -> pl.Series:
         .otherwise(pl.lit(None, pl.String))
     )
     return frame.select(kind.alias("filler")).get_column("filler")
+
+
+def blank_text(raw: str) -> bool:
+    """Whether a record's raw text holds only whitespace and delimiters (``;;;;`` with more
+    delimiters than the header has: an empty row all the same)."""
+    return not raw.strip(_BLANK)

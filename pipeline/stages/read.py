@@ -115,9 +115,12 @@ class ListReader:
         self.email_column = self._renamed.get(column, column)
         self._original_email = column
         _check_type(source.schema[column], column)
+        # Said only of a name exactly ours (a cleaned file cleaned again): that Email and
+        # email become input_Email and input_email is the rule, documented, not news.
         self.warnings = source.warnings + tuple(
             f"Input column {old!r} is named like an output column; it is kept as {new!r}."
             for old, new in self._renamed.items()
+            if old in OUTPUT_COLUMNS
         )
 
     @property
