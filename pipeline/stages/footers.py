@@ -27,7 +27,8 @@ FOOTER: Final = "footer"
 # What report footers say, at the start of the row's text unless the pattern says otherwise.
 _FOOTERS: Final = "(?i)" + "|".join(
     (
-        r"^(grand\s+)?totals?\s*(\(|:|rows?\b|records?\b|$)",  # Grand Totals (3 records)
+        # Grand Totals (3 records), Total:, and the word in German, Dutch, Italian
+        r"^(grand\s+)?(totals?|summe|gesamt(summe)?|totaal|totale)\s*(\(|:|rows?\b|records?\b|$)",
         r"^\(?\d[\d,. ]*\s+(records?|rows?)\)?$",  # 3 records
         r"^(strictly\s+)?confidential\b",  # Confidential Information - ...
         r"\bdo not (distribute|copy|forward)\b",

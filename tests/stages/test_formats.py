@@ -25,7 +25,7 @@ from pipeline.stages.write import OutputPaths
 INPUT = (
     "Record ID,First Name,Email,email,Verdict\n"
     '1,Ann," Ann@Gmail.COM ",ann@x.org,keep\n'
-    "1234567890123456789,Zoë,=HYPERLINK(\"http://x\"),,\n"
+    '1234567890123456789,Zoë,=HYPERLINK("http://x"),,\n'
 )
 
 
