@@ -1,6 +1,7 @@
 """Binary inputs: broken Parquet, Parquet whose email column is not text, and the compressed
 files, archives and workbooks lists arrive as (read), or broken ones of those (refused). The
-Parquet files are written with pyarrow, so their column types are exactly the ones named (polars would pick its own)."""
+Parquet files are written with pyarrow, so their column types are exactly the ones named
+(polars would pick its own)."""
 
 from __future__ import annotations
 
