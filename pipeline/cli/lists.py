@@ -254,5 +254,18 @@ def print_summary(summary: RunSummary, out: TextIO) -> None:
         "",
         f"output   {summary.output}",
         f"rejects  {summary.rejects_file}",
+        *_read_as(summary),
     ]
     out.write("\n".join(lines) + "\n")
+
+
+def _read_as(summary: RunSummary) -> list[str]:
+    """How the input was read: its kind, encoding and delimiter, and the email column's why."""
+    described = summary.as_dict()
+    kind = " ".join(filter(None, [described["compression"], described["input_format"]]))
+    if described["encoding"]:
+        kind += f", {described['encoding']}, delimiter {described['delimiter']!r}"
+    lines = [f"read as  {kind}"]
+    if summary.email is not None:
+        lines.append(f"email    {summary.email.name!r}: {summary.email.why}")
+    return lines
