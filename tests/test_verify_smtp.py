@@ -258,7 +258,7 @@ def test_killed_run_resumes_without_probing_twice(tmp_path: Path) -> None:
     with SandboxDNS(w) as dns, SandboxSMTP(w.smtp) as smtp:
         assert run_clean(tmp_path, dns, smtp, "ref.parquet", "ref-cache").wait(timeout=60) == 0
     reference = pl.read_parquet(tmp_path / "ref.parquet")
-    columns = ["email", "VERDICT", "SCORE", "REASON"]
+    columns = ["EMAIL", "VERDICT", "SCORE", "REASON"]
     assert resumed.select(columns).equals(reference.select(columns))
     assert Counter(resumed["REASON"]) == Counter({"mailbox_ok": 70, "no_such_user": 10})
 

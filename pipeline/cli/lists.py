@@ -28,6 +28,7 @@ from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
+from pipeline.stages.formats import OutputFormat, choose_format
 from pipeline.stages.job import (
     CleanJob,
     check_location,
@@ -42,7 +43,9 @@ from pipeline.stages.write import default_output
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    clean = commands.add_parser("clean", help="clean a CSV or Parquet list into enriched Parquet")
+    clean = commands.add_parser(
+        "clean", help="clean a list (CSV, Parquet, xlsx, zip, gzip) into Parquet, CSV or xlsx"
+    )
     # Strings, not Paths: a Path would fold the "//" of a URL into a local folder name.
     clean.add_argument("input", metavar="INPUT", help="CSV or Parquet list; - reads stdin")
     clean.add_argument("-o", "--output", help="default: ./<input stem>.clean.parquet")
@@ -54,8 +57,18 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     clean.add_argument(
         "--output-format",
-        choices=("parquet", "dataset"),
-        help="parquet: one file (default); dataset: a folder of part files (also: -o DIR/)",
+        choices=[f.value for f in OutputFormat],
+        help="default: from -o's suffix (.parquet, .csv, .xlsx); dataset: a folder of "
+        "Parquet part files (also: -o DIR/)",
+    )
+    clean.add_argument(
+        "--csv-bom", action="store_true", help="start a CSV output with a UTF-8 BOM (for Excel)"
+    )
+    clean.add_argument(
+        "--member", metavar="NAME", help="zip input: read only this member (default: every CSV)"
+    )
+    clean.add_argument(
+        "--sheet", metavar="NAME", help="xlsx input: read this sheet (default: the first)"
     )
     clean.add_argument(
         "--engine",
@@ -97,14 +110,15 @@ def _clean(args: argparse.Namespace) -> int:
     _check_engine(args)
     input_text = local_path(args.input)
     output_text = local_path(args.output) if args.output else None
-    dataset = args.output_format == "dataset" or str(args.output or "").endswith("/")
+    fmt = choose_format(output_text, args.output_format)
+    dataset = fmt is OutputFormat.DATASET
     config = settings(args)
     addressed = verify_config(args, config).mode in ("smtp", "api")
     memory = args.memory if args.memory is not None else config.run.memory
     if memory < 64:
         raise UsageError(f"--memory must be at least 64 (MiB), got {memory}.")
     with contextlib.ExitStack() as stack:
-        output, upload = _output(stack, input_text, output_text, dataset, config)
+        output, upload = _output(stack, input_text, output_text, fmt, config)
         named = output_text if upload and output_text else str(output.resolve())
         directory = args.work_dir or _work_dir(output, upload, named, args, config)
         check_work_dir(directory)
@@ -124,6 +138,10 @@ def _clean(args: argparse.Namespace) -> int:
             memory,
             config.storage,
             upload,
+            fmt,
+            args.csv_bom,
+            args.member,
+            args.sheet,
         )
         summary = _run(args, job, engine, folder.path)
         if work is not None:
@@ -140,15 +158,16 @@ def _output(
     stack: contextlib.ExitStack,
     input_text: str,
     output_text: str | None,
-    dataset: bool,
+    fmt: OutputFormat,
     config: Config,
 ) -> tuple[Path, Upload | None]:
     """Where the run writes: a local path, or a local staging path and its upload."""
+    dataset = fmt is OutputFormat.DATASET
     if output_text is not None and is_object_url(output_text):
         staged = remote_output(output_text, input_text, dataset, config.storage)
         return stack.enter_context(staged)
     input_name = Path(input_text.rstrip("/").rsplit("/", 1)[-1] or "list")
-    output = Path(output_text) if output_text else default_output(input_name)
+    output = Path(output_text) if output_text else default_output(input_name, fmt)
     check_output(input_text, output, dataset)
     return output, None
 
@@ -236,5 +255,18 @@ def print_summary(summary: RunSummary, out: TextIO) -> None:
         "",
         f"output   {summary.output}",
         f"rejects  {summary.rejects_file}",
+        *_read_as(summary),
     ]
     out.write("\n".join(lines) + "\n")
+
+
+def _read_as(summary: RunSummary) -> list[str]:
+    """How the input was read: its kind, encoding and delimiter, and the email column's why."""
+    described = summary.as_dict()
+    kind = " ".join(filter(None, [described["compression"], described["input_format"]]))
+    if described["encoding"]:
+        kind += f", {described['encoding']}, delimiter {described['delimiter']!r}"
+    lines = [f"read as  {kind}"]
+    if summary.email is not None:
+        lines.append(f"email    {summary.email.name!r}: {summary.email.why}")
+    return lines

@@ -36,6 +36,13 @@ BOOKKEEPING_COLUMNS: Mapping[str, type[pl.DataType]] = {
 
 OUTPUT_COLUMNS: Mapping[str, type[pl.DataType]] = {**SPEC_COLUMNS, **BOOKKEEPING_COLUMNS}
 
+# The batch output's layout, for the jobs that parse it: raised whenever a column is added,
+# renamed or retyped (README, "Output schema", keeps the changelog). Written into the Parquet
+# file's key-value metadata, the workbook's properties and summary.json.
+SCHEMA_VERSION = "2"
+# Which archive member a row came from (an input zip of several lists); present only then.
+SOURCE_COLUMN = "SOURCE_FILE"
+
 # Work columns of the address-level step, null where a row has no address-level answer:
 # filled by the mailbox (SMTP), remote API and bounce-ledger steps, read by the verdict.
 ADDRESS_COLUMNS: Mapping[str, type[pl.DataType]] = {

@@ -1,7 +1,8 @@
 """Files of rows as people export them: one reader for lists, bounce reports and contacts.
 
 One rule tells what a file is from its first bytes (:func:`file_kind`: Parquet, text, or a
-container we name in the refusal), one finds a column by its header (:func:`find_column`; each
+compressed file, archive or workbook, which the list reader unpacks and the other tables refuse
+by name), one finds a column by its header (:func:`find_column`; each
 kind of table keeps its own candidate names), and one reads a record table of either kind column
 by column (:func:`read_table`). Delimited text itself (encodings, delimiters, the exact record
 reader) is :mod:`pipeline.core.delimited`'s.
@@ -25,7 +26,7 @@ from pipeline.core.errors import InputError
 _SNIFF_CHARS: Final = 65536
 # Apache Parquet files start (and end) with these four bytes.
 PARQUET_MAGIC: Final = b"PAR1"
-HEAD_BYTES: Final = 8  # enough for every signature below
+HEAD_BYTES: Final = 10  # enough for every signature below
 
 
 class FileKind(StrEnum):
@@ -35,6 +36,8 @@ class FileKind(StrEnum):
     TEXT = "text"
     PARQUET = "parquet"
     GZIP = "gzip"
+    BZIP2 = "bzip2"
+    ZSTD = "zstd"
     ZIP = "zip"
     XLSX = "xlsx"
     ARROW = "arrow"
@@ -43,12 +46,15 @@ class FileKind(StrEnum):
 # File signatures (the first bytes of each format's specification).
 _SIGNATURES: Final = (
     (b"\x1f\x8b", FileKind.GZIP),  # RFC 1952 §2.3.1
+    (b"\x28\xb5\x2f\xfd", FileKind.ZSTD),  # RFC 8878 §3.1.1: a Zstandard frame
     (b"PK\x03\x04", FileKind.ZIP),  # PKWARE APPNOTE §4.3.7: a local file header
     (b"ARROW1", FileKind.ARROW),  # Arrow IPC file format
 )
 # What to do with a file we recognise but cannot read (yet), said in the refusal.
 _REMEDIES: Final = {
     FileKind.GZIP: "is gzip-compressed: decompress it (gunzip) and pass the CSV inside",
+    FileKind.BZIP2: "is bzip2-compressed: decompress it (bunzip2) and pass the CSV inside",
+    FileKind.ZSTD: "is Zstandard-compressed: decompress it (unzstd) and pass the CSV inside",
     FileKind.ZIP: "is a zip archive: extract the CSV file from it and pass that",
     FileKind.XLSX: "is an Excel workbook (.xlsx): save the sheet as CSV UTF-8 and pass that",
     FileKind.ARROW: "is an Arrow IPC file, not Parquet or CSV: write it out as Parquet",
@@ -66,6 +72,10 @@ def file_kind(path: Path, head: bytes) -> FileKind:
     for signature, kind in _SIGNATURES:
         if head.startswith(signature):
             return FileKind.XLSX if kind is FileKind.ZIP and _is_workbook(path) else kind
+    # bzip2: "BZh", the block size (1-9), then the first block's magic (the digits of pi) or,
+    # for no data at all, the end-of-stream magic (those of the square root of pi).
+    if head[:3] == b"BZh" and head[3:4].isdigit() and head[4:10] in (b"1AY&SY", b"\x17rE8P\x90"):
+        return FileKind.BZIP2
     return FileKind.TEXT
 
 

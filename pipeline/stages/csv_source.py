@@ -10,6 +10,10 @@ as a row, so the rows it returns must add up to the records counted. When they d
 row, a lone CR ending a line, a quote that never closes), :class:`ReadAgain` asks the caller to
 start over with the exact reader (:class:`~pipeline.core.delimited.Table`), which accounts for
 every line and puts what it cannot use in the rejects, with the line and the raw text.
+
+Rows that are not records (empty rows, report footers: :mod:`pipeline.stages.footers`) go to
+the rejects with their line and raw text too, so a file that has any is read by the exact
+reader, which knows both.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import polars as pl
 
 from pipeline.core.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
 from pipeline.core.errors import InputError
+from pipeline.stages.footers import EMPTY_ROW, blank_text, filler_kind
 
 REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
 _CHUNK: Final = 1 << 24  # bytes read at a time
@@ -38,13 +43,14 @@ class ReadAgain(Exception):
 class CsvSource:
     """A CSV (or ``;`` TAB ``|`` delimited) list as UTF-8, its header, and its batches."""
 
-    def __init__(self, path: Path, spill: Path) -> None:
+    def __init__(self, path: Path, spill: Path, label: str | None = None) -> None:
         self.path = path
-        self.text, self.encoding, self.warnings = _as_utf8(path, spill)
+        self.label = label or str(path)  # how messages name it (an archive member, say)
+        self.text, self.encoding, self.warnings = _as_utf8(path, spill, self.label)
         self.records = count_records_in(_chunks(self.text))
         head = _head(self.text)
         if not head.strip():
-            raise InputError(f"{path} is empty: there is no header row and no address in it.")
+            raise InputError(f"{self.label} is empty: there is no header row and no address in it.")
         self.delimiter = sniff_delimiter(head)
         with _lines(self.text) as lines:
             self.columns = unique_names(Table(lines, self.delimiter).header)
@@ -53,6 +59,10 @@ class CsvSource:
     @property
     def schema(self) -> dict[str, pl.DataType]:
         return dict.fromkeys(self.columns, pl.String())
+
+    @property
+    def reject_schema(self) -> dict[str, pl.DataType]:
+        return {name: dtype() for name, dtype in REJECT_SCHEMA.items()}
 
     @property
     def expected_rows(self) -> int:
@@ -77,7 +87,7 @@ class CsvSource:
         no_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
         try:
             for batch in scan.collect_batches(chunk_size=rows):
-                if batch.columns != self.columns:
+                if batch.columns != self.columns or filler_kind(batch).is_not_null().any():
                     raise ReadAgain
                 read += batch.height
                 yield batch, no_rejects
@@ -89,21 +99,32 @@ class CsvSource:
     def _exact(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
         with _lines(self.text) as lines:
             table = Table(lines, self.delimiter)
-            kept: list[list[str | None]] = []
+            kept: list[tuple[int, list[str | None], str]] = []
             rejects: list[tuple[int, str, str]] = []
             for line, cells, raw in table:
                 if isinstance(cells, str):
-                    rejects.append((line, cells, raw))
+                    rejects.append((line, EMPTY_ROW if blank_text(raw) else cells, raw))
                 else:
-                    kept.append([cell or None for cell in cells])  # empty cells are nulls
+                    kept.append((line, [cell or None for cell in cells], raw))  # "" is null
                 if len(kept) >= rows:
-                    yield self._frame(kept), _rejects(rejects)
+                    yield self._split(kept, rejects)
                     kept, rejects = [], []
             if kept or rejects:
-                yield self._frame(kept), _rejects(rejects)
+                yield self._split(kept, rejects)
 
-    def _frame(self, rows: list[list[str | None]]) -> pl.DataFrame:
-        return pl.DataFrame(rows, schema=self.schema, orient="row")
+    def _split(
+        self, kept: list[tuple[int, list[str | None], str]], rejects: list[tuple[int, str, str]]
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The records of a stretch, and its rejects: the unreadable ones, then the rows
+        that are not records (empty rows, footers), in line order."""
+        frame = pl.DataFrame([cells for _, cells, _ in kept], schema=self.schema, orient="row")
+        filler = filler_kind(frame)
+        if not filler.is_not_null().any():
+            return frame, _rejects(rejects)
+        for (line, _, raw), why in zip(kept, filler.to_list(), strict=True):
+            if why is not None:
+                rejects.append((line, why, raw))
+        return frame.filter(filler.is_null()), _rejects(sorted(rejects))
 
 
 def _rejects(rejects: list[tuple[int, str, str]]) -> pl.DataFrame:
@@ -124,7 +145,7 @@ def unique_names(header: list[str]) -> list[str]:
     return names
 
 
-def _as_utf8(path: Path, spill: Path) -> tuple[Path, str, tuple[str, ...]]:
+def _as_utf8(path: Path, spill: Path, label: str) -> tuple[Path, str, tuple[str, ...]]:
     """*path* if it is UTF-8, else a UTF-8 copy of it in *spill*; the encoding; warnings."""
     with path.open("rb") as handle:
         head = handle.read(_SNIFF)
@@ -136,7 +157,7 @@ def _as_utf8(path: Path, spill: Path) -> tuple[Path, str, tuple[str, ...]]:
         return path, "utf-8", ()
     encoding = "cp1252" if _decodes(path, "cp1252") else "latin-1"
     warning = (
-        f"{path} is not valid UTF-8 (first bad byte at offset {bad}); read it as {encoding}. "
+        f"{label} is not valid UTF-8 (first bad byte at offset {bad}); read it as {encoding}. "
         "Save the file as UTF-8 to silence this warning."
     )
     return _transcode(path, spill, encoding), encoding, (warning,)
@@ -169,7 +190,7 @@ def _decodes(path: Path, encoding: str) -> bool:
 
 
 def _transcode(path: Path, spill: Path, encoding: str) -> Path:
-    target = spill / "input.utf8.csv"
+    target = spill / f"{path.name}.utf8.csv"  # one per file: an archive's members are several
     decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
     with target.open("wb") as out:
         for chunk in _chunks(path):

@@ -67,17 +67,20 @@ from pipeline.stages.dask_tasks import (
 )
 from pipeline.stages.dedupe import partition_of
 from pipeline.stages.job import CleanJob
-from pipeline.stages.read import ListReader, open_list
-from pipeline.stages.runner import NormalizeStats, RunSummary, StageClock, batch_rows, reason_counts
+from pipeline.stages.read import ListReader
+from pipeline.stages.runner import (
+    NormalizeStats,
+    RunSummary,
+    StageClock,
+    batch_rows,
+    described,
+    open_reader,
+    reason_counts,
+)
+from pipeline.stages.sinks import Sink, open_sink
 from pipeline.stages.spill import spill_folder
 from pipeline.stages.steps import answer_table, counted
-from pipeline.stages.write import (
-    OutputPaths,
-    ParquetSink,
-    RejectsSink,
-    output_schema,
-    write_summary,
-)
+from pipeline.stages.write import RejectsSink, write_summary
 
 _CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
 _PER_WORKER = 2  # domain partitions per worker
@@ -176,14 +179,14 @@ class DaskRun:
 
     async def stages(self, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         clock = StageClock()
-        reader = open_list(
-            job.name or str(job.input), job.input, folder, job.email_column, job.storage
-        )
-        paths = OutputPaths.for_output(job.output, job.dataset, job.upload)
+        reader = open_reader(job, folder)
+        paths = job.paths
         rows = batch_rows(job.memory_mb, reader.bytes_per_row)
         with contextlib.ExitStack() as stack:
             rejects = stack.enter_context(
-                contextlib.closing(RejectsSink(paths.rejects, paths.publish))
+                contextlib.closing(
+                    RejectsSink(paths.rejects, paths.publish, list(reader.reject_schema))
+                )
             )
             started = time.perf_counter()
             scan = self._scan(reader, rows, rejects)
@@ -230,7 +233,7 @@ class DaskRun:
                 self.submit(decide_partition, parts[p], tables[p], flags[p], found[p], owner=p)
                 for p in range(self.parts)
             ]
-            sink = stack.enter_context(ParquetSink(paths, output_schema(reader.schema)))
+            sink = stack.enter_context(open_sink(paths, reader.schema, job.csv_bom))
             verdicts, reasons = self._write(decided, len(scan.batches), sink)
             sink.commit()
             rejects.commit()
@@ -250,18 +253,19 @@ class DaskRun:
             reasons=reason_counts(reasons),
             stages=clock.stages,
             warnings=list(reader.warnings),
+            **described(reader, job),
         )
         write_summary(summary.as_dict(), paths.summary, paths.publish)
         return summary
 
     def _scan(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
         """Pass 1 as a local run reads it, each batch shipped to the cluster as it is read."""
-        try:
-            return self._scan_with(reader, rows, rejects)
-        except ReadAgain:
-            reader.read_exactly()
-            rejects.restart()
-            return self._scan_with(reader, rows, rejects)
+        while True:
+            try:
+                return self._scan_with(reader, rows, rejects)
+            except ReadAgain:
+                reader.read_exactly()
+                rejects.restart()
 
     def _scan_with(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
         scan = _Scan([])
@@ -366,7 +370,7 @@ class DaskRun:
         ]
 
     def _write(
-        self, decided: list[Any], batches: int, sink: ParquetSink
+        self, decided: list[Any], batches: int, sink: Sink
     ) -> tuple[Counter[str], Counter[str]]:
         """Each input batch's rows back in input order, written as one row group."""
         verdicts: Counter[str] = Counter()

@@ -27,6 +27,7 @@ from typing import BinaryIO, Final
 
 from pipeline.core.config import StorageConfig
 from pipeline.core.errors import InputError, OutputError, UsageError
+from pipeline.stages.formats import OutputFormat, stem_of
 from pipeline.stages.objects import (
     Upload,
     check_location,
@@ -56,6 +57,14 @@ class CleanJob:
     memory_mb: int = 1024  # what the run should stay within; sets the batch size
     storage: StorageConfig = field(default_factory=StorageConfig)
     upload: Upload | None = None  # where the finished output files go
+    format: OutputFormat = OutputFormat.PARQUET
+    csv_bom: bool = False  # a CSV output starts with a UTF-8 BOM (for Excel)
+    member: str | None = None  # the one archive member to read (zip input)
+    sheet: str | None = None  # the one workbook sheet to read (xlsx input)
+
+    @property
+    def paths(self) -> OutputPaths:
+        return OutputPaths.for_output(self.output, self.dataset, self.upload, self.format)
 
 
 @contextlib.contextmanager
@@ -64,7 +73,8 @@ def remote_output(
 ) -> Iterator[tuple[Path, Upload]]:
     """An object-store output: checked before any work, staged in a private local folder
     (removed afterwards), and uploaded file by file as each is complete."""
-    local = OutputPaths.for_output(Path("out"), dataset)
+    name = url.rstrip("/").rsplit("/", 1)[-1]
+    local = OutputPaths.for_output(Path("out" + name[len(stem_of(name)) :]), dataset)
     remote = _remote_names(url, dataset)
     if input_text in remote.values():
         raise UsageError(
@@ -83,7 +93,7 @@ def remote_output(
 
 def _remote_names(url: str, dataset: bool) -> dict[str, str]:
     base = url.rstrip("/") if dataset else url
-    stem = base.removesuffix(".parquet")
+    stem = base[: len(base) - len(base.rsplit("/", 1)[-1])] + stem_of(base.rsplit("/", 1)[-1])
     return {
         "parquet": base,
         "rejects": stem + ".rejects.csv",

@@ -76,6 +76,10 @@ class ParquetSource:
         return self._polars_schema
 
     @property
+    def reject_schema(self) -> dict[str, pl.DataType]:
+        return {name: dtype() for name, dtype in REJECT_SCHEMA.items()}
+
+    @property
     def expected_rows(self) -> int:
         return sum(self._open(shard).metadata.num_rows for shard in self.files)
 

@@ -1,18 +1,22 @@
-"""Stage 1, read: a CSV or Parquet list as batches of frames, keeping every original column.
+"""Stage 1, read: a list as batches of frames, keeping every original column.
 
 :func:`open_list` looks at the input once (its kind, its columns, which of them holds the
-addresses) and refuses what cannot be a list before any work; :meth:`ListReader.batches` then
-hands out bounded batches of the original columns, each with the rejects of its stretch of the
-file (line, reason, raw text), so that rows in = rows out + rows rejected, always. CSV is read
-by :mod:`pipeline.stages.csv_source`, Parquet files and datasets by
-:mod:`pipeline.stages.parquet_source`. An object-store list (``s3://``) is read the same way:
-Parquet streamed from the store, a CSV copied once into the run's spill folder.
+addresses: :mod:`pipeline.stages.email_column`) and refuses what cannot be a list before any
+work; :meth:`ListReader.batches` then hands out bounded batches of the original columns, each
+with the rejects of its stretch of the file (line, reason, raw text), so that rows in = rows
+out + rows rejected, always. CSV is read by :mod:`pipeline.stages.csv_source`, Parquet files
+and datasets by :mod:`pipeline.stages.parquet_source`. Packed lists are unpacked once into the
+run's spill folder first (:mod:`pipeline.stages.unpack`: gzip, bzip2, Zstandard, zip archives,
+whose members are read as one list by :mod:`pipeline.stages.members`), and an Excel sheet is
+written there as CSV (:mod:`pipeline.stages.workbook`). An object-store list (``s3://``) is
+read the same way: Parquet streamed from the store, anything else copied once into the spill
+folder.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Final, Protocol
 
@@ -20,16 +24,17 @@ import polars as pl
 
 from pipeline.core.config import StorageConfig
 from pipeline.core.errors import InputError
-from pipeline.core.schema import OUTPUT_COLUMNS
+from pipeline.core.schema import OUTPUT_COLUMNS, SOURCE_COLUMN
 from pipeline.core.tables import (
     HEAD_BYTES,
     FileKind,
     file_kind,
-    find_column,
     read_head,
     refuse_kind,
 )
-from pipeline.stages.csv_source import REJECT_SCHEMA, CsvSource, ReadAgain
+from pipeline.stages.csv_source import CsvSource, ReadAgain
+from pipeline.stages.email_column import SAMPLE_ROWS, EmailColumn, by_content, by_flag, by_name
+from pipeline.stages.members import MemberSource, Part
 from pipeline.stages.objects import (
     download,
     filesystem,
@@ -40,10 +45,10 @@ from pipeline.stages.objects import (
     read_head as read_object_head,
 )
 from pipeline.stages.parquet_source import ParquetSource, is_dataset, shards
+from pipeline.stages.unpack import compression_of, decompress, zip_members
+from pipeline.stages.workbook import workbook_to_csv
 
 _WHAT: Final = "input file"
-# Header names we recognise as the email column, compared without case, spaces, - or _.
-_EMAIL_NAMES: Final = ("email", "emailaddress", "mail", "emailaddr", "mailaddress")
 
 
 class Source(Protocol):
@@ -57,6 +62,9 @@ class Source(Protocol):
     def schema(self) -> dict[str, pl.DataType]: ...
 
     @property
+    def reject_schema(self) -> dict[str, pl.DataType]: ...
+
+    @property
     def bytes_per_row(self) -> float: ...
 
     @property
@@ -66,27 +74,53 @@ class Source(Protocol):
 
 
 @dataclass(frozen=True)
+class SourceInfo:
+    """What the input turned out to be, for the summary."""
+
+    format: str  # csv, parquet, xlsx or zip
+    compression: str = ""  # gzip, bzip2 or zstd; "" when none
+    members: tuple[str, ...] = ()  # the archive members read (zip)
+    sheet: str = ""  # the sheet read (xlsx)
+    rows_known: bool = False  # expected_rows is a count, not an estimate
+
+
+@dataclass(frozen=True)
 class ReadBatch:
     frame: pl.DataFrame  # the original columns (renamed where they clash), email as text
-    rejects: pl.DataFrame  # line, reason, raw
+    rejects: pl.DataFrame  # line, reason, raw (and file, for an archive)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """How to read an input that holds several lists: which member, which sheet."""
+
+    member: str | None = None
+    sheet: str | None = None
 
 
 class ListReader:
     """A list whose kind, columns and email column are known; its batches on demand."""
 
     def __init__(
-        self, source: Source, source_format: str, email_column: str | None, where: str
+        self, source: Source, info: SourceInfo | str, email_column: str | None, where: str
     ) -> None:
         self._source = source
-        self.source_format = source_format
-        column = find_email_column(source.columns, email_column, where)
+        self.info = info if isinstance(info, SourceInfo) else SourceInfo(info)
+        self.source_format = self.info.format
+        self.email = find_email(source, email_column, where)
+        column = self.email.name
+        if isinstance(source, MemberSource):
+            source.require(column)
         self._renamed = _collisions(source.columns)
         self.email_column = self._renamed.get(column, column)
         self._original_email = column
         _check_type(source.schema[column], column)
+        # Said only of a name exactly ours (a cleaned file cleaned again): that Email and
+        # email become input_Email and input_email is the rule, documented, not news.
         self.warnings = source.warnings + tuple(
             f"Input column {old!r} is named like an output column; it is kept as {new!r}."
             for old, new in self._renamed.items()
+            if old in OUTPUT_COLUMNS
         )
 
     @property
@@ -107,11 +141,21 @@ class ListReader:
         return self._source.expected_rows
 
     @property
+    def known_rows(self) -> int | None:
+        """The list's records when they were counted (not estimated); None otherwise."""
+        exact = self.info.rows_known and not self._source.exact
+        return self._source.expected_rows if exact else None
+
+    @property
     def schema(self) -> dict[str, pl.DataType]:
         """The original columns' names (as output) and types, email column as text."""
         renamed = {self._renamed.get(k, k): v for k, v in self._source.schema.items()}
         renamed[self.email_column] = pl.String()
         return renamed
+
+    @property
+    def reject_schema(self) -> dict[str, pl.DataType]:
+        return self._source.reject_schema
 
     def read_exactly(self) -> None:
         """From now on, read with the exact reader (after :class:`ReadAgain`)."""
@@ -129,35 +173,61 @@ def open_list(
     spill: Path,
     email_column: str | None,
     storage: StorageConfig | None = None,
+    choice: Choice | None = None,
 ) -> ListReader:
     """The list at *path* (given as *text*; a string is an object's URL), or InputError when it
-    cannot be one. A CSV that needs transcoding, or lies in an object store, gets its copy in
-    *spill*."""
+    cannot be one. A CSV that needs transcoding, a packed list, or one in an object store gets
+    its copy in *spill*."""
+    choice = choice or Choice()
     if isinstance(path, str):
-        return _open_object(path, spill, email_column, storage or StorageConfig())
+        return _open_object(path, spill, email_column, storage or StorageConfig(), choice)
     if is_dataset(text):
-        return ListReader(ParquetSource(shards(text)), "parquet", email_column, text)
+        return ListReader(ParquetSource(shards(text)), _PARQUET, email_column, text)
+    source, info = _open_file(path, spill, choice, text)
+    return ListReader(source, info, email_column, text)
+
+
+_PARQUET: Final = SourceInfo("parquet", rows_known=True)
+
+
+def _open_file(
+    path: Path, spill: Path, choice: Choice, label: str, compression: str = ""
+) -> tuple[Source, SourceInfo]:
+    """A local file of any kind we read, unpacked into *spill* when it is packed."""
     kind = file_kind(path, read_head(path, HEAD_BYTES, _WHAT))
     if kind is FileKind.PARQUET:
-        return ListReader(ParquetSource([path]), "parquet", email_column, text)
+        return ParquetSource([path]), replace(_PARQUET, compression=compression)
     if kind is FileKind.TEXT:
-        return ListReader(CsvSource(path, spill), "csv", email_column, text)
-    raise refuse_kind(path, kind, _WHAT)
+        source = CsvSource(path, spill, label)
+        return source, SourceInfo("csv", compression, rows_known=source.records is not None)
+    packed = compression_of(kind)
+    if packed is not None and not compression:
+        return _open_file(decompress(path, kind, spill), spill, choice, label, packed)
+    if kind is FileKind.ZIP and not compression:
+        members = zip_members(path, spill, choice.member)
+        parts = [Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}")) for m in members]
+        info = SourceInfo("zip", members=tuple(m.name for m in members))
+        return MemberSource(parts), info
+    if kind is FileKind.XLSX and not compression:
+        sheet, name = workbook_to_csv(path, spill, choice.sheet)
+        return CsvSource(sheet, spill, f"{label} (sheet {name!r})"), SourceInfo("xlsx", sheet=name)
+    raise refuse_kind(Path(label), kind, _WHAT)
 
 
 def _open_object(
-    url: str, spill: Path, email_column: str | None, storage: StorageConfig
+    url: str, spill: Path, email_column: str | None, storage: StorageConfig, choice: Choice
 ) -> ListReader:
     fs = filesystem(url, storage)
     if is_remote_dataset(url, fs):
-        return ListReader(ParquetSource(remote_shards(url, fs), fs), "parquet", email_column, url)
+        return ListReader(ParquetSource(remote_shards(url, fs), fs), _PARQUET, email_column, url)
     name = spill / "object" / PurePosixPath(url).name  # for the kind's checks of a name
     kind = file_kind(name, read_object_head(url, fs, HEAD_BYTES))
     if kind is FileKind.PARQUET:
-        return ListReader(ParquetSource([url], fs), "parquet", email_column, url)
-    if kind is FileKind.TEXT:
-        return ListReader(CsvSource(download(url, fs, spill), spill), "csv", email_column, url)
-    raise refuse_kind(name, kind, _WHAT)
+        return ListReader(ParquetSource([url], fs), _PARQUET, email_column, url)
+    if kind is FileKind.EMPTY or kind is FileKind.ARROW:
+        raise refuse_kind(name, kind, _WHAT)
+    source, info = _open_file(download(url, fs, spill), spill, choice, url)
+    return ListReader(source, info, email_column, url)
 
 
 @dataclass(frozen=True)
@@ -167,53 +237,82 @@ class WholeList:
     reader: ListReader
 
 
-def read_list(path: Path, spill: Path, email_column: str | None = None) -> WholeList:
+def read_list(
+    path: Path, spill: Path, email_column: str | None = None, choice: Choice | None = None
+) -> WholeList:
     """The whole list in memory: for small lists (and tests of the reader)."""
-    reader = open_list(str(path), path, spill, email_column)
-    try:
-        parts = list(reader.batches(1_000_000))
-    except ReadAgain:
-        reader.read_exactly()
-        parts = list(reader.batches(1_000_000))
+    reader = open_list(str(path), path, spill, email_column, choice=choice)
+    while True:
+        try:
+            parts = list(reader.batches(1_000_000))
+            break
+        except ReadAgain:
+            reader.read_exactly()
     frames = [p.frame for p in parts] or [pl.DataFrame(schema=reader.schema)]
-    rejects = [p.rejects for p in parts] or [pl.DataFrame(schema=REJECT_SCHEMA)]
+    empty = pl.DataFrame(schema=reader.reject_schema)
+    rejects = [p.rejects for p in parts] or [empty]
     return WholeList(pl.concat(frames, how="vertical"), pl.concat(rejects), reader)
 
 
-def find_email_column(columns: list[str], wanted: str | None, where: object) -> str:
-    """The email column: *wanted* if given (exact, then case-insensitive), else by name."""
+def find_email(source: Source, wanted: str | None, where: object) -> EmailColumn:
+    """The email column: *wanted* if given, else by its header, else by its values."""
     if wanted is not None:
-        matches = [c for c in columns if c == wanted] or [
-            c for c in columns if c.casefold() == wanted.casefold()
-        ]
-        if matches:
-            return matches[0]
+        return by_flag(source.columns, wanted, where)
+    return by_name(source.columns) or by_content(_sample(source), where)
+
+
+def find_email_column(columns: list[str], wanted: str | None, where: object) -> str:
+    """The email column of *columns* by flag or header name (no values to look at)."""
+    if wanted is not None:
+        return by_flag(columns, wanted, where).name
+    found = by_name(columns)
+    if found is None:
         raise InputError(
-            f"{where} has no column named {wanted!r}. Its columns are: {_listing(columns)}. "
-            "Pass one of them with --email-column."
+            f"Cannot tell which column of {where} holds the email addresses. Its columns are: "
+            f"{listing(columns)}. Name it with --email-column."
         )
-    found = find_column(columns, _EMAIL_NAMES)
-    if found is not None:
-        return found
-    raise InputError(
-        f"Cannot tell which column of {where} holds the email addresses. Its columns are: "
-        f"{_listing(columns)}. Name it with --email-column."
-    )
+    return found.name
 
 
-def _listing(columns: list[str]) -> str:
-    return ", ".join(repr(c) for c in columns) if columns else "(none)"
+def _sample(source: Source) -> pl.DataFrame:
+    """The first rows of *source* (the exact reader's, when the fast one cannot say)."""
+    try:
+        return _first(source)
+    except ReadAgain:
+        exact, source.exact = source.exact, True
+        try:
+            return _first(source)
+        finally:
+            source.exact = exact
+
+
+def _first(source: Source) -> pl.DataFrame:
+    batches = source.batches(SAMPLE_ROWS)
+    try:
+        for frame, _ in batches:
+            if frame.height:
+                return frame
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
+    return pl.DataFrame(schema=source.schema)
 
 
 def _collisions(columns: list[str]) -> dict[str, str]:
-    """Input columns named like an output column, and the names they are kept under."""
+    """Input columns named like an output column ignoring case (``Email``, ``email`` beside
+    our ``EMAIL``), and the names they are kept under: ``input_`` before their own name, as
+    many times as it takes to clash with no other column, ignoring case."""
+    ours = {name.casefold() for name in (*OUTPUT_COLUMNS, SOURCE_COLUMN)}
+    theirs = {name.casefold() for name in columns}
     renamed: dict[str, str] = {}
     for name in columns:
-        if name in OUTPUT_COLUMNS:
+        if name.casefold() in ours and name != SOURCE_COLUMN:
             new = f"input_{name}"
-            while new in columns or new in renamed.values():
+            while new.casefold() in ours | theirs:
                 new = f"input_{new}"
             renamed[name] = new
+            theirs.add(new.casefold())
     return renamed
 
 
@@ -239,3 +338,7 @@ def _as_text(frame: pl.DataFrame, column: str) -> pl.DataFrame:
         decoded = values.replace_strict(texts, default=None, return_dtype=pl.String)
         return frame.with_columns(decoded.alias(column))
     return frame.with_columns(pl.col(column).cast(pl.String))
+
+
+def listing(columns: list[str]) -> str:
+    return ", ".join(repr(c) for c in columns) if columns else "(none)"

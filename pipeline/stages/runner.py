@@ -37,20 +37,18 @@ from pipeline.core.engine import (
     resolvable_domains,
 )
 from pipeline.core.mailboxes.types import CheckStats
+from pipeline.core.schema import SCHEMA_VERSION
 from pipeline.stages.base import Batch, StageSummary
 from pipeline.stages.csv_source import ReadAgain
 from pipeline.stages.dedupe import DuplicateMarker
+from pipeline.stages.email_column import EmailColumn
+from pipeline.stages.formats import check_capacity
 from pipeline.stages.job import CleanJob
-from pipeline.stages.read import ListReader, open_list
+from pipeline.stages.read import Choice, ListReader, SourceInfo, open_list
+from pipeline.stages.sinks import Sink, open_sink
 from pipeline.stages.spill import Spill, spill_folder
 from pipeline.stages.steps import answer_table, counted, decide_rows, normalize, probe_candidates
-from pipeline.stages.write import (
-    OutputPaths,
-    ParquetSink,
-    RejectsSink,
-    output_schema,
-    write_summary,
-)
+from pipeline.stages.write import RejectsSink, write_summary
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -83,6 +81,11 @@ class RunSummary:
     reasons: dict[str, int]
     stages: list[StageSummary]
     warnings: list[str] = field(default_factory=list)
+    source: SourceInfo | None = None  # what the input turned out to be
+    email: EmailColumn | None = None  # the column read, and why
+    encoding: str = ""  # of a text input, as detected
+    delimiter: str = ""
+    output_format: str = "parquet"
 
     def sent(self, kind: str) -> int:
         """Requests the *kind* ("smtp" or "api") checker sent."""
@@ -112,7 +115,48 @@ class RunSummary:
             "reasons": self.reasons,
             "stages": [dataclasses.asdict(s) for s in self.stages],
             "warnings": self.warnings,
+            **self._described(),
         }
+
+    def _described(self) -> dict[str, Any]:
+        """What was read and written, how: the input's kind, encoding, delimiter and email
+        column (with the rule that chose it), the output's format and schema version."""
+        source = self.source or SourceInfo("")
+        email = self.email
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "output_format": self.output_format,
+            "input_format": source.format,
+            "compression": source.compression,
+            "members": list(source.members),
+            "sheet": source.sheet,
+            "encoding": self.encoding,
+            "delimiter": self.delimiter,
+            "email_column": email.name if email else "",
+            "email_column_rule": email.rule if email else "",
+            "email_column_why": email.why if email else "",
+        }
+
+
+def described(reader: ListReader, job: CleanJob) -> dict[str, Any]:
+    """The summary's fields about what was read and written (both engines)."""
+    return {
+        "source": reader.info,
+        "email": reader.email,
+        # A sheet is read through a CSV of our own making: its encoding says nothing.
+        "encoding": reader.encoding if reader.info.format != "xlsx" else "",
+        "delimiter": reader.delimiter if reader.info.format != "xlsx" else "",
+        "output_format": job.format.value,
+    }
+
+
+def open_reader(job: CleanJob, folder: Path) -> ListReader:
+    """The job's list, opened; refused before any work when the output cannot hold it."""
+    choice = Choice(job.member, job.sheet)
+    name = job.name or str(job.input)
+    reader = open_list(name, job.input, folder, job.email_column, job.storage, choice)
+    check_capacity(job.format, reader.known_rows)
+    return reader
 
 
 class StageClock:
@@ -170,11 +214,12 @@ async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummar
 
 async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
     clock = StageClock()
-    reader = open_list(job.name or str(job.input), job.input, folder, job.email_column, job.storage)
-    paths = OutputPaths.for_output(job.output, job.dataset, job.upload)
+    reader = open_reader(job, folder)
+    paths = job.paths
     rows = batch_rows(job.memory_mb, reader.bytes_per_row)
     with contextlib.ExitStack() as stack:
-        rejects = stack.enter_context(contextlib.closing(RejectsSink(paths.rejects, paths.publish)))
+        sink_of_rejects = RejectsSink(paths.rejects, paths.publish, list(reader.reject_schema))
+        rejects = stack.enter_context(contextlib.closing(sink_of_rejects))
         started = time.perf_counter()
         scan = _scan(reader, engine, folder, (rows, job.memory_mb), rejects)
         dedupe = scan.marker.finish()
@@ -191,7 +236,7 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         clock.lap("domains", scan.rows, scan.rows, dom)
         answers, checks = await _check_addresses(engine, scan, table)
         clock.lap("verify", scan.rows, scan.rows, checks)
-        sink = stack.enter_context(ParquetSink(paths, output_schema(reader.schema)))
+        sink = stack.enter_context(open_sink(paths, reader.schema, job.csv_bom))
         verdicts, reasons = _decide_all(engine, scan, reader, rows, (table, answers), sink)
         sink.commit()
         rejects.commit()
@@ -211,6 +256,7 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         reasons=reason_counts(reasons),
         stages=clock.stages,
         warnings=list(reader.warnings),
+        **described(reader, job),
     )
     write_summary(summary.as_dict(), paths.summary, paths.publish)
     return summary
@@ -227,13 +273,14 @@ def batch_rows(memory_mb: int, bytes_per_row: float) -> int:
 def _scan(
     reader: ListReader, engine: Engine, folder: Path, sizes: tuple[int, int], rejects: RejectsSink
 ) -> _Scan:
-    """Pass 1, again with the exact reader when the fast one turns out wrong."""
-    try:
-        return _scan_with(reader, engine, folder, sizes, rejects)
-    except ReadAgain:
-        reader.read_exactly()
-        rejects.restart()
-        return _scan_with(reader, engine, folder, sizes, rejects)
+    """Pass 1, again with the exact reader when the fast one turns out wrong (for each member
+    of an archive it turns out wrong for: the exact reader never asks again)."""
+    while True:
+        try:
+            return _scan_with(reader, engine, folder, sizes, rejects)
+        except ReadAgain:
+            reader.read_exactly()
+            rejects.restart()
 
 
 def _scan_with(
@@ -293,7 +340,7 @@ def _decide_all(
     reader: ListReader,
     rows: int,
     tables: tuple[pl.DataFrame, pl.DataFrame | None],
-    sink: ParquetSink,
+    sink: Sink,
 ) -> tuple[Counter[str], Counter[str]]:
     """Pass 2: every batch read again (the original columns: cheaper to read than to keep),
     joined with its spilled work columns, decided and written; VERDICT and REASON counts."""

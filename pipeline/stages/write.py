@@ -1,5 +1,7 @@
-"""Stage 5, write: the enriched Parquet, the rejects file and the run summary.
+"""Stage 5, write: the enriched output, the rejects file and the run summary.
 
+The output is Parquet, a dataset of Parquet parts, CSV or an Excel workbook
+(:mod:`pipeline.stages.formats`; the CSV and workbook sinks are :mod:`pipeline.stages.sinks`'s).
 The Parquet output is written batch by batch, one row group per batch (pyarrow's
 ``ParquetWriter``), so a list of any size passes through bounded memory; a dataset output is a
 folder of part files. Every file is written to a temporary name in the target directory and
@@ -18,7 +20,7 @@ import glob
 import json
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -30,8 +32,9 @@ import pyarrow.parquet as pq
 
 from pipeline.core.engine import list_fields
 from pipeline.core.errors import OutputError
-from pipeline.core.schema import OUTPUT_COLUMNS
+from pipeline.core.schema import OUTPUT_COLUMNS, SCHEMA_VERSION
 from pipeline.stages.base import Batch
+from pipeline.stages.formats import SUFFIXES, OutputFormat, stem_of
 from pipeline.stages.objects import Upload
 from pipeline.stages.workdir import alive
 
@@ -44,23 +47,29 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class OutputPaths:
-    parquet: Path  # a file, or a folder of part files (dataset)
+    parquet: Path  # the output: a file (Parquet, CSV, xlsx), or a folder of part files
     rejects: Path
     summary: Path
     dataset: bool = False
     upload: Upload | None = None  # where each file goes once complete (an object store)
+    format: OutputFormat = OutputFormat.PARQUET
 
     @classmethod
     def for_output(
-        cls, output: Path, dataset: bool = False, upload: Upload | None = None
+        cls,
+        output: Path,
+        dataset: bool = False,
+        upload: Upload | None = None,
+        fmt: OutputFormat | None = None,
     ) -> OutputPaths:
-        stem = output.with_suffix("") if output.suffix == ".parquet" else output
+        stem = output.with_name(stem_of(output.name))
         return cls(
             parquet=output,
             rejects=stem.with_name(stem.name + ".rejects.csv"),
             summary=stem.with_name(stem.name + ".summary.json"),
             dataset=dataset,
             upload=upload,
+            format=fmt or (OutputFormat.DATASET if dataset else OutputFormat.PARQUET),
         )
 
     def name(self, path: Path) -> str:
@@ -73,10 +82,12 @@ class OutputPaths:
             self.upload.publish(path)
 
 
-def default_output(input_path: Path) -> Path:
-    """``<input stem>.clean.parquet`` in the current directory (``stdin.clean.parquet`` for -)."""
+def default_output(input_path: Path, fmt: OutputFormat = OutputFormat.PARQUET) -> Path:
+    """``<input stem>.clean.parquet`` in the current directory (``stdin.clean.parquet`` for -);
+    ``.csv`` or ``.xlsx`` for those formats."""
     stem = "stdin" if str(input_path) == "-" else input_path.stem
-    return Path.cwd() / f"{stem}.clean.parquet"
+    stem = stem.removesuffix(".csv").removesuffix(".tsv")  # list.csv.gz: list.clean.parquet
+    return Path.cwd() / f"{stem}.clean{SUFFIXES.get(fmt, '.parquet')}"
 
 
 def output_frame(batch: Batch) -> pl.DataFrame:
@@ -91,9 +102,10 @@ def output_frame(batch: Batch) -> pl.DataFrame:
 
 
 def output_schema(originals: Mapping[str, pl.DataType]) -> pa.Schema:
-    """The output's columns and types: the input's, then ours."""
+    """The output's columns and types: the input's, then ours; the schema's version in the
+    key-value metadata (``listclean.schema_version``)."""
     empty = pl.DataFrame(schema={**originals, **OUTPUT_COLUMNS})
-    return empty.to_arrow().schema
+    return empty.to_arrow().schema.with_metadata({"listclean.schema_version": SCHEMA_VERSION})
 
 
 class ParquetSink:
@@ -106,12 +118,12 @@ class ParquetSink:
         self._schema = schema
         make_folder(self._final.parent)
         sweep_stale(self._final)
-        self._tmp = _tmp_of(self._final)
+        self._tmp = tmp_of(self._final)
         self._writer: pq.ParquetWriter | None = None
         self._part_rows = 0
         self._parts = 0
         if self._dataset:
-            _guard(self._final, lambda: self._tmp.mkdir())
+            guard(self._final, lambda: self._tmp.mkdir())
 
     def write(self, frame: pl.DataFrame) -> None:
         table = frame.to_arrow().cast(self._schema)
@@ -119,7 +131,7 @@ class ParquetSink:
             self._next_part()
         writer = self._writer
         assert writer is not None
-        _guard(self._final, lambda: writer.write_table(table))
+        guard(self._final, lambda: writer.write_table(table))
         self._part_rows += frame.height
 
     def commit(self) -> None:
@@ -127,14 +139,14 @@ class ParquetSink:
             self._next_part()  # an empty list still gets a file with every column
         writer = self._writer
         assert writer is not None
-        _guard(self._final, writer.close)
+        guard(self._final, writer.close)
         if self._dataset and self._final.is_dir():  # an earlier run's dataset: swapped out
             old = self._final.with_name(f".{self._final.name}.{os.getpid()}.old")
-            _guard(self._final, lambda: os.replace(self._final, old))
-            _guard(self._final, lambda: os.replace(self._tmp, self._final))
+            guard(self._final, lambda: os.replace(self._final, old))
+            guard(self._final, lambda: os.replace(self._tmp, self._final))
             shutil.rmtree(old, ignore_errors=True)
         else:
-            _guard(self._final, lambda: os.replace(self._tmp, self._final))
+            guard(self._final, lambda: os.replace(self._tmp, self._final))
         self._paths.publish(self._final)
 
     def close(self) -> None:
@@ -157,10 +169,10 @@ class ParquetSink:
 
     def _next_part(self) -> None:
         if self._writer is not None:
-            _guard(self._final, self._writer.close)
+            guard(self._final, self._writer.close)
         target = self._tmp / f"part-{self._parts:05d}.parquet" if self._dataset else self._tmp
         schema = self._schema
-        self._writer = _guard(
+        self._writer = guard(
             self._final, lambda: pq.ParquetWriter(target, schema, use_dictionary=_DICTIONARY)
         )
         self._parts += 1
@@ -170,17 +182,23 @@ class ParquetSink:
 class RejectsSink:
     """The rejects file (line, reason, raw), appended batch by batch, renamed at the end."""
 
-    def __init__(self, path: Path, publish: Callable[[Path], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        publish: Callable[[Path], None] | None = None,
+        columns: Sequence[str] = ("line", "reason", "raw"),
+    ) -> None:
         self._final = path
         self._publish = publish
+        self._header = (",".join(columns) + "\n").encode()  # plain names: no quoting needed
         make_folder(path.parent)
         sweep_stale(path)
-        self._tmp = _tmp_of(path)
+        self._tmp = tmp_of(path)
         self._handle: IO[bytes] = self._open()
 
     def _open(self) -> IO[bytes]:
-        handle = _guard(self._final, lambda: self._tmp.open("wb"))
-        handle.write(b"line,reason,raw\n")
+        handle = guard(self._final, lambda: self._tmp.open("wb"))
+        handle.write(self._header)
         return handle
 
     def restart(self) -> None:
@@ -190,11 +208,11 @@ class RejectsSink:
 
     def write(self, rejects: pl.DataFrame) -> None:
         if rejects.height:
-            _guard(self._final, lambda: rejects.write_csv(self._handle, include_header=False))
+            guard(self._final, lambda: rejects.write_csv(self._handle, include_header=False))
 
     def commit(self) -> None:
-        _guard(self._final, self._handle.close)
-        _guard(self._final, lambda: os.replace(self._tmp, self._final))
+        guard(self._final, self._handle.close)
+        guard(self._final, lambda: os.replace(self._tmp, self._final))
         if self._publish is not None:
             self._publish(self._final)
 
@@ -208,10 +226,10 @@ def write_summary(
 ) -> None:
     text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
     sweep_stale(path)
-    tmp = _tmp_of(path)
+    tmp = tmp_of(path)
     try:
-        _guard(path, lambda: tmp.write_text(text, encoding="utf-8"))
-        _guard(path, lambda: os.replace(tmp, path))
+        guard(path, lambda: tmp.write_text(text, encoding="utf-8"))
+        guard(path, lambda: os.replace(tmp, path))
     finally:
         tmp.unlink(missing_ok=True)
     if publish is not None:
@@ -225,11 +243,11 @@ def make_folder(folder: Path) -> None:
         raise OutputError(f"Cannot create the output's folder {folder}: {exc.strerror}.") from exc
 
 
-def _tmp_of(path: Path) -> Path:
+def tmp_of(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
-def _guard(path: Path, work: Callable[[], T]) -> T:
+def guard(path: Path, work: Callable[[], T]) -> T:
     """*work*, with a failure to write (a full disk, say) reported as the file it was for."""
     try:
         return work()

@@ -23,6 +23,7 @@ class Accept:
     kept: tuple[str, ...] = ()  # addresses that must come out in EMAIL (not rejected, not lost)
     cells: tuple[str, ...] = ()  # values that must come out exactly, in some string column
     warns: str | None = None  # a pattern some `listclean: warning:` line must match
+    rejected: tuple[str, ...] | None = None  # the rejects' reasons, in file order, when given
 
 
 @dataclass(frozen=True)

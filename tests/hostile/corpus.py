@@ -1,8 +1,9 @@
 """The hostile corpus: CSV text as people and programs really export it.
 
 Every case is built at run time into its own directory. The record counts are those of the
-lists the files are made from (a record may span lines inside quotes; a blank line is a row
-with no address, as the README says), never what some CSV reader makes of the bytes.
+lists the files are made from (a record may span lines inside quotes; a blank line is a record
+that goes to the rejects as ``empty_row``, as the README says), never what some CSV reader
+makes of the bytes.
 Binary inputs are in :mod:`.corpus_binary`, path and stream mistakes in :mod:`.corpus_paths`.
 """
 
@@ -22,8 +23,13 @@ def _utf8(header: str, records: tuple[str, ...], end: str = "\n") -> bytes:
     return csv_text(header, records, end).encode()
 
 
-def _ok(records: tuple[str, ...], *kept: str, cells: tuple[str, ...] = ()) -> Accept:
-    return Accept(len(records), kept or GOOD_KEPT, cells)
+def _ok(
+    records: tuple[str, ...],
+    *kept: str,
+    cells: tuple[str, ...] = (),
+    rejected: tuple[str, ...] | None = None,
+) -> Accept:
+    return Accept(len(records), kept or GOOD_KEPT, cells, rejected=rejected)
 
 
 def _encodings() -> list[Case]:
@@ -139,20 +145,45 @@ def _filler() -> list[Case]:
     semis = ("Ann;ann@gmail.com;Paris;75001", ";;;", ";;;;", "Bob;bob@yahoo.com;Oslo;0150", ";;;")
     semis_in_commas = ("Ann,ann@gmail.com", ";;;;", ";;;;", "Bob,bob@yahoo.com")
     footer = (*GOOD, "", "Total rows: 3", '"Exported by CRM",2024-05-01,page 1 of 1')
+    # A Salesforce report exported as CSV: BOM, quoted fields, and its footer lines.
+    salesforce = (
+        '"Ann","ann@gmail.com","Acme"',
+        '"Bob","bob@yahoo.com","Total Energies"',
+        '"Cat","cat@outlook.com",""',
+        '"Dan","","Copyright Agency"',  # no address, but a record: kept
+        '"Grand Totals (4 records)"',
+        '""',
+        '"Confidential Information - Do Not Distribute"',
+        '"Copyright (c) 2000-2024 salesforce.com, inc. All rights reserved."',
+    )
+    sf_rejects = ("footer", "empty_row", "footer", "footer")
+    # A footer line naming an address is never taken for a footer.
+    signed = (*GOOD, '"Exported by ann@gmail.com"')
+    three = 3 * ("empty_row",)
     return [
-        file_case("blank_lines", _utf8(HEADER, blank), _ok(blank)),
-        file_case("whitespace_only_rows", _utf8(HEADER, spaces), _ok(spaces)),
+        file_case("blank_lines", _utf8(HEADER, blank), _ok(blank, rejected=three)),
+        file_case("whitespace_only_rows", _utf8(HEADER, spaces), _ok(spaces, rejected=three)),
         file_case(
             "semicolon_only_rows",
             _utf8("name;email;city;zip", semis),
-            _ok(semis, "ann@gmail.com", "bob@yahoo.com"),
+            _ok(semis, "ann@gmail.com", "bob@yahoo.com", rejected=three),
         ),
         file_case(
             "semicolon_rows_in_comma_file",
             _utf8(HEADER, semis_in_commas),
-            _ok(semis_in_commas, "ann@gmail.com", "bob@yahoo.com"),
+            _ok(semis_in_commas, "ann@gmail.com", "bob@yahoo.com", rejected=2 * ("empty_row",)),
         ),
-        file_case("report_footer", _utf8(HEADER, footer), _ok(footer)),
+        file_case(
+            "report_footer",
+            _utf8(HEADER, footer),
+            _ok(footer, rejected=("empty_row", "footer", "row has 3 fields but the header has 2")),
+        ),
+        file_case(
+            "salesforce_report",
+            b"\xef\xbb\xbf" + _utf8('"Name","Email","Account"', salesforce, "\r\n"),
+            _ok(salesforce, cells=("Copyright Agency", "Total Energies"), rejected=sf_rejects),
+        ),
+        file_case("footer_with_an_address", _utf8(HEADER, signed), _ok(signed, rejected=())),
     ]
 
 

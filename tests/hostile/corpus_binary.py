@@ -1,9 +1,11 @@
 """Binary inputs: broken Parquet, Parquet whose email column is not text, and the compressed
-or spreadsheet files people pass instead of a CSV. The Parquet files are written with pyarrow,
-so their column types are exactly the ones named (polars would pick its own)."""
+files, archives and workbooks lists arrive as (read), or broken ones of those (refused). The
+Parquet files are written with pyarrow, so their column types are exactly the ones named
+(polars would pick its own)."""
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
 import zipfile
@@ -135,15 +137,69 @@ def _parquet_cases() -> list[Case]:
     ]
 
 
+# Mailchimp's export: a zip of one CSV per audience state, with their own extra columns.
+_MAILCHIMP = {
+    "subscribed_members_export_1a2b.csv": csv_text(
+        "Email Address,First Name,OPTIN_TIME", ("ann@gmail.com,Ann,2024-01-02",)
+    ),
+    "unsubscribed_members_export_1a2b.csv": csv_text(
+        "Email Address,First Name,UNSUB_TIME,UNSUB_REASON",
+        ("bob@yahoo.com,Bob,2024-03-04,NORMAL", ",,,"),
+    ),
+    "cleaned_members_export_1a2b.csv": csv_text(
+        "Email Address,First Name,CLEAN_TIME", ("cat@outlook.com,Cat,2024-05-06",)
+    ),
+    "__MACOSX/._subscribed_members_export_1a2b.csv": "\x00\x05\x16\x07",
+}
+
+
 def _packed_cases() -> list[Case]:
+    packed = Accept(3, tuple(ADDRESSES))
     return [
+        file_case("gzip_csv", gzip.compress(CSV.encode()), packed, "list.csv.gz"),
+        file_case("bzip2_csv", bz2.compress(CSV.encode()), packed, "list.csv.bz2"),
+        file_case("zstd_csv", pa.compress(CSV.encode(), "zstd", asbytes=True), packed, "l.zst"),
+        file_case("zip_csv", _zip({"list.csv": CSV}), packed, "list.zip"),
         file_case(
-            "gzip_csv", gzip.compress(CSV.encode()), Refuse(r"(?i)gzip|compress"), "list.csv.gz"
+            "zip_mailchimp",
+            _zip(_MAILCHIMP),
+            Accept(4, tuple(ADDRESSES), ("NORMAL", "2024-05-06"), rejected=("empty_row",)),
+            "export.zip",
         ),
         file_case(
-            "zip_csv", _zip({"list.csv": CSV}), Refuse(r"(?i)\bzip|compress|archive"), "list.zip"
+            "zip_one_member",
+            _zip(_MAILCHIMP),
+            Accept(2, ("bob@yahoo.com",), rejected=("empty_row",)),
+            "export.zip",
+            "--member",
+            "unsubscribed_members_export_1a2b.csv",
         ),
-        file_case("xlsx", _xlsx(), Refuse(r"(?i)excel|xlsx|spreadsheet|workbook"), "list.xlsx"),
+        file_case("xlsx", _xlsx(), packed, "list.xlsx"),
+        file_case(
+            "gzip_truncated", gzip.compress(CSV.encode())[:-12], Refuse(r"(?i)gzip|compl"), "l.gz"
+        ),
+        file_case(
+            "zip_without_a_csv",
+            _zip({"readme.pdf": "%PDF-1.4"}),
+            Refuse(r"(?i)no CSV.*readme\.pdf"),
+            "list.zip",
+        ),
+        file_case(
+            "zip_member_missing",
+            _zip(_MAILCHIMP),
+            Refuse(r"(?i)no member 'nope\.csv'.*subscribed_members"),
+            "export.zip",
+            "--member",
+            "nope.csv",
+        ),
+        file_case(
+            "xlsx_sheet_missing",
+            _xlsx(),
+            Refuse(r"(?i)no sheet 'Nope'.*'Sheet1'"),
+            "list.xlsx",
+            "--sheet",
+            "Nope",
+        ),
     ]
 
 

@@ -50,4 +50,19 @@ def test_an_installed_wheel_cleans_and_verifies_in_the_sandbox(tmp_path: Path) -
     assert summary["rows_in"] == 297 and summary["dns_queries"] > 0
     answer = run(listclean, "verify", "John.Doe@gmial.com", "--sandbox", cwd=elsewhere)
     assert json.loads(answer.stdout)["SUGGESTION"] == "John.Doe@gmail.com"
+    run(listclean, "clean", "list.csv", "-o", "list.xlsx", "--sandbox", "--quiet", cwd=elsewhere)
+    assert (elsewhere / "list.xlsx").stat().st_size > 0
+    api = run(python, "-c", API, cwd=elsewhere)
+    assert api.stdout.split() == ["John.Doe@gmail.com", "John.Doe@gmail.com", "297"]
     assert not (elsewhere / "pipeline").exists()  # nothing was read from a checkout
+
+
+# The Python API of the installed package (offline: the known-typo rule needs no DNS).
+API = """
+import polars as pl
+from pipeline import clean, verify
+frame = pl.DataFrame({"email": ["John.Doe@gmial.com"]})
+print(clean(frame, offline=True, cache_dir="cache").frame.item(0, "SUGGESTION"))
+print(verify("John.Doe@gmial.com", offline=True, cache_dir="cache")["SUGGESTION"])
+print(clean("list.csv", offline=True, cache_dir="cache").summary.rows_in)
+"""

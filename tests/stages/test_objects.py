@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,3 +140,24 @@ def test_store_mistakes_are_refused_before_any_work(
     assert not (tmp_path / "o.parquet").exists() and not list(Path.cwd().glob("gs:*"))
     fs = filesystem("s3://x", _store(s3))
     assert fs.ls(BUCKET) == []
+
+
+def test_a_zipped_list_in_the_store_is_cleaned_into_csv_and_xlsx_there(
+    s3: Path, tmp_path: Path
+) -> None:
+    fs = filesystem("s3://x", _store(s3))
+    with zipfile.ZipFile(tmp_path / "export.zip", "w") as archive:
+        archive.writestr("subscribed.csv", "Email Address\nann@gmail.com\n;;\n")
+    fs.put_file(str(tmp_path / "export.zip"), f"{BUCKET}/in/export.zip")
+    for suffix in ("csv", "xlsx"):
+        url = f"s3://{BUCKET}/out/export.clean.{suffix}"
+        assert clean(tmp_path, s3, f"s3://{BUCKET}/in/export.zip", url) == 0
+        summary = json.loads(fs.cat_file(f"{BUCKET}/out/export.clean.summary.json"))
+        assert summary["output"] == url and summary["output_format"] == suffix
+        assert (summary["rows_out"], summary["rows_rejected"]) == (1, 1)
+    fs.get_file(f"{BUCKET}/out/export.clean.csv", str(tmp_path / "fetched.csv"))
+    fetched = pl.read_csv(tmp_path / "fetched.csv")
+    assert fetched.select("EMAIL", "SOURCE_FILE").rows() == [("ann@gmail.com", "subscribed.csv")]
+    rejects = fs.cat_file(f"{BUCKET}/out/export.clean.rejects.csv").decode()
+    assert rejects.splitlines() == ["line,reason,raw,file", "3,empty_row,;;,subscribed.csv"]
+    assert fs.cat_file(f"{BUCKET}/out/export.clean.xlsx")[:2] == b"PK"

@@ -54,7 +54,8 @@ def test_utf8_bom_is_not_part_of_the_first_column(tmp_path: Path) -> None:
     path = tmp_path / "bom.csv"
     path.write_bytes("\ufeffemail,name\nä@b.de,Jürgen\n".encode())
     result = read_list(path, tmp_path)
-    assert result.reader.email_column == "email"
+    assert result.reader.email.name == "email"  # kept as input_email beside our EMAIL
+    assert result.frame.columns == ["input_email", "name"]
     assert result.frame.row(0) == ("ä@b.de", "Jürgen")
     assert result.reader.warnings == ()
 
@@ -79,7 +80,7 @@ def test_short_rows_are_padded_and_long_rows_rejected(tmp_path: Path) -> None:
     path = tmp_path / "ragged.csv"
     path.write_text('email,a,b\nx@y.com,1,2\nz@y.com\n"multi\nline@y.com",1,2,3\nw@y.com,1,2\n')
     result = read_list(path, tmp_path)
-    assert result.frame.get_column("email").to_list() == ["x@y.com", "z@y.com", "w@y.com"]
+    assert result.frame.get_column("input_email").to_list() == ["x@y.com", "z@y.com", "w@y.com"]
     assert result.frame.row(1) == ("z@y.com", None, None)
     assert result.rejects.rows() == [
         # The raw text as the file has it, quotes included, so nothing is lost.
@@ -93,7 +94,7 @@ def test_parquet_is_recognised_by_content_and_keeps_types(tmp_path: Path) -> Non
     result = read_list(path, tmp_path)
     assert result.reader.source_format == "parquet"
     assert result.frame.schema["id"] == pl.Int64
-    assert result.reader.email_column == "Email"
+    assert result.reader.email_column == "input_Email"  # beside our EMAIL, ignoring case
 
 
 def test_truncated_parquet_is_an_input_error(tmp_path: Path) -> None:

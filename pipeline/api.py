@@ -1,0 +1,174 @@
+"""The Python API: ``from pipeline import clean, verify``.
+
+Both run the engine the command line runs (:mod:`pipeline.core.assembly` builds it, the
+streaming runner of :mod:`pipeline.stages.runner` cleans a list), with the same settings:
+the defaults, then ``LISTCLEAN_<SECTION>_<KEY>`` environment variables, or a settings file or a
+:class:`~pipeline.core.config.Config` you pass. They are plain functions that block until the
+work is done, and they work from code that already runs an event loop (an ``async`` task, a
+Jupyter cell): there the work runs in a worker thread with an event loop of its own, because a
+thread runs one loop at a time. In ``async`` code, ``await asyncio.to_thread(clean, frame)``
+keeps your own loop free meanwhile.
+
+A frame given to :func:`clean` is written once as Parquet into a private temporary folder and
+read back enriched, so any frame polars can write works, and memory holds the frame, its
+enriched copy and one batch of the run. A path (CSV, Parquet, xlsx, zip, gzip, a Parquet
+dataset, an ``s3://`` URL) is read as ``listclean clean`` reads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import os
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypedDict, TypeVar, cast
+
+import platformdirs
+import polars as pl
+
+from pipeline.core import assembly
+from pipeline.core.assembly import EngineOptions
+from pipeline.core.config import Config, load_config
+from pipeline.core.engine import Engine, verify_once
+from pipeline.service.settings import env_settings
+from pipeline.stages.job import CleanJob, open_input
+from pipeline.stages.runner import RunSummary, run_clean
+
+__all__ = ["CleanResult", "Verification", "clean", "verify"]
+
+T = TypeVar("T")
+Settings = Config | str | Path | None
+
+
+@dataclass(frozen=True)
+class CleanResult:
+    """What :func:`clean` gives back."""
+
+    frame: pl.DataFrame  # every row kept, in input order: its columns, then the output schema's
+    rejects: pl.DataFrame  # line (Int64), reason, raw: what could not be a row, and why
+    summary: RunSummary  # counts, verdicts, reasons, timings; .as_dict() is summary.json
+
+
+class Verification(TypedDict):
+    """The service spec's fields for one address (or domain), plus REASON."""
+
+    EMAIL: str
+    VERDICT: str
+    SCORE: float
+    LOCAL: str
+    DOMAIN: str
+    DOMAIN_VERDICT: str
+    MX: str
+    HAS_SUSPECTED_BOUNCES: bool
+    LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS: bool
+    HAS_KNOWN_BOUNCES: bool
+    DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS: bool
+    SUGGESTION: str
+    REASON: str
+
+
+def clean(
+    data: pl.DataFrame | str | Path,
+    *,
+    email_column: str | None = None,
+    config: Settings = None,
+    cache_dir: str | Path | None = None,
+    offline: bool = False,
+) -> CleanResult:
+    """Clean a list: a polars DataFrame, or the path (or ``s3://`` URL) of a list file.
+
+    *email_column* names the column of addresses (default: found by its header or values, as
+    the command line finds it). *config* is a settings file or a Config (default: the defaults
+    and ``LISTCLEAN_`` variables). *cache_dir* holds the caches the command line shares
+    (default: the user's cache directory); *offline* skips DNS. Raises
+    :class:`~pipeline.core.errors.ListcleanError` subclasses for what must be fixed first (an
+    unreadable list, no email column, a bad setting, an unhealthy resolver).
+    """
+    settings = _settings(config)
+    return _blocking(lambda: _clean(data, email_column, settings, cache_dir, offline))
+
+
+def verify(
+    value: str,
+    *,
+    domain: bool = False,
+    config: Settings = None,
+    cache_dir: str | Path | None = None,
+    offline: bool = False,
+) -> Verification:
+    """The spec's answer for one address, or for a bare domain with ``domain=True``."""
+    settings = _settings(config)
+
+    def work() -> Verification:
+        with contextlib.ExitStack() as stack:
+            engine = _engine(stack, settings, cache_dir, offline)
+            record = asyncio.run(verify_once(engine, value, domain_mode=domain))
+        return cast(Verification, record)
+
+    return _blocking(work)
+
+
+def _clean(
+    data: pl.DataFrame | str | Path,
+    email_column: str | None,
+    config: Config,
+    cache_dir: str | Path | None,
+    offline: bool,
+) -> CleanResult:
+    with contextlib.ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="listclean-api-")))
+        if isinstance(data, pl.DataFrame):
+            source: Path | str = folder / "input.parquet"
+            data.write_parquet(source)
+            name = "DataFrame"
+        else:
+            name = str(data)
+            source = stack.enter_context(open_input(name, config.storage))
+        job = CleanJob(
+            source, folder / "out.parquet", email_column, name, memory_mb=config.run.memory
+        )
+        job = dataclasses.replace(job, storage=config.storage)
+        engine = _engine(stack, config, cache_dir, offline)
+        summary = run_clean(job, engine, folder)
+        frame = pl.read_parquet(job.output)
+        rejects = pl.read_csv(job.paths.rejects, infer_schema=False)
+    rejects = rejects.with_columns(pl.col("line").cast(pl.Int64))
+    return CleanResult(frame, rejects, dataclasses.replace(summary, output="", rejects_file=""))
+
+
+def _engine(
+    stack: contextlib.ExitStack, config: Config, cache_dir: str | Path | None, offline: bool
+) -> Engine:
+    options = EngineOptions(
+        offline=offline, api_key=os.environ.get("LISTCLEAN_API_KEY") or None, spent=0
+    )
+    return assembly.open_engine(stack, config, _domain_cache(config, cache_dir), options)
+
+
+def _domain_cache(config: Config, cache_dir: str | Path | None) -> Path:
+    """Where the command line keeps its domain cache, so both learn from each other."""
+    root = cache_dir or config.cache.dir or platformdirs.user_cache_dir("listclean")
+    return Path(root) / "domains.sqlite"
+
+
+def _settings(config: Settings) -> Config:
+    if isinstance(config, Config):
+        return config
+    path = Path(config) if config is not None else None
+    return load_config(path, os.environ, env_settings())
+
+
+def _blocking(work: Callable[[], T]) -> T:
+    """*work*'s result, run here, or in a worker thread when this thread runs an event loop
+    (asyncio.run refuses to start a loop inside another)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return work()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="listclean") as pool:
+        return pool.submit(work).result()
