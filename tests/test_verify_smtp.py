@@ -89,7 +89,7 @@ def test_verified_mailboxes_score_higher(
     verified: tuple[Path, pl.DataFrame, dict[str, object]],
 ) -> None:
     _, frame, summary = verified
-    ok = frame.filter(pl.col("REASON") == "free_provider;mailbox_ok")
+    ok = frame.filter(pl.col("REASON") == "mailbox_ok")
     assert ok.height > 50 and set(ok["SCORE"]) == {0.97}
     assert int(summary["rcpts_sent"]) > 100  # type: ignore[call-overload]
 

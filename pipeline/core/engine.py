@@ -440,7 +440,6 @@ DOMAIN_REASONS = frozenset(
         Reason.IMPLICIT_MX,
         Reason.DISPOSABLE,
         Reason.TYPO_SUSPECTED,
-        Reason.FREE_PROVIDER,
     }
 )
 # The DNS answers and the syntax outcomes that are reasons of the same name (implicit_mx has
@@ -489,7 +488,6 @@ def reason_bits() -> list[pl.Expr]:
                 Reason.ROLE: pl.col("ROLE"),
                 Reason.DISPOSABLE: pl.col("DISPOSABLE"),
                 Reason.TYPO_SUSPECTED: pl.col("SUGGESTED_DOMAIN") != "",
-                Reason.FREE_PROVIDER: pl.col("FREE_PROVIDER"),
                 Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
                 Reason.KNOWN_BOUNCE: pl.col("LEDGER_KNOWN") & ~lifted.fill_null(False),
                 Reason.SUSPECTED_BOUNCES: pl.col("LEDGER_SUSPECTED"),

@@ -47,7 +47,6 @@ class Reason(enum.StrEnum):
     DISPOSABLE = "disposable"
     TYPO_SUSPECTED = "typo_suspected"
     ROLE = "role"
-    FREE_PROVIDER = "free_provider"
     # Address level (SMTP): the values match pipeline.core.mailboxes.smtp.Mailbox.
     NO_SUCH_USER = "no_such_user"
     MAILBOX_DISABLED = "mailbox_disabled"
@@ -162,7 +161,6 @@ FLAGS_ONLY: tuple[Reason, ...] = (
     Reason.FIXABLE_SEVERAL,
     Reason.FIXABLE_SPACES,
     Reason.FIXABLE_COMMA,
-    Reason.FREE_PROVIDER,
     Reason.MAILBOX_OK,
     Reason.API_VERIFIED,
     Reason.NOT_VERIFIED_BUDGET,

@@ -34,7 +34,7 @@ def decide(*reasons: Reason) -> dict[str, object]:
         ((), "Valid", 0.9),
         ((Reason.ROLE,), "Valid", 0.81),
         ((Reason.ROLE, Reason.SMTPUTF8), "Valid", 0.73),
-        ((Reason.FREE_PROVIDER,), "Valid", 0.9),
+        ((Reason.FIXABLE_MAILTO,), "Valid", 0.9),
         ((Reason.DISPOSABLE,), "Risky", 0.35),
         ((Reason.DNS_TIMEOUT,), "Risky", 0.5),
         ((Reason.OFFLINE, Reason.DISPOSABLE, Reason.ROLE), "Risky", 0.32),
@@ -67,8 +67,8 @@ def test_score_is_always_inside_the_band_of_the_verdict() -> None:
 
 
 def test_reason_lists_codes_in_table_order() -> None:
-    assert decide(Reason.ROLE, Reason.NO_DOMAIN, Reason.FREE_PROVIDER)["REASON"] == (
-        "no_domain;role;free_provider"
+    assert decide(Reason.ROLE, Reason.SMTPUTF8, Reason.NO_DOMAIN)["REASON"] == (
+        "no_domain;role;smtputf8"
     )
     assert decide()["REASON"] == ""
 

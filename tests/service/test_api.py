@@ -33,7 +33,7 @@ GMAIL = {
     "HAS_KNOWN_BOUNCES": False,
     "DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS": False,
     "SUGGESTION": "",
-    "REASON": "free_provider",
+    "REASON": "",
 }
 SPEC_TYPES = {
     "EMAIL": str,

@@ -58,6 +58,6 @@ def test_the_mailbox_answer_reaches_the_api(
             await runner.cleanup()
 
     missing, present = run(scenario())
-    assert (missing["VERDICT"], missing["REASON"]) == ("Invalid", "no_such_user;free_provider")
+    assert (missing["VERDICT"], missing["REASON"]) == ("Invalid", "no_such_user")
     assert (present["VERDICT"], present["SCORE"]) == ("Valid", 0.97)
     assert (tmp_path / "mailboxes.sqlite").exists()  # answers kept for the batch to reuse
