@@ -12,6 +12,7 @@ fix before a run can succeed, and every message says what was wrong and what to 
     ├── ResolverUnhealthyError     exit_code 3   the resolver cannot resolve well-known mail domains
     ├── SmtpUnavailableError       exit_code 3   no mail server can be reached for SMTP checks
     └── StoreError                 exit_code 1   the on-disk cache is broken or unwritable
+        └── StoreUnreachableError  exit_code 2   the database named (--db) cannot be opened
 
 The exit code lives on the class so the command line maps any error with one ``except``.
 """
@@ -61,3 +62,10 @@ class SmtpUnavailableError(ListcleanError):
 
 class StoreError(ListcleanError):
     """The on-disk cache cannot be opened, read or written."""
+
+
+class StoreUnreachableError(StoreError):
+    """The database a setting or --db names cannot be reached or opened: a wrong URL, a server
+    that is down, a refused password. The person who named it must fix it, like a bad flag."""
+
+    exit_code = 2
