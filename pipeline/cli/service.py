@@ -9,6 +9,7 @@ import dataclasses
 import logging
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import platformdirs
@@ -20,16 +21,21 @@ from pipeline.cli.common import (
     sandbox_world,
     with_resolvers,
 )
+from pipeline.core.database import Where, is_url
 from pipeline.core.errors import UsageError
 from pipeline.service.settings import ServiceConfig, load_service_config
-from pipeline.service.store import ServiceStore
+from pipeline.service.state import ServiceState, open_state
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = commands.add_parser("serve", help="run the HTTP verification service")
     serve.add_argument("--host", help="address to listen on (default from [service] host)")
     serve.add_argument("--port", type=int, help="TCP port (default from [service] port)")
-    serve.add_argument("--db", type=Path, metavar="PATH", help="keys and quota counters (SQLite)")
+    serve.add_argument(
+        "--db",
+        metavar="PATH|URL",
+        help="keys, quota counters, contacts, bounces: a SQLite file or a postgresql:// URL",
+    )
     common_options(serve)
     serve.set_defaults(handler=_serve, quiet=True)
 
@@ -45,7 +51,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     revoke.add_argument("key_id", metavar="KEY_ID")
     revoke.set_defaults(handler=_keys_revoke)
     for sub in (create, listing, revoke):
-        sub.add_argument("--db", type=Path, metavar="PATH", help="keys and quota counters")
+        sub.add_argument("--db", metavar="PATH|URL", help="keys and quota counters")
         sub.add_argument("--config", type=Path, metavar="FILE", help="service settings (TOML)")
 
 
@@ -72,11 +78,12 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _db_path(args: argparse.Namespace, service: ServiceConfig) -> Path:
-    if args.db:
-        return Path(args.db)
-    if service.service.db:
-        return Path(service.service.db)
+def _db_path(args: argparse.Namespace, service: ServiceConfig) -> Where:
+    """Where the service's state lives: --db, else ``[service] db``, else a SQLite file in the
+    user's data directory. A ``postgresql://`` URL is a database several instances share."""
+    where = args.db or service.service.db
+    if where:
+        return where if is_url(where) else Path(where)
     return Path(platformdirs.user_data_dir("listclean")) / "service.sqlite"
 
 
@@ -87,7 +94,7 @@ def _keys_create(args: argparse.Namespace) -> int:
             f"There is no plan named {args.plan!r}; the plans are {', '.join(service.plans)}. "
             "Add one as a [plans.NAME] table in the service config."
         )
-    with ServiceStore(_db_path(args, service)) as store:
+    with _state(args, service) as store:
         key, secret = store.create_key(args.plan, args.label)
     print(f"Created API key {key.key_id} on plan {key.plan}. Its secret, shown only this once:")
     print(secret)
@@ -95,7 +102,7 @@ def _keys_create(args: argparse.Namespace) -> int:
 
 
 def _keys_list(args: argparse.Namespace) -> int:
-    with ServiceStore(_db_path(args, load_service_config(config_file(args), os.environ))) as store:
+    with _state(args) as store:
         keys = store.list_keys()
     print(f"{'KEY_ID':<12} {'PLAN':<10} {'CREATED (UTC)':<20} {'STATUS':<8} LABEL")
     for key in keys:
@@ -106,7 +113,19 @@ def _keys_list(args: argparse.Namespace) -> int:
 
 
 def _keys_revoke(args: argparse.Namespace) -> int:
-    with ServiceStore(_db_path(args, load_service_config(config_file(args), os.environ))) as store:
+    with _state(args) as store:
         key = store.revoke_key(args.key_id)
     print(f"API key {key.key_id} is revoked.")
     return 0
+
+
+@contextlib.contextmanager
+def _state(
+    args: argparse.Namespace, service: ServiceConfig | None = None
+) -> Iterator[ServiceState]:
+    service = service or load_service_config(config_file(args), os.environ)
+    state = open_state(_db_path(args, service))
+    try:
+        yield state
+    finally:
+        state.close()

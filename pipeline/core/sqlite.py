@@ -12,10 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, Final, Self, TypeVar
 
 from pipeline.core.errors import StoreError
 
@@ -49,8 +49,12 @@ class SqliteFile:
     """Base of the stores: opens *path* with *schema*, closes on ``with`` exit.
 
     *remedy* says what to do when the file cannot be opened; *broken_remedy* (default: the
-    same) what to do when a statement fails on an open file.
+    same) what to do when a statement fails on an open file. The public methods are the
+    :class:`~pipeline.core.database.Database` a store written for both SQLite and PostgreSQL
+    uses; the caches, which are SQLite only, use the private ones.
     """
+
+    dialect: Final = "sqlite"
 
     def __init__(
         self,
@@ -62,6 +66,7 @@ class SqliteFile:
         broken_remedy: str | None = None,
     ) -> None:
         self.path = path
+        self.where = str(path)
         self._what = what
         self._broken_remedy = broken_remedy or remedy
         try:
@@ -98,6 +103,27 @@ class SqliteFile:
             self._run(lambda db: db.execute("ROLLBACK"))
             raise
         self._run(lambda db: db.execute("COMMIT"))
+
+    def transaction(self, write: bool = False) -> contextlib.AbstractContextManager[None]:
+        """One transaction; *write* takes the write lock at once (``BEGIN IMMEDIATE``), so a
+        read-then-write cannot fail half-way on another process's write."""
+        return self._transaction("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    def query(self, sql: str, params: Any = ()) -> list[Any]:
+        return self._query(sql, params)
+
+    def execute(self, sql: str, params: Any = ()) -> int:
+        return self._run(lambda db: db.execute(sql, params).rowcount)
+
+    def executemany(self, sql: str, rows: Sequence[Any]) -> int:
+        return self._run(lambda db: db.executemany(sql, rows).rowcount) if rows else 0
+
+    def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """*work* on the connection itself (a SQLite-only step, such as an upgrade)."""
+        return self._run(work)
+
+    def ping(self) -> None:
+        self._query("SELECT 1")
 
     def _query(self, sql: str, params: Any = ()) -> list[Any]:
         return self._run(lambda db: db.execute(sql, params).fetchall())

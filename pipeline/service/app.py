@@ -27,6 +27,7 @@ from aiohttp.typedefs import Handler
 
 from pipeline.core.assembly import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
+from pipeline.core.database import Where
 from pipeline.core.engine import Engine, verify_many_json
 from pipeline.core.sqlite import beside_domain_cache
 from pipeline.core.text import for_log
@@ -49,10 +50,11 @@ from pipeline.service.keys import (
     Services,
 )
 from pipeline.service.logs import failure_line, log_failure
-from pipeline.service.params import Limits, identify
+from pipeline.service.params import Limits
+from pipeline.service.routes import add_routes, identify
 from pipeline.service.quotas import Decision, Identity, Quotas
-from pipeline.service.routes import add_routes
 from pipeline.service.settings import ServiceConfig
+from pipeline.service.state import WORKERS, Offload, open_state
 from pipeline.service.store import ServiceStore
 
 log = logging.getLogger("listclean.service")
@@ -63,8 +65,8 @@ COUNTED = {"/api/email": "email", "/api/find": "find"}
 
 @dataclass(frozen=True)
 class Paths:
-    db: Path  # keys and quota counters
-    cache: Path  # the domain cache shared with the batch pipeline
+    db: Where  # keys and quota counters: a SQLite file or a postgresql:// URL
+    cache: Path  # the domain cache shared with the batch pipeline (per instance)
 
 
 def create_app(
@@ -126,8 +128,15 @@ def _services(
     clock: Callable[[], float],
     connections: Connections,
 ) -> Services:
-    store = stack.enter_context(ServiceStore(paths.db, clock))
-    store.group_writes(_committer(asyncio.get_running_loop()))
+    state = open_state(paths.db, clock, workers=WORKERS)
+    stack.callback(state.close)
+    offload = Offload(None)
+    if isinstance(state, ServiceStore):  # a local file: statements on the loop, turns grouped
+        state.group_writes(_committer(asyncio.get_running_loop()))
+    else:  # across a socket: statements on worker threads, the loop serves meanwhile
+        workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="state")
+        stack.callback(workers.shutdown)
+        offload = Offload(workers)
     people = config.engine.contacts
     contacts_path = beside_domain_cache(paths.cache, "contacts", people.db)
     contacts = stack.enter_context(ContactStore(contacts_path, people, clock))
@@ -157,8 +166,9 @@ def _services(
     thread = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="contacts"))
     return Services(
         config=config,
-        store=store,
-        quotas=Quotas(config, store, clock),
+        store=state,
+        offload=offload,
+        quotas=Quotas(config, state, clock, offload),
         answers=MicroBatcher(
             answers, size, wait, ready=nothing_more_can_come, quiet=http.batch_quiet
         ),
@@ -199,20 +209,21 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
     endpoint = COUNTED.get(request.path)
     if endpoint is not None:
         try:
-            response.headers.update(_settle(request, endpoint, response.status).headers())
+            settled = await _settle(request, endpoint, response.status)
+            response.headers.update(settled.headers())
         except Exception as exc:  # the answer itself must still go out, and as a problem document
             log.error("cannot settle the quota of %s: %s", for_log(request.path), failure_line(exc))
     return response
 
 
-def _settle(request: web.Request, endpoint: str, status: int) -> Decision:
+async def _settle(request: web.Request, endpoint: str, status: int) -> Decision:
     """Where the caller stands after this request: a unit taken for a request that then failed
     on our side (5xx) is given back, since a caller is never charged for our failure."""
     if DECISION not in request:
-        return _rate_limit_state(request, endpoint)
+        return await _rate_limit_state(request, endpoint)
     decision = request[DECISION]
     if decision.allowed and status >= 500:
-        return request.app[SERVICES].quotas.refund(request[IDENTITY], decision)
+        return await request.app[SERVICES].quotas.refund(request[IDENTITY], decision)
     return decision
 
 
@@ -237,14 +248,14 @@ def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
     return problem
 
 
-def _rate_limit_state(request: web.Request, endpoint: str) -> Decision:
+async def _rate_limit_state(request: web.Request, endpoint: str) -> Decision:
     """Where the caller stands, for an answer given before its quota was taken."""
     services = request.app[SERVICES]
     if IDENTITY in request:
         identity = request[IDENTITY]
     else:  # refused before authentication: the headers are still the caller's own
         try:
-            identity = identify(request, request.query, services.store, services.client_ip(request))
+            identity = await identify(request, request.query, services)
         except InvalidApiKey:
             identity = Identity(services.client_ip(request))
-    return services.quotas.peek(identity, endpoint)
+    return await services.quotas.peek(identity, endpoint)

@@ -14,7 +14,7 @@ from pipeline.core.text import for_log
 from pipeline.service.decoding import Pairs, form_pairs, json_pairs, shown, urlencoded_pairs
 from pipeline.service.errors import ConflictingParameters, InvalidApiKey, InvalidParameter
 from pipeline.service.quotas import Identity
-from pipeline.service.store import ApiKey, ServiceStore
+from pipeline.service.store import ApiKey
 
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"
@@ -86,16 +86,6 @@ async def _body_pairs(request: web.Request) -> Pairs:
         f"A POST body of type {for_log(request.content_type, 60)!r} cannot be read; "
         f"send {JSON} or {FORM}, or put the parameters in the query string."
     )
-
-
-def identify(
-    request: web.Request, params: Mapping[str, str], store: ServiceStore, client_ip: str
-) -> Identity:
-    """The caller: a key (header wins over ``apikey``), or the client IP when none is sent."""
-    secret = presented_secret(request, params)
-    if secret is None:
-        return Identity(client_ip)
-    return Identity(client_ip, accepted(store.find_key(secret) if secret else None))
 
 
 def presented_secret(request: web.Request, params: Mapping[str, str]) -> str | None:

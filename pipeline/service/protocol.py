@@ -79,7 +79,7 @@ def _anonymous_headers(app: web.Application, client_ip: str) -> dict[str, str]:
     if services is None:  # not started, or stopping
         return {}
     try:
-        return services.quotas.peek(Identity(client_ip), "email").headers()
+        return services.quotas.peek_blocking(Identity(client_ip), "email").headers()
     except Exception as exc:  # the answer must still go out
         log.error("cannot compute rate-limit headers: %s", failure_line(exc))
         return {}

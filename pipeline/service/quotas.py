@@ -3,7 +3,12 @@
 Who is counted: a key (``key:<key_id>``) against its plan's monthly quota, or, without a key,
 the client IP (``ip:<address>``) against the anonymous daily quota; one counter per endpoint.
 Windows are UTC calendar days and months. A plan may also cap requests per second (burst),
-counted in memory: a burst window is too short to need surviving a restart.
+counted in memory: a burst window is too short to need surviving a restart, and with several
+instances each counts its own (a key's burst cap is per instance; the quotas are shared).
+
+The counters live in the service's state (:mod:`pipeline.service.state`), reached through an
+:class:`~pipeline.service.state.Offload`: take, refund and peek are coroutines so that a
+PostgreSQL round trip never stalls the event loop.
 
 Headers, on every API response (draft-ietf-httpapi-ratelimit-headers, structured fields)::
 
@@ -24,7 +29,8 @@ from dataclasses import dataclass
 
 from pipeline.core.windows import Window, window_bounds
 from pipeline.service.settings import ServiceConfig
-from pipeline.service.store import ApiKey, ServiceStore
+from pipeline.service.state import Offload, ServiceState
+from pipeline.service.store import ApiKey
 
 
 @dataclass(frozen=True)
@@ -96,11 +102,16 @@ class Quotas:
     """Decides whether a request may be served, and counts it when it is."""
 
     def __init__(
-        self, config: ServiceConfig, store: ServiceStore, clock: Callable[[], float] = time.time
+        self,
+        config: ServiceConfig,
+        store: ServiceState,
+        clock: Callable[[], float] = time.time,
+        offload: Offload | None = None,
     ) -> None:
         self._config = config
         self._store = store
         self._clock = clock
+        self._call = offload or Offload(None)
         self._bursts: dict[str, tuple[int, int]] = {}  # subject -> (second, requests in it)
 
     def policies(self, identity: Identity, endpoint: str) -> tuple[Policy, Policy | None]:
@@ -117,17 +128,31 @@ class Quotas:
         burst = plan.burst_per_second
         return quota, Policy(f"{endpoint}-second", burst, Window.SECOND) if burst else None
 
-    def peek(self, identity: Identity, endpoint: str) -> Decision:
+    async def peek(self, identity: Identity, endpoint: str) -> Decision:
         """Where *identity* stands, without counting anything (for error responses)."""
         now = self._clock()
+        policy, _ = self.policies(identity, endpoint)
+        start, _ = window_bounds(policy.window, now)
+        used = await self._call(self._store.used, identity.subject, policy.name, start)
+        return self._standing(identity, endpoint, now, used)
+
+    def peek_blocking(self, identity: Identity, endpoint: str) -> Decision:
+        """:meth:`peek` for a caller that cannot wait (aiohttp's answer to a request it could
+        not parse): the one place the state is read on the event loop whatever it is."""
+        now = self._clock()
+        policy, _ = self.policies(identity, endpoint)
+        start, _ = window_bounds(policy.window, now)
+        used = self._store.used(identity.subject, policy.name, start)
+        return self._standing(identity, endpoint, now, used)
+
+    def _standing(self, identity: Identity, endpoint: str, now: float, used: int) -> Decision:
         policy, burst_policy = self.policies(identity, endpoint)
         start, end = window_bounds(policy.window, now)
-        used = self._store.used(identity.subject, policy.name, start)
         quota = QuotaState(policy, used, start, end, now)
         burst = self._burst_state(identity.subject, burst_policy, now) if burst_policy else None
         return Decision(True, quota, burst)
 
-    def take(self, identity: Identity, endpoint: str) -> Decision:
+    async def take(self, identity: Identity, endpoint: str) -> Decision:
         """Count one request if both the burst cap and the quota allow it. The burst cap is
         counted in memory first, and given back when the quota refuses."""
         now = self._clock()
@@ -137,10 +162,12 @@ class Quotas:
         if burst_policy is not None:
             burst = self._burst_state(identity.subject, burst_policy, now)
             if burst.remaining == 0:
-                used = self._store.used(identity.subject, policy.name, start)
+                used = await self._call(self._store.used, identity.subject, policy.name, start)
                 return Decision(False, QuotaState(policy, used, start, end, now), burst)
             burst = self._count_burst(identity.subject, burst, +1)
-        allowed, used = self._store.consume(identity.subject, policy.name, start, policy.limit)
+        allowed, used = await self._call(
+            self._store.consume, identity.subject, policy.name, start, policy.limit
+        )
         if not allowed and burst is not None:
             burst = self._count_burst(identity.subject, burst, -1)
         return Decision(allowed, QuotaState(policy, used, start, end, now), burst)
@@ -151,11 +178,11 @@ class Quotas:
         self._bursts[subject] = (burst.start, used)
         return QuotaState(burst.policy, used, burst.start, burst.end, burst.now)
 
-    def refund(self, identity: Identity, taken: Decision) -> Decision:
+    async def refund(self, identity: Identity, taken: Decision) -> Decision:
         """Give back the unit *taken* counted: the request failed on our side (a 5xx), and a
         caller is never charged for our failure. Returns where *identity* stands now."""
         quota = taken.quota
-        self._store.refund(identity.subject, quota.policy.name, quota.start)
+        await self._call(self._store.refund, identity.subject, quota.policy.name, quota.start)
         burst = taken.burst
         if burst is not None:
             burst = self._count_burst(identity.subject, burst, -1)

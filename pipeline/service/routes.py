@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from aiohttp import web
 
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.contacts.types import Lookup, Outcome
+from pipeline.core.errors import StoreError
 from pipeline.core.text import for_log
 from pipeline.service.errors import (
     ConflictingParameters,
@@ -27,6 +29,7 @@ from pipeline.service.params import accepted, presented_secret, read_params
 from pipeline.service.quotas import Decision, Identity
 
 T = TypeVar("T")
+log = logging.getLogger("listclean.service")
 
 
 def add_routes(app: web.Application) -> None:
@@ -48,25 +51,37 @@ async def admit(
     the rate-limit headers."""
     services = request.app[SERVICES]
     params = await read_params(request, services.limits)
-    identity = _identify(request, params, services)
+    identity = await _identify(request, params, services)
     request[IDENTITY] = identity
     wanted = subject(params)
-    decision = services.quotas.take(identity, endpoint)
+    decision = await services.quotas.take(identity, endpoint)
     request[DECISION] = decision
     if not decision.allowed:
         raise QuotaExceeded(_quota_detail(decision, identity.key is not None))
     return wanted, identity
 
 
-def _identify(request: web.Request, params: dict[str, str], services: Services) -> Identity:
+async def identify(
+    request: web.Request, params: Mapping[str, str], services: Services
+) -> Identity:
+    """The caller: a key (header wins over ``apikey``), or the client IP when none is sent;
+    an unknown or revoked key is the 401."""
+    ip = services.client_ip(request)
+    secret = presented_secret(request, params)
+    if secret is None:
+        return Identity(ip)
+    key = await services.offload(services.store.find_key, secret) if secret else None
+    return Identity(ip, accepted(key))
+
+
+async def _identify(
+    request: web.Request, params: dict[str, str], services: Services
+) -> Identity:
     """The caller; a failed authentication is a 401, or a 429 once its client address has
     failed too often (see ``guard.py``). A valid key is never refused here."""
     ip = services.client_ip(request)
     try:
-        secret = presented_secret(request, params)
-        if secret is None:
-            return Identity(ip)
-        return Identity(ip, accepted(services.store.find_key(secret) if secret else None))
+        return await identify(request, params, services)
     except InvalidApiKey as exc:
         request[IDENTITY] = Identity(ip)  # the rate-limit headers are the address's own
         wait = services.throttle.failed(ip)
@@ -159,8 +174,24 @@ def _search_term(params: dict[str, str]) -> str:
     return term
 
 
+# Seconds /healthz waits for the shared state to answer before it calls the instance down.
+HEALTH_TIMEOUT = 2.0
+
+
 async def healthz(request: web.Request) -> web.Response:
-    """For load balancers: up and serving. Not counted against any quota."""
+    """For load balancers: 200 while this instance can serve, 503 while the store it counts
+    quotas in (and reads keys and contacts from) does not answer: an instance that would
+    answer every request 500 must be taken out of rotation. Not counted against any quota."""
+    services = request.app[SERVICES]
+    try:
+        await asyncio.wait_for(services.offload(services.store.ping), HEALTH_TIMEOUT)
+    except (StoreError, TimeoutError) as exc:
+        reason = exc if isinstance(exc, StoreError) else "no answer in time"
+        log.warning("unhealthy: the service database does not answer: %s", reason)
+        return web.json_response(
+            {"status": "unavailable", "detail": "The service database does not answer."},
+            status=503,
+        )
     return web.json_response({"status": "ok"})
 
 

@@ -68,12 +68,28 @@ class ApiKey:
         return self.revoked_at is None
 
 
-def _sha(secret: str) -> str:
+def sha(secret: str) -> str:
+    """What is stored of a key's secret."""
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
+def new_key(plan: str, label: str, now: float) -> tuple[ApiKey, str]:
+    """A new key on *plan* (its record) and its secret, which is shown once and never stored."""
+    key_id = "k_" + secrets.token_hex(4)
+    secret = _SECRET_PREFIX + secrets.token_urlsafe(32)
+    return ApiKey(key_id, plan, label, now, None), secret
+
+
+def unknown_key(key_id: str) -> UsageError:
+    return UsageError(
+        f"There is no API key with id {key_id!r}. `listclean keys list` shows the ids."
+    )
+
+
 class ServiceStore(SqliteFile):
-    """Keys and counters in one SQLite file."""
+    """Keys and counters in one SQLite file (see :class:`~pipeline.service.state.ServiceState`)."""
+
+    remote = False  # a local file: its statements run on the event loop
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         super().__init__(
@@ -108,12 +124,10 @@ class ServiceStore(SqliteFile):
 
     def create_key(self, plan: str, label: str = "") -> tuple[ApiKey, str]:
         """A new key on *plan*; returns its record and the secret, which is never stored."""
-        key_id = "k_" + secrets.token_hex(4)
-        secret = _SECRET_PREFIX + secrets.token_urlsafe(32)
-        key = ApiKey(key_id, plan, label, self._clock(), None)
+        key, secret = new_key(plan, label, self._clock())
         self._write(
             "INSERT INTO api_keys VALUES (?, ?, ?, ?, ?, NULL)",
-            (key_id, _sha(secret), plan, label, key.created_at),
+            (key.key_id, sha(secret), plan, label, key.created_at),
         )
         return key, secret
 
@@ -136,9 +150,7 @@ class ServiceStore(SqliteFile):
             (key_id,),
         )
         if not rows:
-            raise UsageError(
-                f"There is no API key with id {key_id!r}. `listclean keys list` shows the ids."
-            )
+            raise unknown_key(key_id)
         return ApiKey(*rows[0])
 
     def find_key(self, secret: str) -> ApiKey | None:
@@ -152,7 +164,7 @@ class ServiceStore(SqliteFile):
         if version != self._version:  # another connection wrote: a key may have changed
             self._keys.clear()
             self._version = version
-        shas = [_sha(secret) for secret in secrets]
+        shas = [sha(secret) for secret in secrets]
         missing = sorted({sha for sha in shas if sha not in self._keys})
         if missing:
             rows = self._read(

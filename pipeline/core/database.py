@@ -1,0 +1,73 @@
+"""Where a store lives: a SQLite file or a PostgreSQL database, behind one small interface.
+
+A store's setting or ``--db`` value chooses (:func:`open_database`): a path is a SQLite file
+(the embedded default, one host), a ``postgresql://`` URL a PostgreSQL database (the store
+several service instances share). A store written once against :class:`Database` runs on
+either; what differs between the two is only the text of its statements (``?`` against
+``%s``, FTS5 against tsvector), which each store keeps per :attr:`Database.dialect`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from pipeline.core import postgres
+from pipeline.core.postgres import PostgresDb
+from pipeline.core.sqlite import SqliteFile
+
+Where = Path | str  # a SQLite file, or a postgresql:// URL
+
+
+class Database(Protocol):
+    """What a store needs of its database; :class:`SqliteFile` and :class:`PostgresDb`."""
+
+    @property
+    def dialect(self) -> str: ...  # "sqlite" | "postgresql"
+
+    @property
+    def where(self) -> str: ...  # the file, or the URL without its password
+
+    def query(self, sql: str, params: Any = ()) -> list[Any]: ...
+    def execute(self, sql: str, params: Any = ()) -> int: ...
+    def executemany(self, sql: str, rows: Sequence[Any]) -> int: ...
+    def transaction(self, write: bool = False) -> contextlib.AbstractContextManager[None]: ...
+    def ping(self) -> None: ...
+    def close(self) -> None: ...
+
+
+def is_url(where: Where | None) -> bool:
+    """Whether *where* names a PostgreSQL database rather than a file."""
+    return postgres.is_url(where)
+
+
+def shown(where: Where) -> str:
+    """*where* as a message may show it (a URL's password left out)."""
+    return postgres.redact(where) if isinstance(where, str) and is_url(where) else str(where)
+
+
+def open_database(
+    where: Where,
+    *,
+    what: str,
+    remedy: str,
+    broken_remedy: str | None = None,
+    sqlite_schema: str,
+    postgres_schema: Sequence[str],
+    size: int = 1,
+) -> Database:
+    """The database at *where*, its schema created if missing. *size*: the most threads that
+    use it at once (PostgreSQL connections; a SQLite file has one connection)."""
+    if isinstance(where, str) and is_url(where):
+        db = PostgresDb(where, what=what, size=size)
+        try:
+            db.migrate(postgres_schema)
+        except BaseException:
+            db.close()
+            raise
+        return db
+    return SqliteFile(
+        Path(where), sqlite_schema, what=what, remedy=remedy, broken_remedy=broken_remedy
+    )

@@ -1,0 +1,195 @@
+"""One owner of one PostgreSQL database: how every listclean store opens, uses and closes one.
+
+SQLite (:mod:`pipeline.core.sqlite`) is the embedded default; PostgreSQL is the store several
+service instances share. A store is PostgreSQL when its setting or ``--db`` is a
+``postgresql://`` (or ``postgres://``) URL, see :func:`is_url`.
+
+- A small pool of connections (psycopg_pool), each in autocommit: a statement is its own
+  transaction unless a store opens one with :meth:`PostgresDb.transaction`. Statements of one
+  transaction run on the connection that opened it, wherever in the thread they are issued.
+- ``synchronous_commit = on`` on every connection, whatever the server's default: a commit
+  returns once its WAL record is flushed, so a quota unit or an opt-out that was answered
+  survives a crash of the database server too.
+- Schema: each store hands its ``CREATE ... IF NOT EXISTS`` statements to :meth:`migrate`,
+  which runs them in one transaction under an advisory lock, so instances starting together
+  never race to create the same table.
+- Every error is a :class:`StoreError` naming the database with its password left out
+  (:func:`redact`); one that keeps the database from being opened at all is a
+  :class:`StoreUnreachableError` (exit 2): a wrong URL is fixed like a wrong flag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import urllib.parse
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import Any, Final, Self
+
+from pipeline.core.errors import StoreError, StoreUnreachableError, UsageError
+
+SCHEMES: Final = ("postgresql://", "postgres://")
+# Seconds to wait for a connection: to the server when opening, from the pool afterwards. A
+# request waits this long at most when the database is gone, then fails (503 on /healthz).
+CONNECT_TIMEOUT: Final = 5.0
+# pg_advisory_xact_lock key under which schemas are created: "listclean" as an int8.
+_SCHEMA_LOCK: Final = 0x6C697374636C65
+
+
+def is_url(where: object) -> bool:
+    """Whether *where* (a ``--db`` value or a ``*.db`` setting) names a PostgreSQL database."""
+    return isinstance(where, str) and where.startswith(SCHEMES)
+
+
+def redact(url: str) -> str:
+    """*url* with its password replaced by ``***``, fit for a message or a log line."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return _redact_query(url)
+    user = parts.username or ""
+    host = parts.netloc.rpartition("@")[2]
+    return _redact_query(urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{host}")))
+
+
+def _redact_query(url: str) -> str:
+    # libpq also takes the password as a query parameter (?password=...).
+    parts = urllib.parse.urlsplit(url)
+    if not parts.query:
+        return url
+    pairs = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    shown = [(k, "***" if k == "password" else v) for k, v in pairs]
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(shown, safe="*")))
+
+
+def _scrub(text: str, url: str) -> str:
+    """*text* (a driver's message) without the password of *url*, should it quote it."""
+    secret = urllib.parse.urlsplit(url).password
+    pairs = urllib.parse.parse_qsl(urllib.parse.urlsplit(url).query)
+    secrets = [s for s in [secret, *(v for k, v in pairs if k == "password")] if s]
+    for value in secrets:
+        text = text.replace(value, "***").replace(urllib.parse.quote(value, safe=""), "***")
+    return " ".join(text.split())  # one line: libpq's messages may span several
+
+
+class PostgresDb:
+    """A pool of connections to the database at *url*, closed on ``with`` exit.
+
+    *what* names the store in messages ("the service database"); *size* is the most
+    connections open at once (one per thread that works with the store at the same time).
+    """
+
+    dialect: Final = "postgresql"
+
+    def __init__(self, url: str, *, what: str, size: int = 1) -> None:
+        try:
+            import psycopg
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise UsageError(
+                f"{redact(url)} is a PostgreSQL database, which needs the driver: "
+                "pip install 'listclean[postgres]'."
+            ) from exc
+        self.url = url
+        self.where = redact(url)
+        self._what = what
+        self._local = threading.local()
+        self._psycopg_error: type[Exception] = psycopg.Error
+        kwargs: dict[str, Any] = {"autocommit": True, "options": "-c synchronous_commit=on"}
+        try:  # one direct attempt first: the pool would only say that it timed out
+            psycopg.connect(
+                url, connect_timeout=int(CONNECT_TIMEOUT), autocommit=True,
+                options=kwargs["options"],
+            ).close()  # fmt: skip
+        except (psycopg.Error, ValueError) as exc:
+            raise StoreUnreachableError(
+                f"Cannot open {what} at {self.where}: {_scrub(str(exc), url)}. Check the URL "
+                "(user, password, host, port, database name) and that the server is running."
+            ) from exc
+        self._pool = ConnectionPool(
+            url, min_size=1, max_size=max(1, size), kwargs=kwargs, timeout=CONNECT_TIMEOUT,
+            open=False, name=what,
+        )  # fmt: skip
+        self._pool.open(wait=True, timeout=CONNECT_TIMEOUT)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def migrate(self, schema: Sequence[str]) -> None:
+        """Create what *schema*'s statements create, if missing, in one transaction."""
+        with self.transaction():
+            self.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            for statement in schema:
+                self.execute(statement)
+
+    @contextlib.contextmanager
+    def transaction(self, write: bool = False) -> Iterator[None]:
+        """The statements inside run as one transaction (committed on exit, rolled back on an
+        exception). *write* is for SQLite's sake (it takes the write lock at once); PostgreSQL
+        locks rows as they are written."""
+        if getattr(self._local, "conn", None) is not None:  # nested: part of the outer one
+            yield
+            return
+        with self._failures(), self._pool.connection() as conn, conn.transaction():
+            self._local.conn = conn
+            try:
+                yield
+            finally:
+                self._local.conn = None
+
+    def query(self, sql: str, params: Any = ()) -> list[Any]:
+        """The rows *sql* returns."""
+        with self._connection() as conn, conn.cursor() as cur:
+            cur.execute(sql, params or None)
+            return cur.fetchall() if cur.description is not None else []
+
+    def execute(self, sql: str, params: Any = ()) -> int:
+        """Run *sql*; how many rows it changed."""
+        with self._connection() as conn, conn.cursor() as cur:
+            cur.execute(sql, params or None)
+            return max(0, int(cur.rowcount))
+
+    def executemany(self, sql: str, rows: Sequence[Any]) -> int:
+        """Run *sql* once per row of *rows*; how many rows they changed in all."""
+        if not rows:
+            return 0
+        with self._connection() as conn, conn.cursor() as cur:
+            cur.executemany(sql, rows)
+            return max(0, int(cur.rowcount))
+
+    def ping(self) -> None:
+        """Raise :class:`StoreError` unless the database answers now."""
+        self.query("SELECT 1")
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[Any]:
+        current = getattr(self._local, "conn", None)
+        if current is not None:
+            with self._failures():
+                yield current
+            return
+        with self._failures(), self._pool.connection() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def _failures(self) -> Iterator[None]:
+        from psycopg_pool import PoolTimeout
+
+        try:
+            yield
+        except (PoolTimeout, self._psycopg_error) as exc:
+            detail = _scrub(str(exc), self.url) or type(exc).__name__
+            raise StoreError(
+                f"{self._what[:1].upper()}{self._what[1:]} at {self.where} failed: {detail}."
+            ) from exc

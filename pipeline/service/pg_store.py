@@ -1,0 +1,136 @@
+"""The service's keys and quota counters in PostgreSQL: the state several instances share.
+
+The same tables and rules as the SQLite file (:mod:`pipeline.service.store`), for instances on
+several hosts behind a load balancer:
+
+- A unit is taken by one statement, ``INSERT ... ON CONFLICT DO UPDATE SET used = u.used + 1
+  WHERE u.used < limit RETURNING used``. When two instances race for the last unit, PostgreSQL
+  locks the row and evaluates the ``WHERE`` again on the version the other committed (READ
+  COMMITTED's re-check of an updated row, see "Transaction Isolation" in its manual), so only
+  one of them gets it. Each statement commits on its own, with ``synchronous_commit`` on: a
+  counted request survives a crash of the instance or of the server.
+- Keys are looked up on every request, not remembered: another instance (or ``listclean keys
+  revoke`` on any host) may have revoked one a moment ago, and one indexed look-up is cheaper
+  than a way to hear about it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from pipeline.core.postgres import PostgresDb
+from pipeline.service.store import ApiKey, new_key, sha, unknown_key
+
+SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS api_keys (
+        key_id     TEXT PRIMARY KEY,
+        secret_sha TEXT NOT NULL UNIQUE,
+        plan       TEXT NOT NULL,
+        label      TEXT NOT NULL DEFAULT '',
+        created_at DOUBLE PRECISION NOT NULL,
+        revoked_at DOUBLE PRECISION
+    )""",
+    """CREATE TABLE IF NOT EXISTS usage (
+        subject      TEXT NOT NULL,     -- "key:<key_id>" or "ip:<address>"
+        policy       TEXT NOT NULL,     -- e.g. "email-month"
+        window_start BIGINT NOT NULL,   -- Unix time the window (UTC day or month) began
+        used         INTEGER NOT NULL,
+        PRIMARY KEY (subject, policy, window_start)
+    )""",
+)
+_KEY: Final = "key_id, plan, label, created_at, revoked_at"
+_CONSUME: Final = (
+    "INSERT INTO usage AS u VALUES (%s, %s, %s, 1) "
+    "ON CONFLICT (subject, policy, window_start) DO UPDATE SET used = u.used + 1 "
+    "WHERE u.used < %s RETURNING used"
+)
+_REFUND: Final = (
+    "UPDATE usage SET used = used - 1 "
+    "WHERE subject = %s AND policy = %s AND window_start = %s AND used > 0"
+)
+_USED: Final = "SELECT used FROM usage WHERE subject = %s AND policy = %s AND window_start = %s"
+
+
+class PostgresServiceStore:
+    """Keys and counters in a PostgreSQL database (see :class:`.state.ServiceState`)."""
+
+    remote = True  # across a socket: the service calls it from worker threads
+
+    def __init__(self, url: str, clock: Callable[[], float] = time.time, size: int = 1) -> None:
+        self._db = PostgresDb(url, what="the service database", size=size)
+        try:
+            self._db.migrate(SCHEMA)
+        except BaseException:
+            self._db.close()
+            raise
+        self._clock = clock
+        self.where = self._db.where
+
+    def __enter__(self) -> PostgresServiceStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def ping(self) -> None:
+        self._db.ping()
+
+    def create_key(self, plan: str, label: str = "") -> tuple[ApiKey, str]:
+        key, secret = new_key(plan, label, self._clock())
+        self._db.execute(
+            "INSERT INTO api_keys VALUES (%s, %s, %s, %s, %s, NULL)",
+            (key.key_id, sha(secret), plan, label, key.created_at),
+        )
+        return key, secret
+
+    def list_keys(self) -> list[ApiKey]:
+        rows = self._db.query(f"SELECT {_KEY} FROM api_keys ORDER BY created_at, key_id")
+        return [_key(row) for row in rows]
+
+    def revoke_key(self, key_id: str) -> ApiKey:
+        rows = self._db.query(
+            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, %s) WHERE key_id = %s "
+            f"RETURNING {_KEY}",
+            (self._clock(), key_id),
+        )
+        if not rows:
+            raise unknown_key(key_id)
+        return _key(rows[0])
+
+    def find_key(self, secret: str) -> ApiKey | None:
+        return self.find_keys([secret])[0]
+
+    def find_keys(self, secrets: Sequence[str]) -> list[ApiKey | None]:
+        shas = [sha(secret) for secret in secrets]
+        rows = self._db.query(
+            f"SELECT secret_sha, {_KEY} FROM api_keys WHERE secret_sha = ANY(%s)", (shas,)
+        )
+        found = {row[0]: _key(row[1:]) for row in rows}
+        return [found.get(s) for s in shas]
+
+    def consume(self, subject: str, policy: str, window_start: int, limit: int) -> tuple[bool, int]:
+        if limit > 0:
+            rows = self._db.query(_CONSUME, (subject, policy, window_start, limit))
+            if rows:
+                return True, int(rows[0][0])
+        return False, self.used(subject, policy, window_start)
+
+    def refund(self, subject: str, policy: str, window_start: int) -> None:
+        self._db.execute(_REFUND, (subject, policy, window_start))
+
+    def used(self, subject: str, policy: str, window_start: int) -> int:
+        rows = self._db.query(_USED, (subject, policy, window_start))
+        return int(rows[0][0]) if rows else 0
+
+    def purge_usage(self, before: int) -> None:
+        self._db.execute("DELETE FROM usage WHERE window_start < %s", (before,))
+
+
+def _key(row: Sequence[Any]) -> ApiKey:
+    key_id, plan, label, created_at, revoked_at = row
+    return ApiKey(key_id, plan, label, created_at, revoked_at)
