@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from pipeline.core.config import DnsConfig
 from pipeline.core.lists import DomainLists, load_lists
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_WORLD
+from tests import pg
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE_WORLD = SANDBOX_WORLD
@@ -41,3 +43,34 @@ def fast_dns(address: str, **overrides: object) -> DnsConfig:
     }
     settings.update(overrides)
     return DnsConfig(**settings)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[pg.Cluster]:
+    """A PostgreSQL cluster of the test run's own, on 127.0.0.1 (see tests/pg.py)."""
+    reason = pg.available()
+    if reason is not None:
+        if os.environ.get("CI"):  # CI installs the server (.ci/run): never skip there
+            pytest.fail(f"PostgreSQL is needed: {reason}")
+        pytest.skip(f"PostgreSQL tests skipped: {reason}")
+    with pg.cluster() as running:
+        yield running
+
+
+@pytest.fixture
+def pg_url(pg_cluster: pg.Cluster) -> str:
+    """The URL of a fresh, empty database."""
+    return pg_cluster.database()
+
+
+StoreAt = Callable[[str], Path | str]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_at(request: pytest.FixtureRequest, tmp_path: Path) -> StoreAt:
+    """Where a store lives, once in a SQLite file and once in PostgreSQL: a function from a
+    file name to that file in the test's folder, or to the test's database."""
+    if request.param == "sqlite":
+        return lambda name: tmp_path / name
+    url: str = request.getfixturevalue("pg_url")
+    return lambda name: url

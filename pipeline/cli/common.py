@@ -19,10 +19,10 @@ from tqdm import tqdm
 from pipeline.core import assembly
 from pipeline.core.assembly import EngineOptions
 from pipeline.core.config import Config, VerifyConfig, VerifyMode, load_config
+from pipeline.core.database import Where, store_where
 from pipeline.core.engine import Engine, Progress
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
-from pipeline.core.sqlite import beside_domain_cache
 from pipeline.core.text import invalid_at
 from pipeline.core.verdict import Reason
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
@@ -203,8 +203,8 @@ def cache_path(args: argparse.Namespace, config: Config) -> Path:
     return root / ("sandbox-domains.sqlite" if args.sandbox else "domains.sqlite")
 
 
-def bounce_ledger_path(args: argparse.Namespace, config: Config) -> Path:
-    return beside_domain_cache(cache_path(args, config), "bounces", config.bounces.db)
+def bounce_ledger_path(args: argparse.Namespace, config: Config) -> Where:
+    return store_where(cache_path(args, config), "bounces", config.bounces.db)
 
 
 # --- the engine -------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from pipeline.cli.common import bounce_ledger_path, cache_path, settings
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
 from pipeline.core.contacts.store import ContactStore
+from pipeline.core.database import Where, exists, is_url, store_where
 from pipeline.core.errors import UsageError
 from pipeline.core.forget import Request, forget
 from pipeline.core.mailboxes.cache import MailboxCache
@@ -34,7 +35,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     showing.add_argument("--limit", type=int, default=100, metavar="N")
     showing.set_defaults(handler=_bounces_list)
     for sub in (importing, showing):
-        sub.add_argument("--db", type=Path, metavar="PATH", help="ledger file (default: cache)")
+        sub.add_argument(
+            "--db", metavar="PATH|URL", help="ledger file or postgresql:// URL (default: cache)"
+        )
         sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
         sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
         sub.add_argument("--sandbox", action="store_true", help="the sandbox's ledger")
@@ -63,7 +66,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     c_audit.add_argument("--format", choices=("csv", "json"), default="csv")
     c_audit.set_defaults(handler=_contacts_audit)
     for sub in (c_import, c_suppress, c_erase, c_audit):
-        sub.add_argument("--db", type=Path, metavar="PATH", help="contact store (default: cache)")
+        sub.add_argument(
+            "--db",
+            metavar="PATH|URL",
+            help="contact store file or postgresql:// URL (default: cache)",
+        )
         sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
         sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
         sub.add_argument("--sandbox", action="store_true", help="the sandbox's contact store")
@@ -72,9 +79,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 # --- bounces ----------------------------------------------------------------------------------
 
 
+def _given(db: str | None) -> Where | None:
+    """A --db value: a postgresql:// URL, or a file."""
+    if not db:
+        return None
+    return db if is_url(db) else Path(db)
+
+
 def _ledger(args: argparse.Namespace, config: Config) -> BounceLedger:
-    path = Path(args.db) if getattr(args, "db", None) else bounce_ledger_path(args, config)
-    return BounceLedger(path, config.bounces)
+    return BounceLedger(_given(args.db) or bounce_ledger_path(args, config), config.bounces)
 
 
 def _bounces_import(args: argparse.Namespace) -> int:
@@ -109,12 +122,8 @@ def _bounces_list(args: argparse.Namespace) -> int:
 def _contact_store(args: argparse.Namespace) -> ContactStore:
     config = settings(args)
     # The service looks beside its domain cache too: both find the same store.
-    path = (
-        Path(args.db)
-        if args.db
-        else beside_domain_cache(cache_path(args, config), "contacts", config.contacts.db)
-    )
-    return ContactStore(path, config.contacts)
+    where = _given(args.db) or store_where(cache_path(args, config), "contacts", config.contacts.db)
+    return ContactStore(where, config.contacts)
 
 
 def _contacts_import(args: argparse.Namespace) -> int:
@@ -143,7 +152,7 @@ def _contacts_forget(args: argparse.Namespace) -> int:
             stack.enter_context(MailboxCache(answers, config.verify)) if answers.exists() else None
         )
         ledger = (
-            stack.enter_context(BounceLedger(events, config.bounces)) if events.exists() else None
+            stack.enter_context(BounceLedger(events, config.bounces)) if exists(events) else None
         )
         done = forget(
             args.request, contacts, cache, ledger, email=args.email, phone=args.phone,

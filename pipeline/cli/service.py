@@ -9,7 +9,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import platformdirs
@@ -56,8 +56,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _serve(args: argparse.Namespace) -> int:
+    return serve(args)
+
+
+def serve(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int:
+    """``listclean serve``; *clock* is the quota windows' time (a test moves it)."""
     from pipeline.service.app import Paths, create_app
-    from pipeline.service.protocol import serve
+    from pipeline.service.protocol import serve as serve_app
 
     service = load_service_config(config_file(args), os.environ)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
@@ -65,9 +70,11 @@ def _serve(args: argparse.Namespace) -> int:
         engine = sandbox_world(stack, args, with_resolvers(service.engine, args.resolver))
         service = dataclasses.replace(service, engine=engine)
         paths = Paths(db=_db_path(args, service), cache=cache_path(args, engine))
-        app = create_app(service, paths, offline=args.offline, loopback_only=args.sandbox)
+        app = create_app(
+            service, paths, offline=args.offline, clock=clock, loopback_only=args.sandbox
+        )
         asyncio.run(
-            serve(
+            serve_app(
                 app,
                 args.host or service.service.host,
                 args.port if args.port is not None else service.service.port,

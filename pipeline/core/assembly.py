@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
+from pipeline.core.database import store_where
 from pipeline.core.dns import SharedResolver
 from pipeline.core.domain_cache import DomainCache
 from pipeline.core.engine import Engine, ProgressFactory
@@ -53,8 +54,8 @@ def open_engine(
     """The engine *config* describes; its stores close with *stack*."""
     lists = load_lists(config.lists.extra_disposable, config.lists.extra_free)
     cache = stack.enter_context(DomainCache(domain_cache, config.cache, options.clock))
-    ledger_path = beside_domain_cache(domain_cache, "bounces", config.bounces.db)
-    ledger = stack.enter_context(BounceLedger(ledger_path, config.bounces))
+    ledger_at = store_where(domain_cache, "bounces", config.bounces.db)
+    ledger = stack.enter_context(BounceLedger(ledger_at, config.bounces))
     checker = None if options.offline else _checker(stack, config, domain_cache, options, lists)
     return Engine(
         config,

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from pipeline.core import postgres
 from pipeline.core.postgres import PostgresDb
-from pipeline.core.sqlite import SqliteFile
+from pipeline.core.sqlite import SqliteFile, beside_domain_cache
 
 Where = Path | str  # a SQLite file, or a postgresql:// URL
 
@@ -71,3 +72,53 @@ def open_database(
     return SqliteFile(
         Path(where), sqlite_schema, what=what, remedy=remedy, broken_remedy=broken_remedy
     )
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How a statement written once is spelled for one database: SQLite (``sqlite3``'s ``?``
+    and ``:name``, JSON arrays through ``json_each``) or PostgreSQL (psycopg's ``%s`` and
+    ``%(name)s``, ``jsonb_array_elements_text``). A list of values travels as one JSON text
+    parameter in both, so a statement takes the same parameters on either database."""
+
+    name: str  # "sqlite" | "postgresql"
+
+    @property
+    def q(self) -> str:
+        """A positional placeholder."""
+        return "?" if self.name == "sqlite" else "%s"
+
+    def p(self, name: str) -> str:
+        """The named placeholder *name*."""
+        return f":{name}" if self.name == "sqlite" else f"%({name})s"
+
+    def values(self, placeholder: str | None = None, integers: bool = False) -> str:
+        """A subquery of the values of the JSON array at *placeholder* (default: positional);
+        *integers* for a list of ids (PostgreSQL compares no text with a number)."""
+        at = placeholder or self.q
+        if self.name == "sqlite":
+            return f"(SELECT value FROM json_each({at}))"
+        cast = "::bigint" if integers else ""
+        return f"(SELECT jsonb_array_elements_text({at}::jsonb){cast})"
+
+
+SQLITE = Dialect("sqlite")
+POSTGRESQL = Dialect("postgresql")
+
+
+def dialect_of(db: Database) -> Dialect:
+    return SQLITE if db.dialect == "sqlite" else POSTGRESQL
+
+
+def store_where(domain_cache: Path, name: str, configured: str = "") -> Where:
+    """Where the store *name* lives: the database URL or file its setting names, else beside
+    the domain cache (:func:`~pipeline.core.sqlite.beside_domain_cache`)."""
+    if is_url(configured):
+        return configured
+    return beside_domain_cache(domain_cache, name, configured)
+
+
+def exists(where: Where) -> bool:
+    """Whether the store at *where* may hold anything: a database always may, a file once
+    it was made (a store that was never made is not made now just to find it empty)."""
+    return is_url(where) or Path(where).exists()

@@ -128,7 +128,7 @@ class PostgresDb:
 
     def migrate(self, schema: Sequence[str]) -> None:
         """Create what *schema*'s statements create, if missing, in one transaction."""
-        with self.transaction():
+        with self.transaction(write=True):
             self.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             for statement in schema:
                 self.execute(statement)
@@ -136,14 +136,16 @@ class PostgresDb:
     @contextlib.contextmanager
     def transaction(self, write: bool = False) -> Iterator[None]:
         """The statements inside run as one transaction (committed on exit, rolled back on an
-        exception). *write* is for SQLite's sake (it takes the write lock at once); PostgreSQL
-        locks rows as they are written."""
+        exception). Without *write* it only reads, from one snapshot (REPEATABLE READ); with
+        it, PostgreSQL locks rows as they are written (SQLite takes its write lock at once)."""
         if getattr(self._local, "conn", None) is not None:  # nested: part of the outer one
             yield
             return
         with self._failures(), self._pool.connection() as conn, conn.transaction():
             self._local.conn = conn
             try:
+                if not write:  # one snapshot for every read inside, as SQLite's BEGIN gives
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 yield
             finally:
                 self._local.conn = None

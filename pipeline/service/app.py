@@ -51,8 +51,8 @@ from pipeline.service.keys import (
 )
 from pipeline.service.logs import failure_line, log_failure
 from pipeline.service.params import Limits
-from pipeline.service.routes import add_routes, identify
 from pipeline.service.quotas import Decision, Identity, Quotas
+from pipeline.service.routes import add_routes, identify
 from pipeline.service.settings import ServiceConfig
 from pipeline.service.state import WORKERS, Offload, open_state
 from pipeline.service.store import ServiceStore

@@ -13,7 +13,6 @@ from aiohttp.http_exceptions import HttpProcessingError
 from pipeline.core.text import for_log
 from pipeline.service.decoding import Pairs, form_pairs, json_pairs, shown, urlencoded_pairs
 from pipeline.service.errors import ConflictingParameters, InvalidApiKey, InvalidParameter
-from pipeline.service.quotas import Identity
 from pipeline.service.store import ApiKey
 
 FORM = "application/x-www-form-urlencoded"

@@ -140,8 +140,9 @@ async def serve(
     await runner.setup()
     try:
         await web.TCPSite(runner, host, port).start()
-        if started is not None:
-            started(f"Serving on http://{host}:{port} (SIGINT or SIGTERM stops)")
+        if started is not None:  # the bound port: with --port 0 the system chose it
+            bound = runner.addresses[0][1] if runner.addresses else port
+            started(f"Serving on http://{host}:{bound} (SIGINT or SIGTERM stops)")
         await stop.wait()
     finally:
         await runner.cleanup()

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
@@ -61,9 +61,7 @@ async def admit(
     return wanted, identity
 
 
-async def identify(
-    request: web.Request, params: Mapping[str, str], services: Services
-) -> Identity:
+async def identify(request: web.Request, params: Mapping[str, str], services: Services) -> Identity:
     """The caller: a key (header wins over ``apikey``), or the client IP when none is sent;
     an unknown or revoked key is the 401."""
     ip = services.client_ip(request)
@@ -74,9 +72,7 @@ async def identify(
     return Identity(ip, accepted(key))
 
 
-async def _identify(
-    request: web.Request, params: dict[str, str], services: Services
-) -> Identity:
+async def _identify(request: web.Request, params: dict[str, str], services: Services) -> Identity:
     """The caller; a failed authentication is a 401, or a 429 once its client address has
     failed too often (see ``guard.py``). A valid key is never refused here."""
     ip = services.client_ip(request)

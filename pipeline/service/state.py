@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import ParamSpec, Protocol, TypeVar
 
 from pipeline.core.database import Where, is_url

@@ -2,8 +2,9 @@
 
 Bounce reports (tables exported by a sending service, or the delivery status notifications
 themselves) become :class:`BounceEvent` rows; :class:`BounceLedger`
-keeps them in a SQLite file (``bounces.sqlite`` beside the caches) and answers, for a batch of
-dedupe keys at once, the two flags of the spec:
+keeps them in a SQLite file (``bounces.sqlite`` beside the caches) or in the PostgreSQL
+database the service instances share (``bounces.db`` a ``postgresql://`` URL) and answers,
+for a batch of dedupe keys at once, the two flags of the spec:
 
 ``known`` (HAS_KNOWN_BOUNCES)
     The address's latest hard bounce is newer than its latest ``delivered`` event, or it has
@@ -33,13 +34,13 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Self
 
 from pipeline.core.address import parse_address
 from pipeline.core.bounces.reports import read_bounce_file
 from pipeline.core.bounces.types import BounceEvent, BounceFlags, BounceKind, ImportReport
 from pipeline.core.config import BouncesConfig
-from pipeline.core.sqlite import SqliteFile
+from pipeline.core.database import Dialect, Where, dialect_of, open_database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -56,70 +57,81 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE INDEX IF NOT EXISTS events_by_domain ON events (domain, key, kind, at);
 CREATE INDEX IF NOT EXISTS events_by_time ON events (at);
 """
-
-
-_INSERT = (
-    "INSERT OR IGNORE INTO events (key, domain, kind, status, at, reason, email, source) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+# The same in PostgreSQL; "id" gives events the order SQLite's rowid gives them.
+_PG_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS events (
+        id     BIGSERIAL PRIMARY KEY,
+        key    TEXT NOT NULL,
+        domain TEXT NOT NULL,
+        kind   TEXT NOT NULL,
+        status TEXT NOT NULL,
+        at     DOUBLE PRECISION NOT NULL,
+        reason TEXT NOT NULL,
+        email  TEXT NOT NULL,
+        source TEXT NOT NULL,
+        UNIQUE (key, kind, status, at, reason)
+    )""",
+    "CREATE INDEX IF NOT EXISTS events_by_domain ON events (domain, key, kind, at)",
+    "CREATE INDEX IF NOT EXISTS events_by_time ON events (at)",
 )
 
 
-# Per address: its latest hard bounce and latest delivery; "known" compares the two.
-_LATEST = """
-    MAX(CASE WHEN e.kind = :hard THEN e.at END) AS last_hard,
-    MAX(CASE WHEN e.kind = :delivered THEN e.at END) AS last_delivered"""
+class _Statements:
+    """The ledger's statements, written once, spelled for *d*'s database."""
 
-
-_KNOWN = "(last_hard IS NOT NULL AND (last_delivered IS NULL OR last_hard > last_delivered))"
-
-
-# The keys asked for that have events; the index on (key, ...) that UNIQUE creates serves
-# both the join and the count of recent soft bounces.
-_PER_KEY = f"""
-WITH wanted(key) AS (SELECT DISTINCT value FROM json_each(:keys)),
-per_key AS (
-    SELECT e.key AS key, {_LATEST}
-    FROM wanted JOIN events AS e ON e.key = wanted.key
-    GROUP BY e.key
-)
-SELECT key, last_hard, {_KNOWN}, last_delivered IS NOT NULL AND NOT {_KNOWN},
-       (SELECT COUNT(*) FROM events AS s
-        WHERE s.key = per_key.key AND s.kind = :soft AND s.at >= :since
-          AND (last_delivered IS NULL OR s.at > last_delivered))
-FROM per_key
-"""
-
-
-# Among the domains asked for, those whose addresses in the ledger mostly are known bounces.
-_DEAD_DOMAINS = f"""
-WITH wanted(domain) AS (SELECT DISTINCT value FROM json_each(:domains)),
-per_address AS (
-    SELECT e.domain AS domain, {_LATEST}
-    FROM wanted JOIN events AS e ON e.domain = wanted.domain
-    GROUP BY e.domain, e.key
-)
-SELECT domain FROM per_address
-GROUP BY domain
-HAVING SUM({_KNOWN}) >= :min_addresses AND SUM({_KNOWN}) >= :rate * COUNT(*)
-"""
-
-
-_COLUMNS = "email, key, domain, kind, status, at, reason, source"
-
-
-_NEWEST = f"SELECT {_COLUMNS} FROM events ORDER BY at DESC, rowid DESC LIMIT ?"
-
-
-_NEWEST_OF = f"SELECT {_COLUMNS} FROM events WHERE key = ? ORDER BY at DESC, rowid DESC LIMIT ?"
+    def __init__(self, d: Dialect) -> None:
+        order = "rowid" if d.name == "sqlite" else "id"
+        q = d.q
+        self.insert = (
+            "INSERT INTO events (key, domain, kind, status, at, reason, email, source) "
+            f"VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}, {q}) ON CONFLICT DO NOTHING"
+        )
+        # Per address: its latest hard bounce and latest delivery; "known" compares the two.
+        latest = f"""
+            MAX(CASE WHEN e.kind = {d.p("hard")} THEN e.at END) AS last_hard,
+            MAX(CASE WHEN e.kind = {d.p("delivered")} THEN e.at END) AS last_delivered"""
+        known = "(last_hard IS NOT NULL AND (last_delivered IS NULL OR last_hard > last_delivered))"
+        counted = f"SUM(CASE WHEN {known} THEN 1 ELSE 0 END)"
+        # The keys asked for that have events; the index on (key, ...) that UNIQUE creates
+        # serves both the join and the count of recent soft bounces.
+        self.per_key = f"""
+        WITH wanted(key) AS (SELECT DISTINCT * FROM {d.values(d.p("keys"))} AS v),
+        per_key AS (
+            SELECT e.key AS key, {latest}
+            FROM wanted JOIN events AS e ON e.key = wanted.key
+            GROUP BY e.key
+        )
+        SELECT key, last_hard, {known}, last_delivered IS NOT NULL AND NOT {known},
+               (SELECT COUNT(*) FROM events AS s
+                WHERE s.key = per_key.key AND s.kind = {d.p("soft")} AND s.at >= {d.p("since")}
+                  AND (last_delivered IS NULL OR s.at > last_delivered))
+        FROM per_key
+        """
+        # Among the domains asked for, those whose addresses in the ledger mostly are known
+        # bounces.
+        self.dead_domains = f"""
+        WITH wanted(domain) AS (SELECT DISTINCT * FROM {d.values(d.p("domains"))} AS v),
+        per_address AS (
+            SELECT e.domain AS domain, {latest}
+            FROM wanted JOIN events AS e ON e.domain = wanted.domain
+            GROUP BY e.domain, e.key
+        )
+        SELECT domain FROM per_address
+        GROUP BY domain
+        HAVING {counted} >= {d.p("min_addresses")} AND {counted} >= {d.p("rate")} * COUNT(*)
+        """
+        columns = "email, key, domain, kind, status, at, reason, source"
+        self.newest = f"SELECT {columns} FROM events ORDER BY at DESC, {order} DESC LIMIT {q}"
+        self.newest_of = (
+            f"SELECT {columns} FROM events WHERE key = {q} ORDER BY at DESC, {order} DESC LIMIT {q}"
+        )
+        self.forget = f"DELETE FROM events WHERE key IN {d.values()}"
 
 
 _DAY = 86400.0
 
 
-_T = TypeVar("_T")
-
-
-class BounceLedger(SqliteFile):
+class BounceLedger:
     """Bounce events of all imported reports, and the flags they add up to per address.
 
     :meth:`flags` answers a whole batch with two set-based queries (the keys, then their
@@ -127,18 +139,30 @@ class BounceLedger(SqliteFile):
     """
 
     def __init__(
-        self, path: Path, config: BouncesConfig, clock: Callable[[], float] = time.time
+        self, where: Where, config: BouncesConfig, clock: Callable[[], float] = time.time
     ) -> None:
-        super().__init__(
-            path,
-            _SCHEMA,
+        self._db = open_database(
+            where,
             what="the bounce ledger",
             remedy="Choose a writable file with bounces.db or --cache-dir.",
             broken_remedy="Delete the file to start afresh (then import the reports again), "
             "or choose another one with bounces.db.",
+            sqlite_schema=_SCHEMA,
+            postgres_schema=_PG_SCHEMA,
         )
+        self._sql = _Statements(dialect_of(self._db))
         self._config = config
         self._clock = clock
+        self.where = self._db.where
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
 
     def add(self, events: Iterable[BounceEvent]) -> tuple[int, int]:
         """Store *events*; (added, duplicates). Events without a key are left out."""
@@ -149,8 +173,8 @@ class BounceLedger(SqliteFile):
         ]
         if not rows:
             return 0, 0
-        with self._transaction("BEGIN IMMEDIATE"):
-            added = self._run(lambda db: db.executemany(_INSERT, rows).rowcount)
+        with self._db.transaction(write=True):
+            added = self._db.executemany(self._sql.insert, rows)
         return added, len(rows) - added
 
     def import_file(self, path: Path) -> ImportReport:
@@ -164,12 +188,14 @@ class BounceLedger(SqliteFile):
         domains = {_domain_of(key) for key in wanted}
         kinds = {k.name.lower(): k.value for k in BounceKind}
         since = self._clock() - self._config.soft_window_days * _DAY
-        with self._transaction("BEGIN"):  # both answers from one snapshot of the file
-            per_key = self._query(_PER_KEY, {"keys": json.dumps(wanted), "since": since, **kinds})
+        with self._db.transaction():  # both answers from one snapshot
+            per_key = self._db.query(
+                self._sql.per_key, {"keys": json.dumps(wanted), "since": since, **kinds}
+            )
             dead = {
                 domain
-                for (domain,) in self._query(
-                    _DEAD_DOMAINS,
+                for (domain,) in self._db.query(
+                    self._sql.dead_domains,
                     {
                         "domains": json.dumps(sorted(domains)),
                         "min_addresses": self._config.domain_min_addresses,
@@ -200,13 +226,13 @@ class BounceLedger(SqliteFile):
         a flag. A batch asks :meth:`flags` for its keys within this scope, so a ledger of
         thousands costs a list of millions little, and an empty ledger costs nothing."""
         kinds = {k.name.lower(): k.value for k in BounceKind}
-        with self._transaction("BEGIN"):
-            keys = {key for (key,) in self._query("SELECT DISTINCT key FROM events")}
-            domains = [d for (d,) in self._query("SELECT DISTINCT domain FROM events")]
+        with self._db.transaction():
+            keys = {key for (key,) in self._db.query("SELECT DISTINCT key FROM events")}
+            domains = [d for (d,) in self._db.query("SELECT DISTINCT domain FROM events")]
             dead = {
                 domain
-                for (domain,) in self._query(
-                    _DEAD_DOMAINS,
+                for (domain,) in self._db.query(
+                    self._sql.dead_domains,
                     {
                         "domains": json.dumps(domains),
                         "min_addresses": self._config.domain_min_addresses,
@@ -220,23 +246,16 @@ class BounceLedger(SqliteFile):
     def forget(self, keys: Iterable[str]) -> int:
         """Delete the events of the addresses *keys* (an erasure or opt-out: see
         :mod:`pipeline.core.forget`); how many went."""
-        wanted = (json.dumps(sorted(set(keys))),)
-        with self._transaction("BEGIN IMMEDIATE"):
-            gone: int = self._run(
-                lambda db: (
-                    db.execute(
-                        "DELETE FROM events WHERE key IN (SELECT value FROM json_each(?))", wanted
-                    ).rowcount
-                )
-            )
-        return gone
+        with self._db.transaction(write=True):
+            return self._db.execute(self._sql.forget, (json.dumps(sorted(set(keys))),))
 
     def events(self, email: str | None = None, limit: int = 100) -> list[BounceEvent]:
         """The newest *limit* events, of one address (any spelling of it) when *email* is given."""
+        limit = limit if limit >= 0 else 2**62  # a negative limit: all of them
         if email is None:
-            rows = self._query(_NEWEST, (limit,))
+            rows = self._db.query(self._sql.newest, (limit,))
         else:
-            rows = self._query(_NEWEST_OF, (parse_address(email).key, limit))
+            rows = self._db.query(self._sql.newest_of, (parse_address(email).key, limit))
         return [
             BounceEvent(address, key, domain, BounceKind(kind), status, at, reason, source)
             for address, key, domain, kind, status, at, reason, source in rows

@@ -64,8 +64,10 @@ from pipeline.core.contacts.names import (
 )
 from pipeline.core.contacts.types import (
     Candidate,
+    Clause,
     Contact,
     Lookup,
+    Option,
     Outcome,
     StoredRow,
     TermKind,
@@ -103,25 +105,25 @@ def phone_candidates(term: str) -> list[str]:
     return phone_readings(term)
 
 
-def fts_query(term: str) -> str:
-    """An FTS5 query for the records that may fit *term*: each word, a nickname of it or its
-    initial. Each alternative is a quoted string, so no word can act as query syntax; a word's
-    letters as written go too, so FTS5's tokenizer reads them as it read the indexed address."""
-    clauses: dict[str, str] = {}
+def match_clauses(term: str) -> list[Clause]:
+    """What the full-text index must hold for a record that may fit *term*: for each word, the
+    word, a nickname of it or its initial. A word's letters as written go too, so the index's
+    tokenizer reads them as it read the indexed address. The store spells these for its
+    database (``sql.Statements.match``)."""
+    clauses: dict[str, Clause] = {}
     for raw in term.split():
         folded = "".join(name_tokens(raw))
         if not folded or folded in HONORIFICS or folded in clauses:
             continue
         if len(folded) == 1:
-            clauses[folded] = f'"{folded}"*'
+            clauses[folded] = (Option((folded,), prefix=True),)
             continue
         written = WORD.findall(unicodedata.normalize("NFC", raw))
-        options = [f'"{o}"' for o in dict.fromkeys([folded, *variants(folded)])]
+        options = [Option((o,)) for o in dict.fromkeys([folded, *variants(folded)])]
         if fold("".join(written)) != folded or len(written) > 1:
-            options.append("(" + " AND ".join(f'"{w}"' for w in written) + ")")
-        clauses[folded] = "(" + " OR ".join(options) + ")"
-    kept = list(clauses.values())[:MAX_WORDS] or ['""']
-    return " AND ".join(kept)
+            options.append(Option(tuple(written)))
+        clauses[folded] = tuple(options)
+    return list(clauses.values())[:MAX_WORDS]
 
 
 # --------------------------------------------------------------------------- candidates

@@ -1,10 +1,15 @@
-"""The contact store's SQLite schema and statements, and the upgrade of an earlier schema."""
+"""The contact store's schemas (SQLite and PostgreSQL), its statements for each, and the
+upgrade of an earlier SQLite schema."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
+from pipeline.core.contacts.identity import words
 from pipeline.core.contacts.names import first_token, parse_name
+from pipeline.core.contacts.types import Clause, Option, Row
+from pipeline.core.database import Dialect
 
 # Schema versions (PRAGMA user_version): 0 is a store from before names were read into parts;
 # 1 adds contacts.parts and contacts.hidden and indexes parts, address and company.
@@ -89,58 +94,192 @@ DROP TABLE IF EXISTS contacts_fts;
 REBUILD_FULL_TEXT = "INSERT INTO contacts_fts (contacts_fts) VALUES ('rebuild')"
 NAMES = "SELECT id, name FROM contacts"
 SET_PARTS = "UPDATE contacts SET parts = ? WHERE id = ?"
+SCHEMA_VERSION = "PRAGMA user_version"
 
-FIELDS = (
+# The same store in PostgreSQL. Its full-text index is a tsvector of the words the Python side
+# reads from the parts, address and employer (:func:`index_words`), kept verbatim
+# (array_to_tsvector) so that PostgreSQL's parser and dictionaries play no part: a search finds
+# the records SQLite's FTS5 finds. No trigram index: fuzzy similarity plays no part in an
+# answer (matching rule 4), so there is nothing for one to serve.
+PG_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS secret (
+        id    INTEGER PRIMARY KEY CHECK (id = 1),
+        value BYTEA NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS contacts (
+        id          BIGSERIAL PRIMARY KEY,
+        name        TEXT NOT NULL,
+        address     TEXT NOT NULL,
+        place       TEXT NOT NULL,
+        phone       TEXT NOT NULL,
+        email       TEXT NOT NULL,
+        email_key   TEXT NOT NULL,
+        company     TEXT NOT NULL,
+        title       TEXT NOT NULL,
+        source      TEXT NOT NULL,
+        imported_at DOUBLE PRECISION NOT NULL,
+        parts       TEXT NOT NULL DEFAULT '',
+        hidden      INTEGER NOT NULL DEFAULT 0,
+        words       TSVECTOR NOT NULL DEFAULT ''::tsvector  -- index_words(parts address company)
+    )""",
+    "CREATE INDEX IF NOT EXISTS contacts_by_email ON contacts (email_key) WHERE email_key != ''",
+    "CREATE INDEX IF NOT EXISTS contacts_by_phone ON contacts (phone) WHERE phone != ''",
+    "CREATE INDEX IF NOT EXISTS contacts_by_words ON contacts USING GIN (words)",
+    """CREATE TABLE IF NOT EXISTS suppressed (
+        digest TEXT PRIMARY KEY,
+        kind   TEXT NOT NULL,
+        at     DOUBLE PRECISION NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS audit (
+        id        BIGSERIAL PRIMARY KEY,
+        at        DOUBLE PRECISION NOT NULL,
+        key_id    TEXT NOT NULL,
+        client_ip TEXT NOT NULL,
+        kind      TEXT NOT NULL,
+        term_hmac TEXT NOT NULL,
+        record_id BIGINT,
+        outcome   TEXT NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS audit_by_time ON audit (at)",
+)
+
+AUDIT_COLUMNS = ("at", "key_id", "client_ip", "kind", "term_hmac", "record_id", "outcome")
+_FIELDS = (
     "c.id, c.name, c.address, c.place, c.phone, c.email, c.email_key, c.company, c.title, c.parts"
 )
-SELECT = f"SELECT {FIELDS}, c.imported_at, c.hidden FROM contacts AS c"
-BY_EMAIL = f"{SELECT} WHERE c.email_key = ? AND c.email_key != ''"
-BY_PHONES = f"{SELECT} WHERE c.phone IN (SELECT value FROM json_each(?)) AND c.phone != ''"
-BY_IDENTIFIERS = f"""
-{SELECT} WHERE c.email_key IN (SELECT value FROM json_each(:keys)) AND c.email_key != ''
-UNION
-{SELECT} WHERE c.phone IN (SELECT value FROM json_each(:phones)) AND c.phone != ''
-ORDER BY 1
-"""
-# Every record the query matches: no limit, so no namesake is left out of a decision.
-BY_WORDS = f"""
-WITH hits(id) AS (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH :q)
-{SELECT} JOIN hits ON c.id = hits.id
-"""
-# The given names stored records start with (the first of the parts).
-KNOWN_GIVEN = (
-    "SELECT DISTINCT substr(parts, 1, instr(parts, '|') - 1) FROM contacts "
-    "WHERE parts LIKE '_%|%|_%|%'"
+_WRITTEN = (
+    "name, address, place, phone, email, email_key, company, title, parts, source, imported_at"
 )
-INSERT = (
-    "INSERT INTO contacts (name, address, place, phone, email, email_key, company, title, "
-    "parts, source, imported_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-UPDATE = (
-    "UPDATE contacts SET name = ?, address = ?, place = ?, phone = ?, email = ?, email_key = ?, "
-    "company = ?, title = ?, parts = ?, source = ?, imported_at = ? WHERE id = ?"
-)
-SUPPRESSED_AMONG = "SELECT digest FROM suppressed WHERE digest IN (SELECT value FROM json_each(?))"
-ADD_SUPPRESSED = "INSERT OR IGNORE INTO suppressed (digest, kind, at) VALUES (?, ?, ?)"
-_IDS = "(SELECT value FROM json_each(?))"
-HIDE = f"UPDATE contacts SET hidden = 1 WHERE id IN {_IDS}"
-DELETE = f"DELETE FROM contacts WHERE id IN {_IDS}"
-# Another person's record keeps nothing of an erased person: a shared mailbox or number goes.
-BLANK_EMAILS = f"UPDATE contacts SET email = '', email_key = '' WHERE email_key IN {_IDS}"
-BLANK_PHONES = f"UPDATE contacts SET phone = '' WHERE phone IN {_IDS}"
-ADD_SECRET = "INSERT OR IGNORE INTO secret (id, value) VALUES (1, ?)"
-SECRET = "SELECT value FROM secret WHERE id = 1"
-SCHEMA_VERSION = "PRAGMA user_version"
-ANY_SUPPRESSED = "SELECT EXISTS (SELECT 1 FROM suppressed)"
-AUDIT_COLUMNS = ("at", "key_id", "client_ip", "kind", "term_hmac", "record_id", "outcome")
-ADD_AUDIT = f"INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?)"
-AUDIT_SINCE = f"SELECT {', '.join(AUDIT_COLUMNS)} FROM audit WHERE at >= ? ORDER BY at, rowid"
-PURGE_AUDIT = "DELETE FROM audit WHERE at < ?"
-# The audit keeps that a lookup happened, not whom it was about.
-SCRUB_AUDIT = (
-    f"UPDATE audit SET term_hmac = '', record_id = NULL "
-    f"WHERE record_id IN {_IDS} OR term_hmac IN {_IDS}"
-)
+
+
+def index_words(row: Row) -> list[str]:
+    """The words PostgreSQL's full-text index holds for *row*: those FTS5's index holds, folded
+    the way the search folds its terms (:func:`~pipeline.core.contacts.identity.words`)."""
+    return sorted(set(words(f"{row.parts} {row.address} {row.company}")))
+
+
+class Statements:
+    """The store's statements, written once, spelled for *d*'s database."""
+
+    def __init__(self, d: Dialect) -> None:
+        self.dialect = d
+        sqlite = d.name == "sqlite"
+        q, ids = d.q, d.values(integers=True)
+        select = f"SELECT {_FIELDS}, c.imported_at, c.hidden FROM contacts AS c"
+        self.by_email = f"{select} WHERE c.email_key = {q} AND c.email_key != ''"
+        self.by_phones = f"{select} WHERE c.phone IN {d.values()} AND c.phone != ''"
+        self.by_identifiers = f"""
+        {select} WHERE c.email_key IN {d.values(d.p("keys"))} AND c.email_key != ''
+        UNION
+        {select} WHERE c.phone IN {d.values(d.p("phones"))} AND c.phone != ''
+        ORDER BY 1
+        """
+        # Every record the query matches: no limit, so no namesake is left out of a decision.
+        self.by_words = (
+            f"""WITH hits(id) AS (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH :q)
+            {select} JOIN hits ON c.id = hits.id"""
+            if sqlite
+            else f"{select} WHERE c.words @@ {d.p('q')}::tsquery"
+        )
+        # The given names stored records start with (the first of the parts).
+        given = "substr(parts, 1, instr(parts, '|') - 1)" if sqlite else "split_part(parts, '|', 1)"
+        self.known_given = f"SELECT DISTINCT {given} FROM contacts WHERE parts LIKE '_%|%|_%|%'"
+        marks = ", ".join([q] * 11)
+        self.insert = (
+            f"INSERT INTO contacts ({_WRITTEN}) VALUES ({marks})"
+            if sqlite
+            else f"INSERT INTO contacts ({_WRITTEN}, words) "
+            f"VALUES ({marks}, array_to_tsvector({q}::text[]))"
+        )
+        sets = ", ".join(f"{column} = {q}" for column in _WRITTEN.split(", "))
+        words_set = "" if sqlite else f", words = array_to_tsvector({q}::text[])"
+        self.update = f"UPDATE contacts SET {sets}{words_set} WHERE id = {q}"
+        self.suppressed_among = f"SELECT digest FROM suppressed WHERE digest IN {d.values()}"
+        self.add_suppressed = (
+            f"INSERT INTO suppressed (digest, kind, at) VALUES ({q}, {q}, {q}) "
+            "ON CONFLICT DO NOTHING"
+        )
+        self.hide = f"UPDATE contacts SET hidden = 1 WHERE id IN {ids}"
+        self.delete = f"DELETE FROM contacts WHERE id IN {ids}"
+        # Another person's record keeps nothing of an erased person: a shared mailbox or
+        # number goes.
+        self.blank_emails = (
+            f"UPDATE contacts SET email = '', email_key = '' WHERE email_key IN {d.values()}"
+        )
+        self.blank_phones = f"UPDATE contacts SET phone = '' WHERE phone IN {d.values()}"
+        self.add_secret = f"INSERT INTO secret (id, value) VALUES (1, {q}) ON CONFLICT DO NOTHING"
+        self.secret = "SELECT value FROM secret WHERE id = 1"
+        self.any_suppressed = "SELECT EXISTS (SELECT 1 FROM suppressed)"
+        columns = ", ".join(AUDIT_COLUMNS)
+        self.add_audit = f"INSERT INTO audit ({columns}) VALUES ({', '.join([q] * 7)})"
+        order = "rowid" if sqlite else "id"
+        self.audit_since = f"SELECT {columns} FROM audit WHERE at >= {q} ORDER BY at, {order}"
+        self.purge_audit = f"DELETE FROM audit WHERE at < {q}"
+        # The audit keeps that a lookup happened, not whom it was about.
+        self.scrub_audit = (
+            "UPDATE audit SET term_hmac = '', record_id = NULL "
+            f"WHERE record_id IN {ids} OR term_hmac IN {d.values()}"
+        )
+
+    def written(self, row: Row, source: str, now: float) -> tuple[object, ...]:
+        """The values :attr:`insert` takes for *row*, and :attr:`update` before the id."""
+        values = (*_values(row), source, now)
+        return values if self.dialect.name == "sqlite" else (*values, index_words(row))
+
+    def match(self, clauses: Sequence[Clause]) -> str:
+        """The full-text query :attr:`by_words` takes for *clauses*: FTS5's syntax or a
+        tsquery (see :func:`~pipeline.core.contacts.search.match_clauses`)."""
+        if self.dialect.name == "sqlite":
+            return fts5_query(clauses)
+        return tsquery(clauses)
+
+
+def _values(row: Row) -> tuple[str, ...]:
+    return (
+        row.name,
+        row.address,
+        row.place,
+        row.phone,
+        row.email,
+        row.email_key,
+        row.company,
+        row.title,
+        row.parts,
+    )
+
+
+def fts5_query(clauses: Sequence[Clause]) -> str:
+    """*clauses* in FTS5's syntax: each alternative a quoted string, so no word can act as
+    query syntax; ``"m"*`` for an initial."""
+    if not clauses:
+        return '""'
+
+    def option(o: Option) -> str:
+        quoted = [f'"{w}"' for w in o.words]
+        if o.prefix:
+            return f"{quoted[0]}*"
+        return quoted[0] if len(quoted) == 1 else "(" + " AND ".join(quoted) + ")"
+
+    def clause(c: Clause) -> str:
+        return option(c[0]) if c[0].prefix else "(" + " OR ".join(map(option, c)) + ")"
+
+    return " AND ".join(map(clause, clauses))
+
+
+def tsquery(clauses: Sequence[Clause]) -> str:
+    """*clauses* as a tsquery of verbatim lexemes (read by the ``::tsquery`` cast, which
+    normalizes nothing); ``'m':*`` for an initial. A word FTS5 would split in several tokens
+    needs all of them."""
+
+    def option(o: Option) -> str:
+        lexemes = [t for w in o.words for t in words(w)] or [" "]
+        if o.prefix:
+            return f"'{lexemes[0]}':*"
+        return "(" + " & ".join(f"'{t}'" for t in lexemes) + ")"
+
+    if not clauses:
+        return "' '"  # a lexeme no record holds: nothing matches
+    return " & ".join("(" + " | ".join(map(option, c)) + ")" for c in clauses)
 
 
 def upgrade(db: sqlite3.Connection) -> None:

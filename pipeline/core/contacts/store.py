@@ -1,7 +1,9 @@
 """The contact store behind ``/api/find``: imported contacts, opt-outs and the lookup audit.
 
 Contacts come from CSV or Parquet files (:meth:`ContactStore.import_file`) into one SQLite file,
-``contacts.db`` or else ``contacts.sqlite`` in the cache directory. :meth:`ContactStore.search`
+``contacts.db`` or else ``contacts.sqlite`` in the cache directory, or into the PostgreSQL
+database several service instances share (``contacts.db`` or ``--db`` a ``postgresql://`` URL;
+the statements of each are in :mod:`.sql`). :meth:`ContactStore.search`
 answers a search term with one :class:`Lookup`; the service answers 404 for anything but a MATCH.
 
 Term classification, name rules and the decision: :mod:`pipeline.core.contacts.search` and
@@ -40,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Self
 
 from pipeline.core.address import Syntax, parse_address
 from pipeline.core.config import ContactsConfig, known_region
@@ -52,7 +54,7 @@ from pipeline.core.contacts.search import (
     candidate,
     classify_term,
     decide,
-    fts_query,
+    match_clauses,
     name_fit,
     name_term,
     phone_candidates,
@@ -68,6 +70,7 @@ from pipeline.core.contacts.types import (
     StoredRow,
     TermKind,
 )
+from pipeline.core.database import Where, dialect_of, open_database
 from pipeline.core.errors import UsageError
 from pipeline.core.sqlite import SqliteFile
 
@@ -77,25 +80,28 @@ _ANONYMOUS: Final = "anonymous"
 _DAY: Final = 86400.0
 
 
-class ContactStore(SqliteFile):
-    """Contacts, opt-outs and the lookup audit in one SQLite file.
+class ContactStore:
+    """Contacts, opt-outs and the lookup audit in one SQLite file or PostgreSQL database.
 
-    One connection, guarded by a lock: the service may call from worker threads, and a search
-    must not read an import's half-written transaction on the shared connection.
+    Used under a lock: the service may call from worker threads, and a search must not read an
+    import's half-written transaction on SQLite's one shared connection.
     """
 
     def __init__(
-        self, path: Path, config: ContactsConfig, clock: Callable[[], float] = time.time
+        self, where: Where, config: ContactsConfig, clock: Callable[[], float] = time.time
     ) -> None:
         region = known_region(config.region)
-        super().__init__(
-            path,
-            sql.SCHEMA,
+        self._db = open_database(
+            where,
             what="the contact store",
             remedy="Choose a writable file with contacts.db or --cache-dir.",
             broken_remedy="Delete the file to start afresh (then import the contact files "
             "again; opt-outs are lost with it), or choose another one with contacts.db.",
+            sqlite_schema=sql.SCHEMA,
+            postgres_schema=sql.PG_SCHEMA,
         )
+        self._sql = sql.Statements(dialect_of(self._db))
+        self.where = self._db.where
         self._config = config
         self._region = region
         self._clock = clock
@@ -103,14 +109,25 @@ class ContactStore(SqliteFile):
         self._upgrade()
         # Made once per store (INSERT OR IGNORE keeps the first). 32 bytes is SHA-256's output
         # length L, below which RFC 2104 §3 discourages HMAC keys.
-        self._run(lambda db: db.execute(sql.ADD_SECRET, (secrets.token_bytes(32),)))
-        self._secret: bytes = self._query(sql.SECRET, ())[0][0]
+        self._db.execute(self._sql.add_secret, (secrets.token_bytes(32),))
+        self._secret: bytes = bytes(self._db.query(self._sql.secret)[0][0])
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
 
     def _upgrade(self) -> None:
-        """Bring a store of an earlier schema version up to this one (see sql.VERSION)."""
-        if self._query(sql.SCHEMA_VERSION)[0][0] < sql.VERSION:
-            with self._transaction("BEGIN IMMEDIATE"):
-                self._run(sql.upgrade)
+        """Bring a SQLite store of an earlier schema version up to this one (sql.VERSION); a
+        PostgreSQL store was made at the current one."""
+        db = self._db
+        if isinstance(db, SqliteFile) and db.query(sql.SCHEMA_VERSION)[0][0] < sql.VERSION:
+            with db.transaction(write=True):
+                db.run(sql.upgrade)
 
     # ---- import
 
@@ -121,9 +138,9 @@ class ContactStore(SqliteFile):
             known = self._known_given()
         rows, rejected = normalize_rows(table, path, self._region, known)
         imported = merged = 0
-        with self._lock, self._transaction("BEGIN IMMEDIATE"):
+        with self._lock, self._db.transaction(write=True):
             now = self._clock()
-            screen = self._query(sql.ANY_SUPPRESSED, ())[0][0] == 1
+            screen = bool(self._db.query(self._sql.any_suppressed)[0][0])
             for start in range(0, len(rows), _BATCH):
                 batch = rows[start : start + _BATCH]
                 added, joined, refused = self._import_batch(batch, source, now, screen)
@@ -141,7 +158,7 @@ class ContactStore(SqliteFile):
             "phones": json.dumps(sorted({r.phone for _, r in batch if r.phone})),
         }
         drafts = Drafts(people=any(not (r.email_key or r.phone) for _, r in batch))
-        for stored in map(_stored, self._query(sql.BY_IDENTIFIERS, params)):
+        for stored in map(_stored, self._db.query(self._sql.by_identifiers, params)):
             drafts.load(stored)
         added = joined = 0
         for where, row in batch:
@@ -158,27 +175,30 @@ class ContactStore(SqliteFile):
             else:
                 drafts.merge(at, row)
                 joined += 1
-        inserts = [(*_values(row), source, now) for i, row, _ in drafts.rows if i is None]
+        written = self._sql.written
+        inserts = [written(row, source, now) for i, row, _ in drafts.rows if i is None]
         updates = [
-            (*_values(row), source, now, i) for i, row, changed in drafts.rows if i and changed
+            (*written(row, source, now), i) for i, row, changed in drafts.rows if i and changed
         ]
-        self._run(lambda db: db.executemany(sql.INSERT, inserts))
-        self._run(lambda db: db.executemany(sql.UPDATE, updates))
+        self._db.executemany(self._sql.insert, inserts)
+        self._db.executemany(self._sql.update, updates)
         return added, joined, refused
 
     def _people(self, name: str, key: str) -> list[StoredRow]:
         """The stored records with *key* (person_key: the same name at the same address)."""
-        rows = self._query(sql.BY_WORDS, {"q": fts_query(name)})
+        rows = self._db.query(self._sql.by_words, self._words(name))
         return [s for s in map(_stored, rows) if person_key(s.row.name, s.row.address) == key]
 
     def _known_given(self) -> frozenset[str]:
         """The given names stored names start with (see :func:`.names.parse_name`)."""
-        return frozenset(given for (given,) in self._query(sql.KNOWN_GIVEN))
+        return frozenset(given for (given,) in self._db.query(self._sql.known_given))
 
     def _blocked(self, rows: Iterable[Row]) -> set[str]:
         """The digests among *rows*' identifiers that are suppressed."""
         digests = {self._digest("suppress", *i) for row in rows for i in row.identifiers()}
-        return {d for (d,) in self._query(sql.SUPPRESSED_AMONG, (json.dumps(sorted(digests)),))}
+        return {
+            d for (d,) in self._db.query(self._sql.suppressed_among, (json.dumps(sorted(digests)),))
+        }
 
     # ---- search
 
@@ -188,7 +208,7 @@ class ContactStore(SqliteFile):
         if not value:
             return Lookup(kind, Outcome.NO_MATCH, None)
         term_ids = self._term_identifiers(kind, term, value)
-        with self._lock, self._transaction("BEGIN"):  # one snapshot of the file for all queries
+        with self._lock, self._db.transaction():  # one snapshot for all queries
             candidates = self._candidates(kind, term, value)
             asked = term_ids + [
                 i for c in candidates for i in (("email", c.email_key), ("phone", c.contact.phone))
@@ -211,23 +231,23 @@ class ContactStore(SqliteFile):
     def _candidates(self, kind: TermKind, term: str, value: str) -> list[Candidate]:
         """Every record that may answer *term*, with how it fits."""
         if kind is TermKind.EMAIL:
-            return [candidate(s, Fit.EXACT) for s in self._records(sql.BY_EMAIL, (value,))]
+            return [candidate(s, Fit.EXACT) for s in self._records(self._sql.by_email, (value,))]
         if kind is TermKind.PHONE:
-            found = self._records(sql.BY_PHONES, (json.dumps(phone_candidates(term)),))
+            found = self._records(self._sql.by_phones, (json.dumps(phone_candidates(term)),))
             return [
                 candidate(s, Fit.EXACT if reads_as(term, s.row.phone) else Fit.NONE) for s in found
             ]
         words = name_term(term)
-        found = self._records(sql.BY_WORDS, {"q": fts_query(term)})
+        found = self._records(self._sql.by_words, self._words(term))
         return [candidate(s, name_fit(words, s)) for s in found]
 
     def _records(self, statement: str, params: Any) -> list[StoredRow]:
-        return list(map(_stored, self._query(statement, params)))
+        return list(map(_stored, self._db.query(statement, params)))
 
     def _suppressed_among(self, identifiers: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
         """Those of *identifiers* that are suppressed (one statement, whatever they are)."""
         digests = {self._digest("suppress", *i): i for i in identifiers if i[1]}
-        rows = self._query(sql.SUPPRESSED_AMONG, (json.dumps(sorted(digests)),))
+        rows = self._db.query(self._sql.suppressed_among, (json.dumps(sorted(digests)),))
         return {digests[d] for (d,) in rows}
 
     # ---- opt-out and erasure
@@ -241,10 +261,10 @@ class ContactStore(SqliteFile):
         reaches records that only their name leads to (see :mod:`.privacy`).
         """
         seeds = self._seeds(email, phone)
-        with self._lock, self._transaction("BEGIN IMMEDIATE"):
+        with self._lock, self._db.transaction(write=True):
             person, lookalikes = self._reach(seeds, name or "")
             self._add_suppressions(privacy.identifiers(person) + seeds)
-            self._run(lambda db: db.execute(sql.HIDE, (_ids(person + lookalikes),)))
+            self._db.execute(self._sql.hide, (_ids(person + lookalikes),))
             audit = self._scrub_audit(person + lookalikes, seeds)
         return _reached(person, lookalikes, audit, seeds)
 
@@ -253,16 +273,16 @@ class ContactStore(SqliteFile):
     ) -> Reached:
         """Delete the person's records and opt them out (their lookalikes hidden)."""
         seeds = self._seeds(email, phone)
-        with self._lock, self._transaction("BEGIN IMMEDIATE"):
+        with self._lock, self._db.transaction(write=True):
             person, lookalikes = self._reach(seeds, name or "")
             found = privacy.identifiers(person) + seeds
             self._add_suppressions(found)
-            self._run(lambda db: db.execute(sql.DELETE, (_ids(person),)))
-            self._run(lambda db: db.execute(sql.HIDE, (_ids(lookalikes),)))
+            self._db.execute(self._sql.delete, (_ids(person),))
+            self._db.execute(self._sql.hide, (_ids(lookalikes),))
             emails = json.dumps([v for k, v in found if k == "email"])
             phones = json.dumps([v for k, v in found if k == "phone"])
-            self._run(lambda db: db.execute(sql.BLANK_EMAILS, (emails,)))
-            self._run(lambda db: db.execute(sql.BLANK_PHONES, (phones,)))
+            self._db.execute(self._sql.blank_emails, (emails,))
+            self._db.execute(self._sql.blank_phones, (phones,))
             audit = self._scrub_audit(person + lookalikes, seeds)
         return _reached(person, lookalikes, audit, seeds)
 
@@ -302,7 +322,7 @@ class ContactStore(SqliteFile):
         names = [c.parts for c in mine] + ([parse_name(name, self._known_given())] if name else [])
         namesakes: dict[int, Candidate] = {}
         for parts in dict.fromkeys(n for n in names if n.given and n.surname):
-            for s in self._records(sql.BY_WORDS, {"q": fts_query(_spoken(parts))}):
+            for s in self._records(self._sql.by_words, self._words(_spoken(parts))):
                 namesakes.setdefault(s.id, candidate(s, Fit.EXACT))
         lookalikes = [
             c
@@ -316,18 +336,18 @@ class ContactStore(SqliteFile):
             "keys": json.dumps([v for k, v in identifiers if k == "email"]),
             "phones": json.dumps([v for k, v in identifiers if k == "phone"]),
         }
-        return [candidate(s, Fit.EXACT) for s in self._records(sql.BY_IDENTIFIERS, params)]
+        return [candidate(s, Fit.EXACT) for s in self._records(self._sql.by_identifiers, params)]
 
     def _add_suppressions(self, identifiers: Iterable[tuple[str, str]]) -> None:
         now = self._clock()
         rows = [(self._digest("suppress", kind, value), kind, now) for kind, value in identifiers]
-        self._run(lambda db: db.executemany(sql.ADD_SUPPRESSED, rows))
+        self._db.executemany(self._sql.add_suppressed, rows)
 
     def _scrub_audit(self, records: Sequence[Candidate], seeds: list[tuple[str, str]]) -> int:
         values = privacy.audit_values(records, seeds)
         digests = [self._digest("audit", *v) for v in values]
         params = (_ids(records), json.dumps(digests))
-        return self._run(lambda db: db.execute(sql.SCRUB_AUDIT, params).rowcount)
+        return self._db.execute(self._sql.scrub_audit, params)
 
     # ---- audit
 
@@ -345,21 +365,27 @@ class ContactStore(SqliteFile):
             lookup.outcome.value,
         )
         with self._lock:
-            self._run(lambda db: db.execute(sql.ADD_AUDIT, row))
+            self._db.execute(self._sql.add_audit, row)
 
     def audit_records(self, since: float | None = None) -> list[dict[str, object]]:
         """Audit records, oldest first; only those at or after *since* when given."""
         with self._lock:
-            rows = self._query(sql.AUDIT_SINCE, (float("-inf") if since is None else since,))
+            rows = self._db.query(
+                self._sql.audit_since, (float("-inf") if since is None else since,)
+            )
         return [dict(zip(sql.AUDIT_COLUMNS, row, strict=True)) for row in rows]
 
     def purge_audit(self) -> int:
         """Delete audit records older than ``contacts.retention_days``; how many went."""
         cutoff = self._clock() - self._config.retention_days * _DAY
         with self._lock:
-            return self._run(lambda db: db.execute(sql.PURGE_AUDIT, (cutoff,)).rowcount)
+            return self._db.execute(self._sql.purge_audit, (cutoff,))
 
     # ---- plumbing
+
+    def _words(self, term: str) -> dict[str, str]:
+        """The parameters of the full-text statement for *term*."""
+        return {"q": self._sql.match(match_clauses(term))}
 
     def _digest(self, purpose: str, kind: str, value: str) -> str:
         # Purpose and kind are part of the message, so an audit digest of an email never equals
@@ -372,20 +398,6 @@ def _stored(row: Sequence[Any]) -> StoredRow:
     rid, name, address, place, phone, email, email_key, company, title, parts, at, hidden = row
     record = Row(name, address, place, phone, email, email_key, company, title, parts)
     return StoredRow(rid, record, at, bool(hidden))
-
-
-def _values(row: Row) -> tuple[str, ...]:
-    return (
-        row.name,
-        row.address,
-        row.place,
-        row.phone,
-        row.email,
-        row.email_key,
-        row.company,
-        row.title,
-        row.parts,
-    )
 
 
 def _ids(records: Iterable[Candidate]) -> str:

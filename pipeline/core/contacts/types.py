@@ -127,3 +127,16 @@ class StoredRow:
     row: Row
     imported_at: float
     hidden: bool = False
+
+
+@dataclass(frozen=True)
+class Option:
+    """One way a term's word may be in a record: all of *words* (as written, several when
+    punctuation splits it), or, with *prefix*, a word starting with the one letter given."""
+
+    words: tuple[str, ...]
+    prefix: bool = False
+
+
+# One word of a search term: the record must hold one of its options.
+Clause = tuple[Option, ...]

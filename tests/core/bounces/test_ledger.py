@@ -11,7 +11,7 @@ from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.bounces.types import BounceEvent, BounceFlags, BounceKind, ImportReport
 from pipeline.core.config import BouncesConfig
 from pipeline.core.errors import StoreError
-from tests.conftest import REPO
+from tests.conftest import REPO, StoreAt
 from tests.core.bounces.common import (
     DAY,
     DELIVERED,
@@ -27,13 +27,13 @@ from tests.core.bounces.common import (
 
 
 @pytest.fixture
-def ledger(tmp_path: Path) -> Iterator[BounceLedger]:
-    with BounceLedger(tmp_path / "bounces.sqlite", BouncesConfig(), lambda: SAMPLE_NOW) as opened:
+def ledger(store_at: StoreAt) -> Iterator[BounceLedger]:
+    with BounceLedger(store_at("bounces.sqlite"), BouncesConfig(), lambda: SAMPLE_NOW) as opened:
         yield opened
 
 
-def test_importing_twice_adds_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "bounces.sqlite"
+def test_importing_twice_adds_nothing(store_at: StoreAt) -> None:
+    path = store_at("bounces.sqlite")
     with BounceLedger(path, BouncesConfig()) as ledger:
         first = ledger.import_file(SAMPLE_CSV)
         assert first == ImportReport(read=32, added=32, duplicates=0, rejected=[])
@@ -92,7 +92,7 @@ def test_a_later_delivery_clears_a_known_bounce(
     ],
 )
 def test_repeated_soft_bounces_within_the_window(
-    tmp_path: Path,
+    store_at: StoreAt,
     soft_days_ago: list[float],
     delivered_days_ago: float | None,
     config: BouncesConfig,
@@ -102,16 +102,16 @@ def test_repeated_soft_bounces_within_the_window(
     events = [event("a@b.com", SOFT, now - days * DAY) for days in soft_days_ago]
     if delivered_days_ago is not None:
         events.append(event("a@b.com", DELIVERED, now - delivered_days_ago * DAY))
-    with BounceLedger(tmp_path / "b.sqlite", config, lambda: now) as ledger:
+    with BounceLedger(store_at("b.sqlite"), config, lambda: now) as ledger:
         ledger.add(events)
         delivered = delivered_days_ago is not None
         flags = BounceFlags(False, suspected, None, delivered)
         assert ledger.flags(["a@b.com"])["a@b.com"] == flags
 
 
-def test_the_window_moves_with_the_clock(tmp_path: Path) -> None:
+def test_the_window_moves_with_the_clock(store_at: StoreAt) -> None:
     now = [SAMPLE_NOW]
-    with BounceLedger(tmp_path / "b.sqlite", BouncesConfig(), lambda: now[0]) as ledger:
+    with BounceLedger(store_at("b.sqlite"), BouncesConfig(), lambda: now[0]) as ledger:
         ledger.add(event("a@b.com", SOFT, SAMPLE_NOW - days * DAY) for days in (1, 2, 3))
         assert ledger.flags(["a@b.com"])["a@b.com"].suspected
         now[0] += 88 * DAY
@@ -145,9 +145,9 @@ def dead_domain_events(hard: int, soft: int, cleared: int = 0) -> list[BounceEve
     ],
 )
 def test_a_domain_whose_addresses_bounce_makes_all_its_addresses_suspected(
-    tmp_path: Path, hard: int, soft: int, cleared: int, config: BouncesConfig, dead: bool
+    store_at: StoreAt, hard: int, soft: int, cleared: int, config: BouncesConfig, dead: bool
 ) -> None:
-    with BounceLedger(tmp_path / "b.sqlite", config, lambda: SAMPLE_NOW) as ledger:
+    with BounceLedger(store_at("b.sqlite"), config, lambda: SAMPLE_NOW) as ledger:
         ledger.add(dead_domain_events(hard, soft, cleared))
         found = ledger.flags(["h0@closed.net", "s0@closed.net", "new@closed.net", "x@open.net"])
     assert found["h0@closed.net"] == BounceFlags(True, dead, SAMPLE_NOW - DAY)
@@ -237,11 +237,11 @@ def test_an_unusable_ledger_file_is_a_store_error(tmp_path: Path) -> None:
         BounceLedger(tmp_path / "dir.sqlite", BouncesConfig())
 
 
-def test_scope_is_the_keys_with_events_and_the_dead_domains(tmp_path: Path) -> None:
+def test_scope_is_the_keys_with_events_and_the_dead_domains(store_at: StoreAt) -> None:
     from pipeline.core.bounces.ledger import BounceLedger
     from pipeline.core.config import BouncesConfig
 
-    with BounceLedger(tmp_path / "scope.sqlite", BouncesConfig()) as ledger:
+    with BounceLedger(store_at("scope.sqlite"), BouncesConfig()) as ledger:
         assert ledger.scope() == (set(), set())  # an empty ledger costs a batch nothing
         ledger.import_file(REPO / "sample_data" / "bounces.csv")
         keys, dead = ledger.scope()

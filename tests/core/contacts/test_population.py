@@ -67,7 +67,7 @@ def search(
     verdicts: dict[str, Verdict] = {}
     work: dict[str, dict[Outcome, set[int]]] = defaultdict(lambda: defaultdict(set))
     statements: list[str] = []
-    store._db.set_trace_callback(statements.append)
+    store._db._db.set_trace_callback(statements.append)
     for s in searches:
         statements.clear()
         lookup = store.search(s.term)
@@ -76,7 +76,7 @@ def search(
         verdicts[s.term] = judge(s, answer, owners)
         own = [x for x in statements if not x.startswith("--") and "'main'." not in x]
         work[lookup.kind.value][lookup.outcome].add(len(own))
-    store._db.set_trace_callback(None)
+    store._db._db.set_trace_callback(None)
     return verdicts, work
 
 

@@ -65,7 +65,7 @@ def test_suppression_reaches_the_person_not_the_household(home: ContactStore) ->
 def test_erasure_deletes_her_records_and_her_values_from_others(home: ContactStore) -> None:
     reached = home.erase(email="jane.c@madeup-mail.net", name="Jane Carrow")
     assert (reached.records, reached.lookalikes) == (2, 1)
-    path = home.path
+    path = Path(home.where)
     home.close()
     with sqlite3.connect(path) as db:
         rows = db.execute("SELECT name, phone, email, hidden FROM contacts ORDER BY id").fetchall()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.core.contacts.names import Fit, NameParts, parse_name
-from pipeline.core.contacts.search import candidate, classify_term, decide, fts_query, people
+from pipeline.core.contacts.search import candidate, classify_term, decide, match_clauses, people
+from pipeline.core.contacts.sql import fts5_query, tsquery
 from pipeline.core.contacts.types import Candidate, Outcome, Row, StoredRow, TermKind
 
 # --------------------------------------------------------------------------- terms
@@ -37,10 +38,15 @@ def test_classify_term(term: str, region: str, kind: TermKind, value: str) -> No
 
 
 def test_the_full_text_query_widens_each_word_and_quotes_everything() -> None:
-    query = fts_query('Dr. Bob "Smith" O\'Brien M. Zoë')
-    assert query == (
+    clauses = match_clauses('Dr. Bob "Smith" O\'Brien M. Zoë')
+    assert fts5_query(clauses) == (
         '("bob" OR "robert" OR "b") AND ("smith" OR "s") '
         'AND ("obrien" OR "o" OR ("O" AND "Brien")) AND "m"* AND ("zoe" OR "z")'
+    )
+    # The same for PostgreSQL: verbatim lexemes, folded as the index folds them.
+    assert tsquery(clauses) == (
+        "(('bob') | ('robert') | ('b')) & (('smith') | ('s')) "
+        "& (('obrien') | ('o') | ('o' & 'brien')) & ('m':*) & (('zoe') | ('z'))"
     )
 
 

@@ -110,11 +110,11 @@ def work(store: ContactStore, term: str) -> tuple[Outcome, list[str]]:
     """The outcome of a search and the statements it ran, their values blanked. FTS5's own
     statements on its tables are left out: they are the index reading itself."""
     seen: list[str] = []
-    store._db.set_trace_callback(seen.append)
+    store._db._db.set_trace_callback(seen.append)
     try:
         outcome = store.search(term).outcome
     finally:
-        store._db.set_trace_callback(None)
+        store._db._db.set_trace_callback(None)
     own = [s for s in seen if not s.startswith("--") and "'main'." not in s]
     return outcome, [re.sub(r"'(?:[^']|'')*'", "?", s) for s in own]
 
@@ -223,7 +223,7 @@ def test_suppression_keeps_only_keyed_digests_and_survives_reopening(
     store: ContactStore, clock: Clock
 ) -> None:
     store.suppress(email="ilse.marchbank@fictional-post.net")
-    path = store.path
+    path = Path(store.where)
     store.close()
     with sqlite3.connect(path) as db:
         rows = db.execute("SELECT digest, kind FROM suppressed").fetchall()
@@ -258,7 +258,7 @@ def test_erase_deletes_the_records_and_their_index_rows(store: ContactStore) -> 
     report = store.import_file(SAMPLE, "again.csv")
     assert ("contacts.csv line 1509", "the person opted out (suppressed)") in report.rejected
     assert store.search("Zoe Aberlund").outcome is NO_MATCH
-    path = store.path
+    path = Path(store.where)
     store.close()
     with sqlite3.connect(path) as db:
         assert db.execute(
