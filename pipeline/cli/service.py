@@ -21,9 +21,11 @@ from pipeline.cli.common import (
     sandbox_world,
     with_resolvers,
 )
+from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core.contacts.store import ContactStore
 from pipeline.core.database import Where, is_url
 from pipeline.core.errors import UsageError
-from pipeline.service.settings import ServiceConfig, load_service_config
+from pipeline.service.settings import ServiceConfig, load_service_config, with_shared_state
 from pipeline.service.state import ServiceState, open_state
 
 
@@ -50,7 +52,13 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     revoke = key_commands.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("key_id", metavar="KEY_ID")
     revoke.set_defaults(handler=_keys_revoke)
-    for sub in (create, listing, revoke):
+    database = commands.add_parser("db", help="the service's database")
+    db_commands = database.add_subparsers(required=True, metavar="ACTION")
+    migrate = db_commands.add_parser(
+        "migrate", help="create or upgrade the tables of every store the service uses"
+    )
+    migrate.set_defaults(handler=_db_migrate)
+    for sub in (create, listing, revoke, migrate):
         sub.add_argument("--db", metavar="PATH|URL", help="keys and quota counters")
         sub.add_argument("--config", type=Path, metavar="FILE", help="service settings (TOML)")
 
@@ -123,6 +131,23 @@ def _keys_revoke(args: argparse.Namespace) -> int:
     with _state(args) as store:
         key = store.revoke_key(args.key_id)
     print(f"API key {key.key_id} is revoked.")
+    return 0
+
+
+def _db_migrate(args: argparse.Namespace) -> int:
+    """Open each store the service shares, which creates what is missing of its tables (each
+    store also does so when it is opened, so this is the explicit step before a deploy)."""
+    service = load_service_config(config_file(args), os.environ)
+    where = _db_path(args, service)
+    engine = with_shared_state(service, where).engine
+    with _state(args, service) as state:
+        made = [f"keys and quota counters at {state.where}"]
+    if is_url(where):  # a file-based service keeps its other stores beside each cache
+        with ContactStore(engine.contacts.db, engine.contacts) as contacts:
+            made.append(f"the contact store at {contacts.where}")
+        with BounceLedger(engine.bounces.db, engine.bounces) as ledger:
+            made.append(f"the bounce ledger at {ledger.where}")
+    print("Up to date: " + "; ".join(made) + ".")
     return 0
 
 

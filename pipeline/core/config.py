@@ -151,12 +151,20 @@ class BouncesConfig:
         "for all its addresses to be suspected.",
         minimum=0,
     )
-    db: str = setting("", "SQLite file of the bounce ledger; empty: bounces.sqlite in the cache.")
+    db: str = setting(
+        "",
+        "The bounce ledger: a SQLite file or a postgresql:// URL; empty: bounces.sqlite in the "
+        "cache (under serve with a database URL: that database).",
+    )
 
 
 @dataclass(frozen=True)
 class ContactsConfig:
-    db: str = setting("", "SQLite file of the contact store; empty: contacts.sqlite in the cache.")
+    db: str = setting(
+        "",
+        "The contact store: a SQLite file or a postgresql:// URL; empty: contacts.sqlite in the "
+        "cache (under serve with a database URL: that database).",
+    )
     region: str = setting(
         "US",
         "Country (ISO 3166-1 alpha-2) of numbers without a +country code where nothing says "

@@ -27,9 +27,8 @@ from aiohttp.typedefs import Handler
 
 from pipeline.core.assembly import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.database import Where
+from pipeline.core.database import Where, store_where
 from pipeline.core.engine import Engine, verify_many_json
-from pipeline.core.sqlite import beside_domain_cache
 from pipeline.core.text import for_log
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
@@ -53,7 +52,7 @@ from pipeline.service.logs import failure_line, log_failure
 from pipeline.service.params import Limits
 from pipeline.service.quotas import Decision, Identity, Quotas
 from pipeline.service.routes import add_routes, identify
-from pipeline.service.settings import ServiceConfig
+from pipeline.service.settings import ServiceConfig, with_shared_state
 from pipeline.service.state import WORKERS, Offload, open_state
 from pipeline.service.store import ServiceStore
 
@@ -82,6 +81,7 @@ def create_app(
     With ``[verify] mode = "smtp"`` addresses are also probed by SMTP (slow: seconds per new
     address); *loopback_only* keeps those probes on 127.0.0.0/8 (the sandbox).
     """
+    config = with_shared_state(config, paths.db)
     app = web.Application(middlewares=[problem_middleware])
     app[CONNECTIONS] = Connections()
     app.cleanup_ctx.append(_resources(config, paths, offline, clock, loopback_only))
@@ -138,8 +138,8 @@ def _services(
         stack.callback(workers.shutdown)
         offload = Offload(workers)
     people = config.engine.contacts
-    contacts_path = beside_domain_cache(paths.cache, "contacts", people.db)
-    contacts = stack.enter_context(ContactStore(contacts_path, people, clock))
+    contacts_at = store_where(paths.cache, "contacts", people.db)
+    contacts = stack.enter_context(ContactStore(contacts_at, people, clock))
     contacts.purge_audit()  # retention: old audit records go at every start
     size, wait = config.service.batch_size, config.service.batch_wait
 

@@ -30,6 +30,7 @@ from pipeline.core.config import (
     with_environment,
 )
 from pipeline.core.errors import ConfigError
+from pipeline.core.postgres import is_url
 
 ENGINE_SECTIONS = ("dns", "cache", "lists", "verify", "api", "bounces", "contacts")
 
@@ -50,7 +51,12 @@ def _proxies(proxies: tuple[str, ...], where: str) -> tuple[str, ...]:
 class HttpConfig:
     host: str = setting("127.0.0.1", "Address to listen on.")
     port: int = setting(8080, "TCP port to listen on.", minimum=0)
-    db: str = setting("", "SQLite file for keys and quota counters; empty: user data directory.")
+    db: str = setting(
+        "",
+        "Keys and quota counters: a SQLite file, or a postgresql:// URL that several instances "
+        "share (the contact store and bounce ledger then live there too); empty: a file in the "
+        "user data directory.",
+    )
     trusted_proxies: tuple[str, ...] = setting(
         (), "Proxy addresses or networks whose X-Forwarded-For is believed.", check=_proxies
     )
@@ -112,6 +118,22 @@ class ServiceConfig:
     service: HttpConfig = field(default_factory=HttpConfig)
     anonymous: AnonymousConfig = field(default_factory=AnonymousConfig)
     plans: Mapping[str, PlanConfig] = field(default_factory=lambda: BUILTIN_PLANS)
+
+
+def with_shared_state(config: ServiceConfig, db: object) -> ServiceConfig:
+    """With the service's state in a database URL (*db*), the contact store and the bounce
+    ledger live there too, unless their own setting names a database: what one instance
+    learns or forgets, every instance reads. Files stay where they were (one host)."""
+    if not is_url(db):
+        return config
+    engine = config.engine
+    bounces, contacts = engine.bounces, engine.contacts
+    engine = dataclasses.replace(
+        engine,
+        bounces=bounces if is_url(bounces.db) else dataclasses.replace(bounces, db=str(db)),
+        contacts=contacts if is_url(contacts.db) else dataclasses.replace(contacts, db=str(db)),
+    )
+    return dataclasses.replace(config, engine=engine)
 
 
 def env_settings() -> frozenset[str]:
