@@ -34,7 +34,8 @@ from pipeline.service.settings import (
     PlanConfig,
     ServiceConfig,
 )
-from pipeline.service.store import ApiKey, ServiceStore
+from pipeline.service.state import ServiceState, open_state
+from pipeline.service.store import ApiKey
 
 T = TypeVar("T")
 
@@ -115,7 +116,7 @@ def service_config(
 
 
 async def start(
-    config: ServiceConfig, db: Path, cache: Path, clock: Callable[[], float] = time.time
+    config: ServiceConfig, db: Path | str, cache: Path, clock: Callable[[], float] = time.time
 ) -> tuple[web.AppRunner, str]:
     """The app on 127.0.0.1, a random port: its runner (to stop it) and its base URL."""
     app = create_app(config, Paths(db=db, cache=cache), clock=clock)
@@ -136,7 +137,7 @@ async def start(
 
 @contextlib.asynccontextmanager
 async def serving(
-    config: ServiceConfig, db: Path, cache: Path, clock: Callable[[], float] = time.time
+    config: ServiceConfig, db: Path | str, cache: Path, clock: Callable[[], float] = time.time
 ) -> AsyncIterator[str]:
     """The running service's base URL; stopped (gracefully) on exit."""
     runner, url = await start(config, db, cache, clock)
@@ -146,10 +147,13 @@ async def serving(
         await runner.cleanup()
 
 
-def create_key(db: Path, plan: str = "default", label: str = "") -> tuple[ApiKey, str]:
+def create_key(db: Path | str, plan: str = "default", label: str = "") -> tuple[ApiKey, str]:
     """A key made directly in the service database: its record and its secret."""
-    with ServiceStore(db) as store:
+    store = open_state(db)
+    try:
         return store.create_key(plan, label)
+    finally:
+        store.close()
 
 
 @dataclass
@@ -179,10 +183,11 @@ class Env:
     dns: SandboxDNS
     tmp: Path
     clock: Clock = field(default_factory=Clock)
+    url: str | None = None  # the service's state in this PostgreSQL database, not a file
 
     @property
-    def db(self) -> Path:
-        return self.tmp / "service.sqlite"
+    def db(self) -> Path | str:
+        return self.url or self.tmp / "service.sqlite"
 
     @property
     def cache(self) -> Path:
@@ -191,9 +196,9 @@ class Env:
     def config(self, **kwargs: Any) -> ServiceConfig:
         return service_config(self.dns.address, **kwargs)
 
-    def store(self) -> ServiceStore:
+    def store(self) -> ServiceState:
         """The service database, opened beside the server (WAL: both may write)."""
-        return ServiceStore(self.db, self.clock)
+        return open_state(self.db, self.clock)
 
     def key(self, plan: str = "default", label: str = "") -> tuple[ApiKey, str]:
         return create_key(self.db, plan, label)
@@ -207,3 +212,10 @@ class Env:
 @pytest.fixture
 def env(sample_dns: SandboxDNS, tmp_path: Path) -> Env:
     return Env(sample_dns, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_env(request: pytest.FixtureRequest, sample_dns: SandboxDNS, tmp_path: Path) -> Env:
+    """:func:`env` once with its state in a SQLite file, once in a PostgreSQL database."""
+    url = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
+    return Env(sample_dns, tmp_path, url=url)

@@ -71,17 +71,17 @@ def break_domain_cache(path: Path) -> None:
         db.commit()
 
 
-def test_a_5xx_is_never_charged(env: Env, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_5xx_is_never_charged(any_env: Env, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO)
-    record, key = env.key("small")
-    config = env.config(plans={"small": PlanConfig(email_per_month=10, find_per_month=10)})
+    record, key = any_env.key("small")
+    config = any_env.config(plans={"small": PlanConfig(email_per_month=10, find_per_month=10)})
     auth = {"Authorization": f"Bearer {key}"}
 
     async def scenario() -> list[Reply]:
-        async with env.serving(config) as url, aiohttp.ClientSession(headers=auth) as s:
+        async with any_env.serving(config) as url, aiohttp.ClientSession(headers=auth) as s:
             api = f"{url}/api/email"
             first = await fetch(s, "GET", api, params={"email": "first.person@gmail.com"})
-            break_domain_cache(env.cache)
+            break_domain_cache(any_env.cache)
             failed = [
                 await fetch(s, "GET", api, params={"email": f"failing.person{i}@gmail.com"})
                 for i in range(3)
@@ -96,8 +96,8 @@ def test_a_5xx_is_never_charged(env: Env, caplog: pytest.LogCaptureFixture) -> N
         assert reply.json["code"] == "internal_error"
         assert reply.remaining == 9  # taken, then given back
     assert after.status == 500 and after.remaining == 9
-    month, _ = window_bounds(Window.MONTH, env.clock())
-    with env.store() as store:  # the counter itself, not only the header
+    month, _ = window_bounds(Window.MONTH, any_env.clock())
+    with any_env.store() as store:  # the counter itself, not only the header
         assert store.used(f"key:{record.key_id}", "email-month", month) == 1
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors and all("failing.person" not in e and "\n" not in e for e in errors)

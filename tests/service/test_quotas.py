@@ -165,12 +165,12 @@ def test_burst_cap_per_second(env: Env) -> None:
     assert replies[4].headers["X-RateLimit-Reset"] == str(FEB)  # the legacy trio: the quota
 
 
-def test_default_plan_allows_exactly_100_a_month(env: Env) -> None:
-    key, secret = env.key("default")
+def test_default_plan_allows_exactly_100_a_month(any_env: Env) -> None:
+    key, secret = any_env.key("default")
 
     async def scenario() -> list[Reply]:
         async with (
-            env.serving() as url,
+            any_env.serving() as url,
             aiohttp.ClientSession(headers=bearer(secret)) as s,
         ):
             api = f"{url}/api/email?email={ADDRESS}"
@@ -183,21 +183,21 @@ def test_default_plan_allows_exactly_100_a_month(env: Env) -> None:
     assert [r.remaining for r in replies] == [*range(99, -1, -1), 0]
     assert {r.headers["X-RateLimit-Limit"] for r in replies} == {"100"}
     assert replies[-1].headers["Retry-After"] == str(FEB - NOON)
-    with env.store() as store:
+    with any_env.store() as store:
         assert store.used(f"key:{key.key_id}", "email-month", JAN) == 100
 
 
 # --- windows roll over --------------------------------------------------------------------------
 
 
-def test_anonymous_quota_renews_at_utc_midnight(env: Env) -> None:
-    env.clock.set("2026-01-31T23:59:59Z")
+def test_anonymous_quota_renews_at_utc_midnight(any_env: Env) -> None:
+    any_env.clock.set("2026-01-31T23:59:59Z")
 
     async def scenario() -> list[Reply]:
-        async with env.serving() as url, aiohttp.ClientSession() as s:
+        async with any_env.serving() as url, aiohttp.ClientSession() as s:
             api = f"{url}/api/email?email={ADDRESS}"
             replies = [await fetch(s, "GET", api), await fetch(s, "GET", api)]
-            env.clock.set("2026-02-01T00:00:00Z")
+            any_env.clock.set("2026-02-01T00:00:00Z")
             replies += [await fetch(s, "GET", api), await fetch(s, "GET", api)]
             return replies
 
@@ -211,18 +211,18 @@ def test_anonymous_quota_renews_at_utc_midnight(env: Env) -> None:
     assert replies[2].headers["RateLimit"] == '"email-day";r=0;t=86400'
 
 
-def test_key_quota_renews_on_the_first_of_the_month(env: Env) -> None:
-    _, secret = env.key("tiny")
-    env.clock.set("2026-01-31T23:59:59Z")
+def test_key_quota_renews_on_the_first_of_the_month(any_env: Env) -> None:
+    _, secret = any_env.key("tiny")
+    any_env.clock.set("2026-01-31T23:59:59Z")
 
     async def scenario() -> list[Reply]:
         async with (
-            env.serving(env.config(plans=TINY)) as url,
+            any_env.serving(any_env.config(plans=TINY)) as url,
             aiohttp.ClientSession(headers=bearer(secret)) as s,
         ):
             api = f"{url}/api/email?email={ADDRESS}"
             replies = [await fetch(s, "GET", api) for _ in range(4)]
-            env.clock.set("2026-02-01T00:00:00Z")
+            any_env.clock.set("2026-02-01T00:00:00Z")
             replies += [await fetch(s, "GET", api) for _ in range(4)]
             return replies
 
@@ -236,13 +236,13 @@ def test_key_quota_renews_on_the_first_of_the_month(env: Env) -> None:
     assert replies[7].headers["Retry-After"] == str(MAR - FEB)
 
 
-def test_counts_survive_a_restart(env: Env) -> None:
-    _, secret = env.key("tiny")
-    config = env.config(plans=TINY)
+def test_counts_survive_a_restart(any_env: Env) -> None:
+    _, secret = any_env.key("tiny")
+    config = any_env.config(plans=TINY)
 
     async def session_of_requests(count: int) -> list[Reply]:
         async with (
-            env.serving(config) as url,
+            any_env.serving(config) as url,
             aiohttp.ClientSession(headers=bearer(secret)) as s,
         ):
             replies = [await fetch(s, "GET", f"{url}/api/email")]  # 400: where we stand
@@ -277,11 +277,11 @@ def forwarded(hops: str) -> dict[str, str]:
     return {"X-Forwarded-For": hops}
 
 
-def test_forwarded_for_is_believed_from_trusted_proxies(env: Env) -> None:
-    config = env.config(trusted_proxies=("127.0.0.1",))
+def test_forwarded_for_is_believed_from_trusted_proxies(any_env: Env) -> None:
+    config = any_env.config(trusted_proxies=("127.0.0.1",))
 
     async def scenario() -> list[Reply]:
-        async with env.serving(config) as url, aiohttp.ClientSession() as s:
+        async with any_env.serving(config) as url, aiohttp.ClientSession() as s:
             api = f"{url}/api/email?email={ADDRESS}"
             return [
                 await fetch(s, "GET", api, headers=forwarded("203.0.113.7")),
@@ -296,7 +296,7 @@ def test_forwarded_for_is_believed_from_trusted_proxies(env: Env) -> None:
 
     replies = run(scenario())
     assert [r.status for r in replies] == [200, 429, 200, 429, 200, 200, 429]
-    with env.store() as store:
+    with any_env.store() as store:
         day = utc("2026-01-15T00:00:00Z")
         used = {
             ip: store.used(f"ip:{ip}", "email-day", day)
@@ -332,15 +332,15 @@ def test_forwarded_for_is_ignored_without_trusted_proxies(env: Env) -> None:
 # --- exact under concurrency --------------------------------------------------------------------
 
 
-def test_parallel_requests_take_exactly_the_units_left(env: Env) -> None:
-    key, secret = env.key("ten")
-    config = env.config(plans={"ten": PlanConfig(email_per_month=10)})
-    with env.store() as store:
+def test_parallel_requests_take_exactly_the_units_left(any_env: Env) -> None:
+    key, secret = any_env.key("ten")
+    config = any_env.config(plans={"ten": PlanConfig(email_per_month=10)})
+    with any_env.store() as store:
         for _ in range(5):
             store.consume(f"key:{key.key_id}", "email-month", JAN, 10)
 
     async def scenario() -> list[Reply]:
-        async with env.serving(config) as url:
+        async with any_env.serving(config) as url:
             connector = aiohttp.TCPConnector(limit=0)
             async with aiohttp.ClientSession(headers=bearer(secret), connector=connector) as s:
                 api = f"{url}/api/email?email={ADDRESS}"
@@ -350,5 +350,5 @@ def test_parallel_requests_take_exactly_the_units_left(env: Env) -> None:
     assert Counter(r.status for r in replies) == {200: 5, 429: 195}
     assert sorted(r.remaining for r in replies if r.status == 200) == [0, 1, 2, 3, 4]
     assert {r.remaining for r in replies if r.status == 429} == {0}
-    with env.store() as store:
+    with any_env.store() as store:
         assert store.used(f"key:{key.key_id}", "email-month", JAN) == 10

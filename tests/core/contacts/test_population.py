@@ -12,6 +12,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,7 @@ from pipeline.sandbox.people.scoring import (
     load,
 )
 from pipeline.sandbox.people.searches import PINNED
+from tests import pg
 
 
 @dataclass
@@ -38,6 +40,9 @@ class Run:
     first: StoreState  # the store right after the first import
     final: StoreState  # after the opt-outs and the later import
     verdicts: dict[str, Verdict]  # by term
+    answers: dict[str, tuple[Outcome, object]]  # by term: the outcome and the record answered
+    chosen: list[Search]
+    paths: dict[str, Path]
     work: dict[str, dict[Outcome, set[int]]]  # statements per search, by term kind and outcome
 
 
@@ -58,7 +63,25 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     with ContactStore(db, ContactsConfig(region=REGION)) as store:
         load(store, population, paths)
         verdicts, work = search(store, chosen, owners)
-    yield Run(population, first, inspect(db, owners, present), verdicts, work)
+        answers = {s.term: answered(store, s.term) for s in chosen}
+    final = inspect(db, owners, present)
+    yield Run(population, first, final, verdicts, answers, chosen, paths, work)
+
+
+def answered(store: ContactStore, term: str) -> tuple[Outcome, object]:
+    lookup = store.search(term)
+    return lookup.outcome, lookup.contact
+
+
+def test_postgresql_answers_every_search_as_sqlite_does(run: Run, pg_cluster: pg.Cluster) -> None:
+    """The same population loaded into PostgreSQL (its full-text index in place of FTS5): every
+    labelled search gets the same outcome and the same record, field by field."""
+    with ContactStore(pg_cluster.database(), ContactsConfig(region=REGION)) as store:
+        load(store, run.population, run.paths)
+        answers = {s.term: answered(store, s.term) for s in run.chosen}
+    differ = {t: (run.answers[t], a) for t, a in answers.items() if a != run.answers[t]}
+    assert not differ, list(differ.items())[:5]
+    assert Counter(o for o, _ in answers.values()) == Counter(o for o, _ in run.answers.values())
 
 
 def search(
