@@ -106,9 +106,12 @@ class PostgresDb:
                 f"Cannot open {what} at {self.where}: {_scrub(str(exc), url)}. Check the URL "
                 "(user, password, host, port, database name) and that the server is running."
             ) from exc
+        # Each connection is checked as it leaves the pool (one empty round trip): after the
+        # server restarted, a connection it dropped is replaced instead of failing a request
+        # whose statement nobody can tell was applied or not.
         self._pool = ConnectionPool(
             url, min_size=1, max_size=max(1, size), kwargs=kwargs, timeout=CONNECT_TIMEOUT,
-            open=False, name=what,
+            open=False, name=what, check=ConnectionPool.check_connection,
         )  # fmt: skip
         self._pool.open(wait=True, timeout=CONNECT_TIMEOUT)
 
