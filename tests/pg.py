@@ -23,7 +23,17 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-BIN = Path(os.environ.get("LISTCLEAN_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
+
+def _bin() -> Path:
+    """The newest server's binaries Debian's packages installed (/usr/lib/postgresql/N/bin)."""
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"),
+        key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit() else 0,
+    )
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+BIN = _bin()
 _USER = "postgres"
 
 

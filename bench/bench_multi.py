@@ -1,0 +1,165 @@
+"""Benchmark the service on its stores: one instance on SQLite, one and three on PostgreSQL.
+
+    python bench/bench_multi.py [--seconds 8] [--warmup 2] [--concurrency 64] [--out bench/out]
+
+In one run on this machine: the loopback DNS world in its own process, a PostgreSQL cluster of
+its own on 127.0.0.1 (the tests' ``tests/pg.py``: fsync off, since the cluster is thrown away;
+the service still asks for ``synchronous_commit``), then, one after the other, ``listclean
+serve`` with its state in a SQLite file (one instance), in PostgreSQL (one instance) and in
+PostgreSQL (three instances, one load generator spreading its requests over them as a load
+balancer would). Every request carries a key on plan ``scale`` and asks about an address at a
+cached domain, so each is one quota take and one engine pass's share. Any answer other than 200
+aborts the run. Prints a Markdown table for the README and writes ``multi.json`` to --out.
+
+All of it shares the machine's cores: three instances, the database server and the load
+generator on two cores measure what the store costs per request, not what three hosts give.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT)]
+
+from bench_service import (  # noqa: E402
+    PLAN,
+    addresses,
+    dns_server,
+    free_port,
+    server,
+    service_command,
+    warm_cache,
+)
+
+from tests import pg  # noqa: E402
+
+
+async def _drive(spec: dict[str, Any]) -> dict[str, Any]:
+    import aiohttp
+
+    bases: list[str] = spec["bases"]
+    clock = time.perf_counter
+    start = clock() + spec["warmup"]
+    end = start + spec["seconds"]
+    latencies: list[float] = []
+    statuses: Counter[int] = Counter()
+
+    async def worker(session: aiohttp.ClientSession, first: int) -> None:
+        index = first
+        while (began := clock()) < end:
+            base = bases[index % len(bases)]
+            path = spec["paths"][index % len(spec["paths"])]
+            index += spec["concurrency"]
+            async with session.get(base + path) as response:
+                await response.read()
+                statuses[response.status] += 1
+                if response.status != 200:
+                    raise SystemExit(f"{base}{path} answered {response.status}")
+            if start <= (done := clock()) <= end:
+                latencies.append(done - began)
+
+    connector = aiohttp.TCPConnector(limit=spec["concurrency"])
+    async with aiohttp.ClientSession(connector=connector, headers=spec["headers"]) as session:
+        await asyncio.gather(*(worker(session, i) for i in range(spec["concurrency"])))
+    ordered = sorted(latencies)
+    return {
+        "requests_per_second": len(ordered) / spec["seconds"],
+        "p50_ms": 1000 * ordered[len(ordered) // 2],
+        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+        "statuses": dict(statuses),
+    }
+
+
+def measure(tmp: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    print(f"{name}: {spec['warmup']:g} s warm-up + {spec['seconds']:g} s ...", file=sys.stderr)
+    path = tmp / "spec.json"
+    path.write_text(json.dumps(spec))
+    done = subprocess.run(
+        [sys.executable, __file__, "--loadgen", str(path)],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+    )  # fmt: skip
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def target(
+    tmp: Path, name: str, db: Path | str, count: int, dns: str, spec: dict[str, Any]
+) -> dict[str, Any]:
+    from pipeline.service.state import open_state
+
+    state = open_state(db)
+    try:
+        _, secret = state.create_key(PLAN, "bench")
+    finally:
+        state.close()
+    headers = {"Authorization": f"Bearer {secret}"}
+    with contextlib.ExitStack() as stack:
+        bases = []
+        for n in range(count):
+            port = free_port()
+            base, cache = f"http://127.0.0.1:{port}", tmp / f"{name}-cache{n}"
+            command = service_command(port, db, cache, dns)  # type: ignore[arg-type]
+            stack.enter_context(server(f"{name} #{n}", command, tmp / f"{name}{n}.log", base))
+            warm_cache(base, headers, cache / "domains.sqlite")
+            bases.append(base)
+        return measure(tmp, name, {**spec, "bases": bases, "headers": headers})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--loadgen", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.loadgen:
+        print(json.dumps(asyncio.run(_drive(json.loads(args.loadgen.read_text())))))
+        return
+    reason = pg.available()
+    if reason:
+        raise SystemExit(f"PostgreSQL is needed: {reason}")
+    paths = [f"/api/email?{urllib.parse.urlencode({'email': a})}" for a in addresses(3000)]
+    spec = {
+        "paths": paths, "concurrency": args.concurrency, "warmup": args.warmup,
+        "seconds": args.seconds,
+    }  # fmt: skip
+    results: dict[str, dict[str, Any]] = {}
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-multi-") as folder,
+        dns_server() as dns,
+        pg.cluster() as cluster,
+    ):
+        tmp = Path(folder)
+        runs = [
+            ("SQLite, 1 instance", tmp / "service.sqlite", 1),
+            ("PostgreSQL, 1 instance", cluster.database(), 1),
+            ("PostgreSQL, 3 instances", cluster.database(), 3),
+        ]
+        for name, db, count in runs:
+            results[name] = target(tmp, name.split(",")[0] + str(count), db, count, dns, spec)
+    base = results["SQLite, 1 instance"]["requests_per_second"]
+    print("| store, instances | requests/s | p50 ms | p99 ms | vs SQLite, 1 instance |")
+    print("|---|---:|---:|---:|---:|")
+    for name, r in results.items():
+        rps = r["requests_per_second"]
+        print(f"| {name} | {rps:,.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {rps / base:.0%} |")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "multi.json").write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
