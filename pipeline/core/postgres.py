@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from types import TracebackType
@@ -33,6 +34,8 @@ SCHEMES: Final = ("postgresql://", "postgres://")
 # Seconds to wait for a connection: to the server when opening, from the pool afterwards. A
 # request waits this long at most when the database is gone, then fails (503 on /healthz).
 CONNECT_TIMEOUT: Final = 5.0
+# Seconds after which an unused connection is checked before it is used again.
+_RESTED: Final = 1.0
 # pg_advisory_xact_lock key under which schemas are created: "listclean" as an int8.
 _SCHEMA_LOCK: Final = 0x6C697374636C65
 
@@ -106,12 +109,13 @@ class PostgresDb:
                 f"Cannot open {what} at {self.where}: {_scrub(str(exc), url)}. Check the URL "
                 "(user, password, host, port, database name) and that the server is running."
             ) from exc
-        # Each connection is checked as it leaves the pool (one empty round trip): after the
-        # server restarted, a connection it dropped is replaced instead of failing a request
-        # whose statement nobody can tell was applied or not.
+        # A connection that rested a while is checked as it leaves the pool (one empty round
+        # trip): after the server restarted, one it dropped is replaced instead of failing a
+        # request. A connection in steady use is not: its last statement just worked.
+        self._used: dict[int, float] = {}
         self._pool = ConnectionPool(
             url, min_size=1, max_size=max(1, size), kwargs=kwargs, timeout=CONNECT_TIMEOUT,
-            open=False, name=what, check=ConnectionPool.check_connection,
+            open=False, name=what, check=self._check,
         )  # fmt: skip
         self._pool.open(wait=True, timeout=CONNECT_TIMEOUT)
 
@@ -152,6 +156,7 @@ class PostgresDb:
                 yield
             finally:
                 self._local.conn = None
+                self._used[id(conn)] = time.monotonic()
 
     def query(self, sql: str, params: Any = ()) -> list[Any]:
         """The rows *sql* returns."""
@@ -177,6 +182,10 @@ class PostgresDb:
         """Raise :class:`StoreError` unless the database answers now."""
         self.query("SELECT 1")
 
+    def _check(self, conn: Any) -> None:
+        if time.monotonic() - self._used.get(id(conn), 0.0) > _RESTED:
+            conn.execute("")
+
     @contextlib.contextmanager
     def _connection(self) -> Iterator[Any]:
         current = getattr(self._local, "conn", None)
@@ -186,6 +195,7 @@ class PostgresDb:
             return
         with self._failures(), self._pool.connection() as conn:
             yield conn
+            self._used[id(conn)] = time.monotonic()
 
     @contextlib.contextmanager
     def _failures(self) -> Iterator[None]:
