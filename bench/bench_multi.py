@@ -36,6 +36,7 @@ sys.path[:0] = [str(HERE), str(ROOT)]
 
 from bench_service import (  # noqa: E402
     PLAN,
+    _cpu_seconds,
     addresses,
     dns_server,
     free_port,
@@ -83,20 +84,54 @@ async def _drive(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def measure(tmp: Path, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+def children(pid: int) -> list[int]:
+    """The processes *pid* started (a PostgreSQL server's backends), from /proc."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, IndexError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def cpu(pids: list[int]) -> dict[int, float]:
+    return {pid: _cpu_seconds(pid) or 0.0 for pid in pids}
+
+
+def measure(
+    tmp: Path, name: str, spec: dict[str, Any], services: list[int], database: int | None
+) -> dict[str, Any]:
+    """Drive the targets; the CPU seconds the instances and the database server spent in the
+    measured window, per request."""
     print(f"{name}: {spec['warmup']:g} s warm-up + {spec['seconds']:g} s ...", file=sys.stderr)
     path = tmp / "spec.json"
     path.write_text(json.dumps(spec))
-    done = subprocess.run(
-        [sys.executable, __file__, "--loadgen", str(path)],
-        capture_output=True, text=True, check=True, cwd=ROOT,
+    loadgen = subprocess.Popen(
+        [sys.executable, __file__, "--loadgen", str(path)], stdout=subprocess.PIPE, text=True,
+        cwd=ROOT,
     )  # fmt: skip
-    result: dict[str, Any] = json.loads(done.stdout)
+    time.sleep(spec["warmup"])
+    server_pids = [*children(database), database] if database else []
+    before = cpu(services), cpu(server_pids)
+    time.sleep(spec["seconds"])
+    after = cpu(services), cpu(server_pids + children(database or -1))
+    out, _ = loadgen.communicate(timeout=60)
+    result: dict[str, Any] = json.loads(out)
+    requests = result["requests_per_second"] * spec["seconds"]
+    for part, was, now in (("service", before[0], after[0]), ("database", before[1], after[1])):
+        spent = sum(now.values()) - sum(was.get(pid, 0.0) for pid in now)
+        result[f"{part}_cpu_ms_per_request"] = 1000 * spent / requests
     return result
 
 
 def target(
-    tmp: Path, name: str, db: Path | str, count: int, dns: str, spec: dict[str, Any]
+    tmp: Path,
+    name: str,
+    db: Path | str,
+    count: int,
+    dns: str,
+    spec: dict[str, Any],
+    database: int | None,
 ) -> dict[str, Any]:
     from pipeline.service.state import open_state
 
@@ -107,15 +142,16 @@ def target(
         state.close()
     headers = {"Authorization": f"Bearer {secret}"}
     with contextlib.ExitStack() as stack:
-        bases = []
+        bases, pids = [], []
         for n in range(count):
             port = free_port()
             base, cache = f"http://127.0.0.1:{port}", tmp / f"{name}-cache{n}"
             command = service_command(port, db, cache, dns)  # type: ignore[arg-type]
-            stack.enter_context(server(f"{name} #{n}", command, tmp / f"{name}{n}.log", base))
+            log = tmp / f"{name}{n}.log"
+            pids.append(stack.enter_context(server(f"{name} #{n}", command, log, base)))
             warm_cache(base, headers, cache / "domains.sqlite")
             bases.append(base)
-        return measure(tmp, name, {**spec, "bases": bases, "headers": headers})
+        return measure(tmp, name, {**spec, "bases": bases, "headers": headers}, pids, database)
 
 
 def main() -> None:
@@ -144,19 +180,29 @@ def main() -> None:
         pg.cluster() as cluster,
     ):
         tmp = Path(folder)
+        postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
         runs = [
             ("SQLite, 1 instance", tmp / "service.sqlite", 1),
             ("PostgreSQL, 1 instance", cluster.database(), 1),
             ("PostgreSQL, 3 instances", cluster.database(), 3),
         ]
         for name, db, count in runs:
-            results[name] = target(tmp, name.split(",")[0] + str(count), db, count, dns, spec)
+            database = postmaster if isinstance(db, str) else None
+            label = name.split(",")[0] + str(count)
+            results[name] = target(tmp, label, db, count, dns, spec, database)
     base = results["SQLite, 1 instance"]["requests_per_second"]
-    print("| store, instances | requests/s | p50 ms | p99 ms | vs SQLite, 1 instance |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| store, instances | requests/s | p50 ms | p99 ms | vs SQLite, 1 instance "
+        "| service CPU ms/request | database CPU ms/request |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, r in results.items():
         rps = r["requests_per_second"]
-        print(f"| {name} | {rps:,.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {rps / base:.0%} |")
+        print(
+            f"| {name} | {rps:,.0f} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | "
+            f"{rps / base:.0%} | {r['service_cpu_ms_per_request']:.2f} | "
+            f"{r['database_cpu_ms_per_request']:.2f} |"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "multi.json").write_text(json.dumps(results, indent=2))
 
