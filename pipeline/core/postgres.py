@@ -20,11 +20,13 @@ service instances share. A store is PostgreSQL when its setting or ``--db`` is a
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
 import urllib.parse
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, Final, Self
 
@@ -97,7 +99,6 @@ class PostgresDb:
         self.where = redact(url)
         self._what = what
         self._local = threading.local()
-        self._psycopg_error: type[Exception] = psycopg.Error
         kwargs: dict[str, Any] = {"autocommit": True, "options": "-c synchronous_commit=on"}
         try:  # one direct attempt first: the pool would only say that it timed out
             psycopg.connect(
@@ -182,6 +183,19 @@ class PostgresDb:
         """Raise :class:`StoreError` unless the database answers now."""
         self.query("SELECT 1")
 
+    def many(self, statements: Sequence[tuple[str, Any]]) -> list[Any]:
+        """Run *statements* in one round trip (pipeline mode) and one transaction, committed
+        on return: for each, the rows it returns, or the rows it changed when it returns
+        none. One that fails fails them all, and none of them is committed."""
+        with self._connection() as conn:
+            cursors = []
+            with conn.pipeline():
+                for sql, params in statements:
+                    cursor = conn.cursor()
+                    cursor.execute(sql, params or None)
+                    cursors.append(cursor)
+            return [c.fetchall() if c.description is not None else c.rowcount for c in cursors]
+
     def _check(self, conn: Any) -> None:
         if time.monotonic() - self._used.get(id(conn), 0.0) > _RESTED:
             conn.execute("")
@@ -199,12 +213,85 @@ class PostgresDb:
 
     @contextlib.contextmanager
     def _failures(self) -> Iterator[None]:
-        from psycopg_pool import PoolTimeout
-
-        try:
+        with _failures(self._what, self.url):
             yield
-        except (PoolTimeout, self._psycopg_error) as exc:
-            detail = _scrub(str(exc), self.url) or type(exc).__name__
-            raise StoreError(
-                f"{self._what[:1].upper()}{self._what[1:]} at {self.where} failed: {detail}."
-            ) from exc
+
+
+@contextlib.contextmanager
+def _failures(what: str, url: str) -> Iterator[None]:
+    """A driver's or the pool's error as a :class:`StoreError` naming the database."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    try:
+        yield
+    except (PoolTimeout, psycopg.Error) as exc:
+        detail = _scrub(str(exc), url) or type(exc).__name__
+        raise StoreError(
+            f"{what[:1].upper()}{what[1:]} at {redact(url)} failed: {detail}."
+        ) from exc
+
+
+class LoopStatements:
+    """Statements a running event loop awaits, sent to the database together.
+
+    What the loop asks while no batch is travelling waits for the turn to end, then all of it
+    goes to one worker thread and over one connection in pipeline mode: one round trip and one
+    thread hop for the lot. While a batch travels the next one gathers, so the busier the
+    service, the bigger the batches: the per-request cost of the driver, the pool and the
+    thread falls with load, and the loop never waits on the database.
+
+    A batch is one transaction (libpq's pipeline ends with one Sync), committed before any of
+    its results comes back: a count is durable before the answer it counts is sent, as with
+    SQLite's grouped commit. Its statements run one after the other, each seeing the ones
+    before, so a conditional statement stays exact. Rows it writes stay locked until the batch
+    commits; a statement that locks a row names it (*lock*), and each batch takes its locks in
+    that order, so two instances' batches can wait for each other but never deadlock.
+    """
+
+    def __init__(self, db: PostgresDb) -> None:
+        self._db = db
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="postgres")
+        self._waiting: list[tuple[str, Any, tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._travelling = False
+        self._called = False
+
+    async def query(self, sql: str, params: Any = (), lock: tuple[Any, ...] = ()) -> Any:
+        """The rows *sql* returns (or, for a statement that returns none, its row count).
+        *lock*: the row it writes, as a sortable key; () for a read."""
+        loop = asyncio.get_running_loop()
+        result: asyncio.Future[Any] = loop.create_future()
+        self._waiting.append((sql, params, lock, result))
+        if not (self._travelling or self._called):
+            self._called = True
+            loop.call_soon(self._send)  # after the rest of this turn has asked too
+        return await result
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True)
+
+    def _send(self) -> None:
+        self._called = False
+        if self._travelling or not self._waiting:
+            return
+        # Reads first, then the writes in the order of the rows they lock.
+        batch = sorted(self._waiting, key=lambda s: (bool(s[2]), s[2]))
+        self._waiting = []
+        self._travelling = True
+        statements = [(sql, params) for sql, params, _, _ in batch]
+        sent = asyncio.get_running_loop().run_in_executor(self._thread, self._db.many, statements)
+        sent.add_done_callback(lambda done: self._arrived(batch, done))
+
+    def _arrived(
+        self, batch: list[tuple[str, Any, tuple[Any, ...], asyncio.Future[Any]]], done: Any
+    ) -> None:
+        self._travelling = False
+        failed = done.exception()
+        for at, (_, _, _, result) in enumerate(batch):
+            if result.done():  # its caller gave up (a timed-out /healthz)
+                continue
+            if failed is not None:
+                result.set_exception(failed)
+            else:
+                result.set_result(done.result()[at])
+        self._send()

@@ -53,8 +53,7 @@ from pipeline.service.params import Limits
 from pipeline.service.quotas import Decision, Identity, Quotas
 from pipeline.service.routes import add_routes, identify
 from pipeline.service.settings import ServiceConfig, with_shared_state
-from pipeline.service.state import WORKERS, Offload, open_state
-from pipeline.service.store import ServiceStore
+from pipeline.service.state import LiveState, open_live
 
 log = logging.getLogger("listclean.service")
 
@@ -108,9 +107,13 @@ def _resources(
                     await engine.dns.get()
                     interval = config.service.resolver_check_interval
                     watcher = asyncio.create_task(engine.dns.watch(interval))
-                app[SERVICES] = _services(stack, config, paths, engine, clock, app[CONNECTIONS])
-                yield
-                await app[SERVICES].answers.drain()
+                state = await open_live(paths.db, clock)
+                try:
+                    app[SERVICES] = _services(stack, config, state, paths, engine, clock, app)
+                    yield
+                    await app[SERVICES].answers.drain()
+                finally:
+                    await state.close()
             finally:
                 if watcher is not None:
                     watcher.cancel()
@@ -123,20 +126,13 @@ def _resources(
 def _services(
     stack: contextlib.ExitStack,
     config: ServiceConfig,
+    state: LiveState,
     paths: Paths,
     engine: Engine,
     clock: Callable[[], float],
-    connections: Connections,
+    app: web.Application,
 ) -> Services:
-    state = open_state(paths.db, clock, workers=WORKERS)
-    stack.callback(state.close)
-    offload = Offload(None)
-    if isinstance(state, ServiceStore):  # a local file: statements on the loop, turns grouped
-        state.group_writes(_committer(asyncio.get_running_loop()))
-    else:  # across a socket: statements on worker threads, the loop serves meanwhile
-        workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="state")
-        stack.callback(workers.shutdown)
-        offload = Offload(workers)
+    connections = app[CONNECTIONS]
     people = config.engine.contacts
     contacts_at = store_where(paths.cache, "contacts", people.db)
     contacts = stack.enter_context(ContactStore(contacts_at, people, clock))
@@ -166,9 +162,8 @@ def _services(
     thread = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="contacts"))
     return Services(
         config=config,
-        store=state,
-        offload=offload,
-        quotas=Quotas(config, state, clock, offload),
+        state=state,
+        quotas=Quotas(config, state, clock),
         answers=MicroBatcher(
             answers, size, wait, ready=nothing_more_can_come, quiet=http.batch_quiet
         ),
@@ -178,19 +173,6 @@ def _services(
         limits=Limits(http.max_value_length, http.max_parameters),
         throttle=AuthThrottle(http.auth_failures, http.auth_window, clock),
     )
-
-
-def _committer(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], None]], object]:
-    def schedule(commit: Callable[[], None]) -> object:
-        def run() -> None:
-            try:
-                commit()
-            except Exception as exc:  # the counts of this turn may be lost; say so
-                log.error("cannot commit the quota counters: %s", failure_line(exc))
-
-        return loop.call_soon(run)
-
-    return schedule
 
 
 @web.middleware

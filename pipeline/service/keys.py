@@ -15,7 +15,7 @@ from pipeline.service.guard import AuthThrottle
 from pipeline.service.params import Limits, client_ip
 from pipeline.service.quotas import Decision, Identity, Quotas
 from pipeline.service.settings import ServiceConfig
-from pipeline.service.state import Offload, ServiceState
+from pipeline.service.state import LiveState
 
 
 @dataclass
@@ -23,8 +23,7 @@ class Services:
     """What the handlers use; built on start-up, closed on shutdown."""
 
     config: ServiceConfig
-    store: ServiceState  # keys and counters
-    offload: Offload  # how the handlers call store's methods without stalling the loop
+    state: LiveState  # keys and counters
     quotas: Quotas
     # (an address, or a domain in domain mode) in, its answer out as JSON text
     answers: MicroBatcher[tuple[str, bool], str]

@@ -9,6 +9,10 @@ several hosts behind a load balancer:
   COMMITTED's re-check of an updated row, see "Transaction Isolation" in its manual), so only
   one of them gets it. Each statement commits on its own, with ``synchronous_commit`` on: a
   counted request survives a crash of the instance or of the server.
+- The running service awaits these statements (:class:`PostgresLiveState`): those of one
+  turn of its event loop travel together in one round trip from one worker thread
+  (:class:`~pipeline.core.postgres.LoopStatements`), and the loop serves other requests while
+  they do.
 - Keys are looked up on every request, not remembered: another instance (or ``listclean keys
   revoke`` on any host) may have revoked one a moment ago, and one indexed look-up is cheaper
   than a way to hear about it.
@@ -20,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from pipeline.core.postgres import PostgresDb
+from pipeline.core.postgres import LoopStatements, PostgresDb
 from pipeline.service.store import ApiKey, new_key, sha, unknown_key
 
 SCHEMA: Final = (
@@ -51,15 +55,17 @@ _REFUND: Final = (
     "WHERE subject = %s AND policy = %s AND window_start = %s AND used > 0"
 )
 _USED: Final = "SELECT used FROM usage WHERE subject = %s AND policy = %s AND window_start = %s"
+_FIND: Final = f"SELECT {_KEY} FROM api_keys WHERE secret_sha = %s"
+# Connections each instance keeps: one for the batches of statements, one for the rare read
+# that cannot wait (used_now), and one spare for a check after the server came back.
+LIVE_CONNECTIONS: Final = 3
 
 
 class PostgresServiceStore:
     """Keys and counters in a PostgreSQL database (see :class:`.state.ServiceState`)."""
 
-    remote = True  # across a socket: the service calls it from worker threads
-
     def __init__(self, url: str, clock: Callable[[], float] = time.time, size: int = 1) -> None:
-        self._db = PostgresDb(url, what="the service database", size=size)
+        self._db = self.db = PostgresDb(url, what="the service database", size=size)
         try:
             self._db.migrate(SCHEMA)
         except BaseException:
@@ -103,15 +109,8 @@ class PostgresServiceStore:
         return _key(rows[0])
 
     def find_key(self, secret: str) -> ApiKey | None:
-        return self.find_keys([secret])[0]
-
-    def find_keys(self, secrets: Sequence[str]) -> list[ApiKey | None]:
-        shas = [sha(secret) for secret in secrets]
-        rows = self._db.query(
-            f"SELECT secret_sha, {_KEY} FROM api_keys WHERE secret_sha = ANY(%s)", (shas,)
-        )
-        found = {row[0]: _key(row[1:]) for row in rows}
-        return [found.get(s) for s in shas]
+        rows = self._db.query(_FIND, (sha(secret),))
+        return _key(rows[0]) if rows else None
 
     def consume(self, subject: str, policy: str, window_start: int, limit: int) -> tuple[bool, int]:
         if limit > 0:
@@ -134,3 +133,49 @@ class PostgresServiceStore:
 def _key(row: Sequence[Any]) -> ApiKey:
     key_id, plan, label, created_at, revoked_at = row
     return ApiKey(key_id, plan, label, created_at, revoked_at)
+
+
+class PostgresLiveState:
+    """The state as the running service uses it: each statement awaited on the loop, those of
+    one turn sent together (:class:`~pipeline.core.postgres.LoopStatements`)."""
+
+    def __init__(self, url: str) -> None:
+        self._store = PostgresServiceStore(url, size=LIVE_CONNECTIONS)
+        self._db = LoopStatements(self._store.db)
+        self.where = self._store.where
+
+    @classmethod
+    async def open(cls, url: str) -> PostgresLiveState:
+        return cls(url)
+
+    async def close(self) -> None:
+        self._db.close()
+        self._store.close()
+
+    async def find_key(self, secret: str) -> ApiKey | None:
+        rows = await self._db.query(_FIND, (sha(secret),))
+        return _key(rows[0]) if rows else None
+
+    async def consume(
+        self, subject: str, policy: str, window_start: int, limit: int
+    ) -> tuple[bool, int]:
+        if limit > 0:
+            row = (subject, policy, window_start)
+            rows = await self._db.query(_CONSUME, (*row, limit), lock=row)
+            if rows:
+                return True, int(rows[0][0])
+        return False, await self.used(subject, policy, window_start)
+
+    async def refund(self, subject: str, policy: str, window_start: int) -> None:
+        row = (subject, policy, window_start)
+        await self._db.query(_REFUND, row, lock=row)
+
+    async def used(self, subject: str, policy: str, window_start: int) -> int:
+        rows = await self._db.query(_USED, (subject, policy, window_start))
+        return int(rows[0][0]) if rows else 0
+
+    def used_now(self, subject: str, policy: str, window_start: int) -> int:
+        return self._store.used(subject, policy, window_start)
+
+    async def ping(self) -> None:
+        await self._db.query("SELECT 1")

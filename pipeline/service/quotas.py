@@ -6,9 +6,8 @@ Windows are UTC calendar days and months. A plan may also cap requests per secon
 counted in memory: a burst window is too short to need surviving a restart, and with several
 instances each counts its own (a key's burst cap is per instance; the quotas are shared).
 
-The counters live in the service's state (:mod:`pipeline.service.state`), reached through an
-:class:`~pipeline.service.state.Offload`: take, refund and peek are coroutines so that a
-PostgreSQL round trip never stalls the event loop.
+The counters live in the service's state (:mod:`pipeline.service.state`): take, refund and
+peek are coroutines, so that a PostgreSQL round trip never stalls the event loop.
 
 Headers, on every API response (draft-ietf-httpapi-ratelimit-headers, structured fields)::
 
@@ -29,7 +28,7 @@ from dataclasses import dataclass
 
 from pipeline.core.windows import Window, window_bounds
 from pipeline.service.settings import ServiceConfig
-from pipeline.service.state import Offload, ServiceState
+from pipeline.service.state import LiveState
 from pipeline.service.store import ApiKey
 
 
@@ -104,14 +103,12 @@ class Quotas:
     def __init__(
         self,
         config: ServiceConfig,
-        store: ServiceState,
+        store: LiveState,
         clock: Callable[[], float] = time.time,
-        offload: Offload | None = None,
     ) -> None:
         self._config = config
         self._store = store
         self._clock = clock
-        self._call = offload or Offload(None)
         self._bursts: dict[str, tuple[int, int]] = {}  # subject -> (second, requests in it)
 
     def policies(self, identity: Identity, endpoint: str) -> tuple[Policy, Policy | None]:
@@ -133,7 +130,7 @@ class Quotas:
         now = self._clock()
         policy, _ = self.policies(identity, endpoint)
         start, _ = window_bounds(policy.window, now)
-        used = await self._call(self._store.used, identity.subject, policy.name, start)
+        used = await self._store.used(identity.subject, policy.name, start)
         return self._standing(identity, endpoint, now, used)
 
     def peek_blocking(self, identity: Identity, endpoint: str) -> Decision:
@@ -142,7 +139,7 @@ class Quotas:
         now = self._clock()
         policy, _ = self.policies(identity, endpoint)
         start, _ = window_bounds(policy.window, now)
-        used = self._store.used(identity.subject, policy.name, start)
+        used = self._store.used_now(identity.subject, policy.name, start)
         return self._standing(identity, endpoint, now, used)
 
     def _standing(self, identity: Identity, endpoint: str, now: float, used: int) -> Decision:
@@ -162,11 +159,11 @@ class Quotas:
         if burst_policy is not None:
             burst = self._burst_state(identity.subject, burst_policy, now)
             if burst.remaining == 0:
-                used = await self._call(self._store.used, identity.subject, policy.name, start)
+                used = await self._store.used(identity.subject, policy.name, start)
                 return Decision(False, QuotaState(policy, used, start, end, now), burst)
             burst = self._count_burst(identity.subject, burst, +1)
-        allowed, used = await self._call(
-            self._store.consume, identity.subject, policy.name, start, policy.limit
+        allowed, used = await self._store.consume(
+            identity.subject, policy.name, start, policy.limit
         )
         if not allowed and burst is not None:
             burst = self._count_burst(identity.subject, burst, -1)
@@ -182,7 +179,7 @@ class Quotas:
         """Give back the unit *taken* counted: the request failed on our side (a 5xx), and a
         caller is never charged for our failure. Returns where *identity* stands now."""
         quota = taken.quota
-        await self._call(self._store.refund, identity.subject, quota.policy.name, quota.start)
+        await self._store.refund(identity.subject, quota.policy.name, quota.start)
         burst = taken.burst
         if burst is not None:
             burst = self._count_burst(identity.subject, burst, -1)

@@ -68,7 +68,7 @@ async def identify(request: web.Request, params: Mapping[str, str], services: Se
     secret = presented_secret(request, params)
     if secret is None:
         return Identity(ip)
-    key = await services.offload(services.store.find_key, secret) if secret else None
+    key = await services.state.find_key(secret) if secret else None
     return Identity(ip, accepted(key))
 
 
@@ -180,7 +180,7 @@ async def healthz(request: web.Request) -> web.Response:
     answer every request 500 must be taken out of rotation. Not counted against any quota."""
     services = request.app[SERVICES]
     try:
-        await asyncio.wait_for(services.offload(services.store.ping), HEALTH_TIMEOUT)
+        await asyncio.wait_for(services.state.ping(), HEALTH_TIMEOUT)
     except (StoreError, TimeoutError) as exc:
         reason = exc if isinstance(exc, StoreError) else "no answer in time"
         log.warning("unhealthy: the service database does not answer: %s", reason)

@@ -89,8 +89,6 @@ def unknown_key(key_id: str) -> UsageError:
 class ServiceStore(SqliteFile):
     """Keys and counters in one SQLite file (see :class:`~pipeline.service.state.ServiceState`)."""
 
-    remote = False  # a local file: its statements run on the event loop
-
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         super().__init__(
             path, _SCHEMA, what="the service database", remedy="Choose a writable path with --db."
