@@ -361,7 +361,11 @@ async def check_addresses(
 ) -> tuple[pl.DataFrame, CheckStats | None]:
     """Add the address-level answers (bounce ledger, SMTP or a remote API), null without them,
     and what the checker sent (None: no checker ran)."""
-    rows = attach_bounces(engine.bounces, rows)
+    ledger = engine.bounces
+    if ledger is not None and ledger.remote:  # round trips to a database leave the loop
+        rows = await asyncio.to_thread(attach_bounces, ledger, rows)
+    else:  # a local file answers in microseconds, and its one connection stays on the loop
+        rows = attach_bounces(ledger, rows)
     if engine.checker is None or engine.offline:
         return with_address_columns(rows), None
     checked, stats = await engine.checker.check(rows, engine.dns, engine.lists)

@@ -154,6 +154,8 @@ class BounceLedger:
         self._config = config
         self._clock = clock
         self.where = self._db.where
+        # A database across a socket (PostgreSQL): callers on an event loop call it off it.
+        self.remote = self._db.dialect != "sqlite"
 
     def __enter__(self) -> Self:
         return self
