@@ -9,15 +9,17 @@
                      | suppress (--email ADDR | --phone NUMBER)
                      | erase (--email ADDR | --phone NUMBER)
                      | audit [--since DATE] [--format csv|json]  [store options]
-    listclean serve [--host H] [--port P] [--db PATH] [common options]
+    listclean serve [--host H] [--port P] [--db PATH|URL] [common options]
     listclean keys create --plan NAME [--label TEXT] | list | revoke KEY_ID
-                   [--db PATH] [--config FILE]
+                   [--db PATH|URL] [--config FILE]
+    listclean db migrate [--db PATH|URL] [--config FILE]
 
     common options: --config FILE, --resolver HOST[:PORT]..., --cache-dir DIR, --offline,
                     --sandbox, --world FILE
     verify options: --verify none|smtp|api, --smtp-port PORT, --budget N, --helo NAME,
                     --mail-from ADDR, --api-url URL, --api-key KEY, --concurrency N
-    store options:  --db PATH, --cache-dir DIR, --config FILE, --sandbox
+    store options:  --db PATH|URL, --cache-dir DIR, --config FILE, --sandbox
+    (a postgresql:// URL for --db is a PostgreSQL database; a path, a SQLite file)
 
 Exit codes: 0 ok, 1 unexpected error or a failed ``doctor`` check, 2 bad usage or input,
 3 resolver unhealthy or no outbound SMTP, 130 interrupted.

@@ -176,6 +176,47 @@ def test_every_outcome_does_the_same_work(
     )
 
 
+def test_every_outcome_does_the_same_work_on_postgresql(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same on PostgreSQL: one snapshot, the same statements for every outcome."""
+    from pipeline.core.postgres import PostgresDb
+
+    with ContactStore(pg_url, CONFIG, clock=Clock()) as store:
+        store.import_file(SAMPLE, SAMPLE.name)
+        store.import_file(write_csv(tmp_path, "shared.csv", SHARED), "shared.csv")
+        store.suppress(email="zoe.aberlund@fictional-post.net")
+        ran: list[str] = []
+        query, transaction = PostgresDb.query, PostgresDb.transaction
+
+        def recorded(db: PostgresDb, sql: str, params: object = ()) -> list[object]:
+            ran.append(sql.split()[0])
+            return query(db, sql, params)
+
+        def snapshot(db: PostgresDb, write: bool = False) -> object:
+            ran.append("BEGIN" if not write else "BEGIN WRITE")
+            return transaction(db, write)
+
+        monkeypatch.setattr(PostgresDb, "query", recorded)
+        monkeypatch.setattr(PostgresDb, "transaction", snapshot)
+        work: list[set[tuple[str, ...]]] = []  # per kind of term: the statements of each search
+        for terms in (
+            {MATCH: "jordan.ellery@quillfeather.madeup-biz.net", NO_MATCH: "nobody@madeup.net",
+             AMBIGUOUS: "the.carrows@madeup-mail.net",
+             SUPPRESSED: "zoe.aberlund@fictional-post.net"},
+            {MATCH: "(217) 555-0101", NO_MATCH: "(303) 555-0100", AMBIGUOUS: "(602) 555-0120",
+             SUPPRESSED: "+1 206 555 0105"},
+            {MATCH: "Jordan Ellery Quillfeather", NO_MATCH: "Jordan Elery",
+             AMBIGUOUS: "Jordan Ellery", SUPPRESSED: "Zoe Aberlund"},
+        ):  # fmt: skip
+            work.append(set())
+            for outcome, term in terms.items():
+                ran.clear()
+                assert store.search(term).outcome is outcome, term
+                work[-1].add(tuple(ran))
+    assert work == [{("BEGIN", "SELECT", "SELECT")}] * 3
+
+
 # --------------------------------------------------------------------------- opt-out
 
 
