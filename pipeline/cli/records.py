@@ -144,7 +144,9 @@ def _contacts_forget(args: argparse.Namespace) -> int:
         raise UsageError("Name the person by --email, by --phone or both (--name may follow).")
     config = settings(args)
     answers = beside_domain_cache(cache_path(args, config), "mailboxes")
-    events = bounce_ledger_path(args, config)
+    # A database named by --db holds the ledger too, as it does for `serve --db URL`.
+    shared = args.db if is_url(args.db) and not config.bounces.db else None
+    events = shared or bounce_ledger_path(args, config)
     with contextlib.ExitStack() as stack:
         contacts = stack.enter_context(_contact_store(args))
         # A store that was never made holds nothing about anyone: it is not made now.

@@ -7,12 +7,12 @@ several hosts behind a load balancer:
   WHERE u.used < limit RETURNING used``. When two instances race for the last unit, PostgreSQL
   locks the row and evaluates the ``WHERE`` again on the version the other committed (READ
   COMMITTED's re-check of an updated row, see "Transaction Isolation" in its manual), so only
-  one of them gets it. Each statement commits on its own, with ``synchronous_commit`` on: a
-  counted request survives a crash of the instance or of the server.
+  one of them gets it. Commits are made with ``synchronous_commit`` on, before the answer
+  they count is sent: a counted request survives a crash of the instance or of the server.
 - The running service awaits these statements (:class:`PostgresLiveState`): those of one
-  turn of its event loop travel together in one round trip from one worker thread
-  (:class:`~pipeline.core.postgres.LoopStatements`), and the loop serves other requests while
-  they do.
+  turn of its event loop travel together in one round trip and one transaction from one
+  worker thread (:class:`~pipeline.core.postgres.LoopStatements`), each take still its own
+  conditional statement, and the loop serves other requests while they do.
 - Keys are looked up on every request, not remembered: another instance (or ``listclean keys
   revoke`` on any host) may have revoked one a moment ago, and one indexed look-up is cheaper
   than a way to hear about it.

@@ -4,6 +4,7 @@ tells the truth about the database; a wrong URL is one line; the commands work a
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import aiohttp
@@ -129,6 +130,11 @@ def test_migrate_keys_and_records_against_a_database(
     assert len(capsys.readouterr().out.splitlines()) == 4
     assert main(["contacts", "import", str(SAMPLE), "--db", pg_url]) == 0
     assert main(["contacts", "suppress", "--email", JANE, "--db", pg_url]) == 0
-    capsys.readouterr()
+    # The database's ledger is reached too, as `serve --db` reads it.
+    assert main(["contacts", "erase", "--email", "lmartinez@outlook.com", "--db", pg_url]) == 0
+    erased = capsys.readouterr().out.splitlines()[-1]
+    assert re.search(r"[1-9]\d* bounce event\(s\)", erased), erased
+    assert main(["bounces", "list", "--email", "lmartinez@outlook.com", "--db", pg_url]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1  # the header alone
     assert main(["contacts", "audit", "--format", "json", "--db", pg_url]) == 0
     assert capsys.readouterr().out.strip() == "[]"
