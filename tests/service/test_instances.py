@@ -26,8 +26,6 @@ FEB = utc("2026-02-01T00:00:00Z")
 MAR = utc("2026-03-01T00:00:00Z")
 DAY = utc("2026-01-15T00:00:00Z")
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture
 def group(store_at: StoreAt, tmp_path: Path) -> Iterator[Instances]:

@@ -138,3 +138,23 @@ def test_migrate_keys_and_records_against_a_database(
     assert len(capsys.readouterr().out.splitlines()) == 1  # the header alone
     assert main(["contacts", "audit", "--format", "json", "--db", pg_url]) == 0
     assert capsys.readouterr().out.strip() == "[]"
+
+
+def test_a_key_revoked_anywhere_is_refused_by_every_instance(env: Env, pg_url: str) -> None:
+    env.url = pg_url
+    key, secret = env.key("starter")
+    auth = {"Authorization": f"Bearer {secret}"}
+
+    async def scenario() -> list[int]:
+        a_cache, b_cache = env.tmp / "a" / "domains.sqlite", env.tmp / "b" / "domains.sqlite"
+        async with (
+            serving(env.config(), pg_url, a_cache, env.clock) as a,
+            serving(env.config(), pg_url, b_cache, env.clock) as b,
+            aiohttp.ClientSession(headers=auth) as s,
+        ):
+            api = "/api/email?email=john.doe@gmail.com"
+            before = [(await fetch(s, "GET", url + api)).status for url in (a, b)]
+            assert main(["keys", "revoke", key.key_id, "--db", pg_url]) == 0
+            return before + [(await fetch(s, "GET", url + api)).status for url in (b, a)]
+
+    assert run(scenario()) == [200, 200, 401, 401]
