@@ -37,7 +37,8 @@ from pipeline.stages.job import (
     remote_output,
 )
 from pipeline.stages.objects import Upload, is_object_url, local_path
-from pipeline.stages.runner import RunSummary, run_clean
+from pipeline.stages.runner import run_clean
+from pipeline.stages.summary import RunSummary
 from pipeline.stages.workdir import WorkDir, check_work_dir, fingerprint, work_folder
 from pipeline.stages.write import default_output
 
