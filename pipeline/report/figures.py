@@ -11,8 +11,8 @@ Keys read (``summary.json``): the counts ``rows_in``, ``rows_out``, ``rows_rejec
 ``rcpts_sent``, ``smtp_sessions``, ``api_requests``, ``safe_to_send`` and
 ``safe_to_send_share``; the breakdowns ``verdicts``, ``verdicts_unique``, ``reasons``,
 ``top_domains``, ``typo_fixes``, ``repairs``, ``rejects_by_reason`` and ``stages``; the facts
-``input``, ``output``, ``rejects_file``, ``email_column`` (with ``email_column_why``), ``encoding``, ``delimiter``, ``files`` and
-``run``; and ``warnings``.
+``input``, ``output``, ``rejects_file``, ``email_column`` (with ``email_column_why``),
+``encoding``, ``delimiter``, ``files`` and ``run``; and ``warnings``.
 """
 
 from __future__ import annotations
