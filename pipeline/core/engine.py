@@ -38,6 +38,7 @@ from pipeline.core.exchanges import MemoryHosts, Routing, judge_exchanges
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import AddressChecker
 from pipeline.core.mailboxes.types import CheckStats, Mailbox
+from pipeline.core.progress import Progress, ProgressFactory, meter
 from pipeline.core.repairs import Repair, repair_column
 from pipeline.core.schema import ADDRESS_COLUMNS, SPEC_COLUMNS, keyed_schema
 from pipeline.core.suggest import suggest_domain
@@ -49,16 +50,6 @@ _RESOLVABLE = (pl.col("DOMAIN") != "") & (pl.col("SYNTAX") != Syntax.DOMAIN_LITE
 _CHECKED_DOMAIN = pl.when(_RESOLVABLE).then(pl.col("DOMAIN"))
 
 
-class Progress(Protocol):
-    """A progress bar (tqdm has this shape)."""
-
-    def update(self, n: float | None = 1) -> bool | None: ...
-    def close(self) -> None: ...
-
-
-ProgressFactory = Callable[[int, str], Progress]
-
-
 @dataclass(frozen=True)
 class Engine:
     """The resources the engine's steps run with; built by :mod:`pipeline.core.assembly`."""
@@ -68,7 +59,7 @@ class Engine:
     dns: SharedResolver  # the run's (or the service's) one resolver, made on first use
     cache: DomainCache | None = None
     offline: bool = False
-    progress: ProgressFactory | None = None  # (total, label) -> a progress bar
+    progress: ProgressFactory | None = None  # (total, label, unit) -> a progress meter
     # Address-level checks (SMTP or a remote API); None: decide at the domain level.
     checker: AddressChecker | None = None
     # The bounce ledger; None: no bounce history (both bounce flags false).
@@ -203,7 +194,7 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
     resolver = await engine.dns.get()
     if engine.dns.watched and not engine.dns.trusted:
         return _untrusted(domains), 0
-    bar = engine.progress(len(domains), "DNS") if engine.progress else None
+    bar = meter(engine.progress, len(domains), "DNS", "domain")
     # A watched resolver (the service's) is not trusted to fill the cache as it answers: what
     # it says is believed (and kept) only after the whole round, when it can be judged.
     keeper = _AnswerKeeper(engine, resolver, bar, keep=not engine.dns.watched)
@@ -212,8 +203,7 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
         answers = await keeper.finish()
     finally:
         keeper.stop()
-        if bar:
-            bar.close()
+        bar.close()
     # A watched resolver that says most new domains are missing may have turned bad: it must
     # pass its canaries again before anything it said is believed.
     if engine.dns.watched and mostly_missing(answers) and not await engine.dns.recheck():
@@ -237,7 +227,7 @@ class _AnswerKeeper:
     _SECONDS = 1.0
 
     def __init__(
-        self, engine: Engine, resolver: Resolver, bar: Progress | None, *, keep: bool = True
+        self, engine: Engine, resolver: Resolver, bar: Progress, *, keep: bool = True
     ) -> None:
         self._engine = engine
         self._keep_in_cache = keep
@@ -290,8 +280,7 @@ class _AnswerKeeper:
         if engine.cache is not None and self._keep_in_cache:
             engine.cache.put_many(judged)
         self._answers.update(judged)
-        if self._bar is not None:
-            self._bar.update(len(judged))
+        self._bar.update(len(judged))
 
 
 def domain_table(

@@ -19,6 +19,7 @@ killed Dask run keeps what it learned, as a local one does.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -33,8 +34,9 @@ from pipeline.core.mailboxes.checkers import (
     SmtpChecker,
     not_verified,
 )
+from pipeline.core.mailboxes.pacing import provider_of
 from pipeline.core.mailboxes.remote import QuotaLedger
-from pipeline.core.mailboxes.step import attach_mailbox_answers
+from pipeline.core.mailboxes.step import attach_mailbox_answers, mail_hosts
 from pipeline.core.mailboxes.types import (
     Budget,
     CheckStats,
@@ -43,6 +45,7 @@ from pipeline.core.mailboxes.types import (
     RemoteAnswer,
     Target,
 )
+from pipeline.core.progress import Progress
 from pipeline.core.verdict import Verdict
 from pipeline.stages.dask_tasks import ApiOrder, ProbeOrder, ask_api, probe_group
 from pipeline.stages.dedupe import partition_of
@@ -71,7 +74,7 @@ class SpreadChecker:
     async def _smtp(
         self, inner: SmtpChecker, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
     ) -> tuple[pl.DataFrame, CheckStats]:
-        work = inner.assign(rows)
+        work = inner.assign(rows, lists)
         answers = dict(work.answers)
         stats = CheckStats("smtp")
         if work.reached:
@@ -89,12 +92,13 @@ class SpreadChecker:
                 )
                 for n, order in enumerate(orders)
             ]
-            sink = _SmtpSink(inner, len(orders))
-            for found, sent, queries in self._run.wait(futures, sink.hear):
-                sink.keep(found)
-                answers.update(found)
-                stats = _plus(stats, sent)
-                self._run.remote_queries += queries
+            with contextlib.closing(inner.meter(len(work.reached))) as bar:
+                sink = _SmtpSink(inner, len(orders), bar)
+                for found, sent, queries in self._run.wait(futures, sink.hear):
+                    sink.keep(found)
+                    answers.update(found)
+                    stats = _plus(stats, sent)
+                    self._run.remote_queries += queries
         answers.update(not_verified(work.skipped))
         return attach_mailbox_answers(rows, answers), stats
 
@@ -107,8 +111,8 @@ class SpreadChecker:
         lists: DomainLists,
     ) -> list[ProbeOrder]:
         """The reached targets (in priority order) by the worker owning their provider."""
-        mx = dict(rows.select("DOMAIN", "MX").unique("DOMAIN").iter_rows())
-        providers = [lists.registrable_domain(mx[t.domain]) or mx[t.domain] for t in reached]
+        mx = mail_hosts(rows)
+        providers = [provider_of(mx[t.domain], lists) for t in reached]
         owners = partition_of(pl.Series(providers, dtype=pl.String), self._run.size).to_list()
         orders = []
         for owner in range(self._run.size):
@@ -131,8 +135,9 @@ class SpreadChecker:
             order = ApiOrder(work.reached, limit, reads.spent, reads.quota, self._run.topic, 0)
             owner = int(partition_of(pl.Series([work.api]), self._run.size).item())
             future = self._run.submit(ask_api, order, inner.config, inner.key, owner=owner)
-            sink = _ApiSink(inner, work.api)
-            ((answers, requests),) = self._run.wait([future], sink.hear)
+            with contextlib.closing(inner.meter(len(work.reached))) as bar:
+                sink = _ApiSink(inner, work.api, bar)
+                ((answers, requests),) = self._run.wait([future], sink.hear)
         return inner.finish(rows, work, answers), CheckStats("api", requests)
 
 
@@ -144,8 +149,9 @@ def _plus(a: CheckStats, b: CheckStats) -> CheckStats:
 class _SmtpSink:
     """Commits each group's answers as they arrive; keeps the run's spending up to date."""
 
-    def __init__(self, inner: SmtpChecker, groups: int) -> None:
+    def __init__(self, inner: SmtpChecker, groups: int, bar: Progress) -> None:
         self._inner = inner
+        self._bar = bar
         self._base = inner.budget.spent
         self._spent = [0] * groups
         self._kept: set[str] = set()
@@ -156,6 +162,7 @@ class _SmtpSink:
             key, outcome, reply, at = values
             self._inner.cache.put(key, MailboxResult(Mailbox(outcome), reply, at))
             self._kept.add(key)
+            self._bar.update(1)
         elif kind == "catch_all":
             self._inner.cache.put_catch_all({values[0]: bool(values[1])})
         self._spend(group, spent)
@@ -174,8 +181,9 @@ class _SmtpSink:
 
 
 class _ApiSink:
-    def __init__(self, inner: ApiChecker, api: str) -> None:
+    def __init__(self, inner: ApiChecker, api: str, bar: Progress) -> None:
         self._inner = inner
+        self._bar = bar
         self._api = api
         self._base = inner.budget.spent
 
@@ -186,6 +194,7 @@ class _ApiSink:
             key, verdict, score, known, suspected = values
             answer = RemoteAnswer(Verdict(verdict) if verdict else None, score, known, suspected)
             cache.put_remote_answer(key, self._api, answer)
+            self._bar.update(1)
         elif kind == "quota":
             cache.add_quota_spent(*values)
         elif kind == "limit":

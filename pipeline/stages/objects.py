@@ -82,14 +82,19 @@ def filesystem(url: str, storage: StorageConfig) -> AbstractFileSystem:
     return fs
 
 
+def is_glob(text: str) -> bool:
+    """A pattern of shard names (``exports/part-*.parquet``), as glob and fsspec read it."""
+    return any(c in text for c in _GLOB)
+
+
 def is_remote_dataset(url: str, fs: AbstractFileSystem) -> bool:
     """A prefix (``s3://b/export/``, or one with objects under it) or a glob of shards."""
-    return url.endswith("/") or any(c in url for c in _GLOB) or _guard_in(url, fs.isdir, url)
+    return url.endswith("/") or is_glob(url) or _guard_in(url, fs.isdir, url)
 
 
 def remote_shards(url: str, fs: AbstractFileSystem) -> list[str]:
     """The Parquet objects of a remote dataset, in name order, as URLs."""
-    if any(c in url for c in _GLOB):
+    if is_glob(url):
         found = _guard_in(url, fs.glob, url)
     else:
         found = [p for p in _guard_in(url, fs.find, url) if p.endswith(".parquet")]

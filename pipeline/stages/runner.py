@@ -30,6 +30,7 @@ import polars as pl
 
 from pipeline.core.engine import BounceScope, Engine, check_domains, resolvable_domains
 from pipeline.core.mailboxes.types import CheckStats
+from pipeline.core.progress import meter
 from pipeline.stages.base import Batch, StageSummary
 from pipeline.stages.csv_source import ReadAgain
 from pipeline.stages.dedupe import DuplicateMarker
@@ -197,6 +198,7 @@ def _scan_with(
     # About a million addresses a partition: one for a small list, up to the marker's most.
     partitions = min(256, max(1, reader.expected_rows // 1_000_000 + 1))
     scan = _Scan(spill, DuplicateMarker(folder, partitions))
+    bar = meter(engine.progress, reader.known_rows, "read", "row")
     try:
         batches = reader.batches(rows)
         while True:
@@ -212,9 +214,12 @@ def _scan_with(
             scan.domains.update(dict.fromkeys(resolvable_domains(work)))
             spill.put(work)
             scan.rows += read.frame.height
+            bar.update(read.frame.height + read.rejects.height)
     except BaseException:
         scan.marker.close()
         raise
+    finally:
+        bar.close()
     return scan
 
 
@@ -252,16 +257,18 @@ def _decide_all(
     tally = Tally()
     scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
     offset = 0
-    for index, read in enumerate(reader.batches(rows)):
-        work = scan.spill.work(index)
-        if read.frame.height != work.height:  # a bug, never an input problem
-            raise AssertionError(f"batch {index} read back with other rows than the first time")
-        marked = Batch(read.frame, _marked(scan, work, offset))
-        offset += work.height
-        decided = decide_rows(marked, table, engine.bounces, scope, answers)
-        sink.write(decided)
-        tally.add(decided)
-        scan.spill.drop(index)
+    with contextlib.closing(meter(engine.progress, scan.rows, "write", "row")) as bar:
+        for index, read in enumerate(reader.batches(rows)):
+            work = scan.spill.work(index)
+            if read.frame.height != work.height:  # a bug, never an input problem
+                raise AssertionError(f"batch {index} read back with other rows than the first")
+            marked = Batch(read.frame, _marked(scan, work, offset))
+            offset += work.height
+            decided = decide_rows(marked, table, engine.bounces, scope, answers)
+            sink.write(decided)
+            tally.add(decided)
+            scan.spill.drop(index)
+            bar.update(work.height)
     scan.marker.close()
     return tally
 

@@ -37,7 +37,7 @@ from pipeline.core.errors import OutputError
 from pipeline.core.schema import OUTPUT_COLUMNS, SCHEMA_VERSION
 from pipeline.stages.base import Batch
 from pipeline.stages.formats import SUFFIXES, OutputFormat, stem_of
-from pipeline.stages.objects import Upload
+from pipeline.stages.objects import Upload, is_glob, is_object_url
 from pipeline.stages.provenance import now
 from pipeline.stages.workdir import alive
 
@@ -121,12 +121,20 @@ class OutputPaths:
             self.upload.publish(path)
 
 
-def default_output(input_path: Path, fmt: OutputFormat = OutputFormat.PARQUET) -> Path:
-    """``<input stem>.clean.parquet`` in the current directory (``stdin.clean.parquet`` for -);
-    ``.csv`` or ``.xlsx`` for those formats."""
-    stem = "stdin" if str(input_path) == "-" else input_path.stem
-    stem = stem.removesuffix(".csv").removesuffix(".tsv")  # list.csv.gz: list.clean.parquet
-    return Path.cwd() / f"{stem}.clean{SUFFIXES.get(fmt, '.parquet')}"
+def default_output(input_text: str, fmt: OutputFormat = OutputFormat.PARQUET) -> Path:
+    """``<input stem>.clean.parquet`` beside the input file, or beside a folder (or glob) of
+    shards, named after the folder; in the current directory for standard input (then
+    ``stdin.clean.parquet``), another stream or an object-store URL. ``.csv`` or ``.xlsx`` for
+    those formats. A scheduled job's working directory (``/``, ``$HOME``) is no place for it."""
+    suffix = SUFFIXES.get(fmt, ".parquet")
+    if input_text == "-":
+        return Path.cwd() / f"stdin.clean{suffix}"
+    path = Path(input_text.rstrip("/") or "list")
+    if is_glob(path.name):  # exports/part-*.parquet: named after exports/
+        path = path.parent
+    stem = path.stem.removesuffix(".csv").removesuffix(".tsv")  # list.csv.gz: list.clean...
+    local = not is_object_url(input_text) and (path.is_file() or path.is_dir())
+    return (path.parent if local else Path.cwd()) / f"{stem}.clean{suffix}"
 
 
 def output_frame(batch: Batch) -> pl.DataFrame:
