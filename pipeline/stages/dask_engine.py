@@ -49,6 +49,7 @@ from pipeline.core.engine import BounceScope, Engine, domain_answers
 from pipeline.core.errors import UsageError
 from pipeline.core.exchanges import MemoryHosts, judge_exchanges
 from pipeline.core.mailboxes.types import CheckStats
+from pipeline.core.progress import meter
 from pipeline.stages.csv_source import ReadAgain
 from pipeline.stages.dask_checks import SpreadChecker, drain
 from pipeline.stages.dask_tasks import (
@@ -305,15 +306,17 @@ class DaskRun:
         answers: dict[str, DnsAnswer] = {}
         from distributed import as_completed
 
-        for future in as_completed(futures):  # type: ignore[no-untyped-call]
-            got, queries = future.result()
-            self.remote_queries += queries
-            mx = {d: a for d, a in got.items() if a.status is DnsStatus.MX}
-            concurrency = engine.config.dns.concurrency
-            got.update(await judge_exchanges(resolver, mx, hosts, engine.routing, concurrency))
-            if engine.cache is not None:
-                engine.cache.put_many(got)
-            answers.update(got)
+        with contextlib.closing(meter(engine.progress, len(domains), "DNS", "domain")) as bar:
+            for future in as_completed(futures):  # type: ignore[no-untyped-call]
+                got, queries = future.result()
+                self.remote_queries += queries
+                mx = {d: a for d, a in got.items() if a.status is DnsStatus.MX}
+                concurrency = engine.config.dns.concurrency
+                got.update(await judge_exchanges(resolver, mx, hosts, engine.routing, concurrency))
+                if engine.cache is not None:
+                    engine.cache.put_many(got)
+                answers.update(got)
+                bar.update(len(got))
         return answers, engine.dns.queries_sent + self.remote_queries - before
 
     def _chunks(self, domains: Sequence[str]) -> Iterator[tuple[int, list[str]]]:
