@@ -32,7 +32,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.core.engine import list_fields
+from pipeline.core.decide import list_fields
 from pipeline.core.errors import OutputError
 from pipeline.core.schema import OUTPUT_COLUMNS, SCHEMA_VERSION
 from pipeline.stages.base import Batch
