@@ -44,6 +44,11 @@ def utf8_text(value: str) -> str:
     )
 
 
+def utf8_path(value: str) -> Path:
+    """A file argument whose name must be text (argparse ``type=``): see :func:`utf8_text`."""
+    return Path(utf8_text(value))
+
+
 def common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
     parser.add_argument(

@@ -18,6 +18,7 @@ from pipeline.cli.common import (
     common_options,
     config_file,
     sandbox_world,
+    utf8_text,
     with_resolvers,
 )
 from pipeline.core.errors import UsageError
@@ -27,7 +28,9 @@ from pipeline.service.store import ServiceStore
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = commands.add_parser("serve", help="run the HTTP verification service")
-    serve.add_argument("--host", help="address to listen on (default from [service] host)")
+    serve.add_argument(
+        "--host", type=utf8_text, help="address to listen on (default from [service] host)"
+    )
     serve.add_argument("--port", type=int, help="TCP port (default from [service] port)")
     serve.add_argument("--db", type=Path, metavar="PATH", help="keys and quota counters (SQLite)")
     common_options(serve)
@@ -36,13 +39,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     keys = commands.add_parser("keys", help="create, list and revoke API keys")
     key_commands = keys.add_subparsers(required=True, metavar="ACTION")
     create = key_commands.add_parser("create", help="create a key; prints its secret once")
-    create.add_argument("--plan", required=True, metavar="NAME", help="plan the key is on")
-    create.add_argument("--label", default="", help="a note for whom the key is")
+    create.add_argument(
+        "--plan", required=True, type=utf8_text, metavar="NAME", help="plan the key is on"
+    )
+    create.add_argument("--label", type=utf8_text, default="", help="a note for whom the key is")
     create.set_defaults(handler=_keys_create)
     listing = key_commands.add_parser("list", help="list keys (never their secrets)")
     listing.set_defaults(handler=_keys_list)
     revoke = key_commands.add_parser("revoke", help="revoke a key by its id")
-    revoke.add_argument("key_id", metavar="KEY_ID")
+    revoke.add_argument("key_id", type=utf8_text, metavar="KEY_ID")
     revoke.set_defaults(handler=_keys_revoke)
     for sub in (create, listing, revoke):
         sub.add_argument("--db", type=Path, metavar="PATH", help="keys and quota counters")

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pipeline.core.config import StorageConfig
 from pipeline.core.errors import InputError, OutputError, UsageError
+from pipeline.core.text import invalid_at
 
 if TYPE_CHECKING:  # fsspec is imported when a run names a URL
     from fsspec import AbstractFileSystem
@@ -51,7 +52,16 @@ def is_object_url(text: str) -> bool:
 
 
 def check_location(text: str, role: str) -> None:
-    """Refuse a URL whose scheme we do not read or write (exit 2, nothing written)."""
+    """Refuse a URL whose scheme we do not read or write, and a name that is not UTF-8 (a
+    byte that is not reaches Python as a lone surrogate, which no reader or writer can
+    encode): exit 2, nothing written."""
+    at = invalid_at(text)
+    if at is not None:
+        byte = text[at].encode("utf-8", "surrogateescape")[0]
+        raise UsageError(
+            f"The {role} name {text!r} is not valid UTF-8 (byte 0x{byte:02x}); "
+            "rename the file, or give a path that is UTF-8."
+        )
     scheme = scheme_of(text)
     if scheme is None or scheme in (*OBJECT_SCHEMES, "file"):
         return
