@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import contextlib
 import queue
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import polars as pl
 
+from pipeline.core.config import ListsConfig
 from pipeline.core.dns import SharedResolver
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import (
@@ -50,30 +51,44 @@ from pipeline.core.verdict import Verdict
 from pipeline.stages.dask_tasks import ApiOrder, ProbeOrder, ask_api, probe_group
 from pipeline.stages.dedupe import partition_of
 
-if TYPE_CHECKING:
-    from pipeline.stages.dask_engine import DaskRun
-
 _POLL = 0.5  # seconds between looks at the answers that arrived
 
 
-class SpreadChecker:
-    """An :class:`AddressChecker` whose requests are sent by the cluster's workers."""
+class Spreader(Protocol):
+    """What a spread checker needs of the run's place on the cluster (the Dask engine's)."""
 
-    def __init__(self, inner: AddressChecker, run: DaskRun) -> None:
+    size: int  # workers
+    topic: str  # where workers send answers as they come
+    lists: ListsConfig  # for the workers' own domain lists
+    remote_queries: int  # DNS queries the workers sent
+
+    def submit(self, function: Callable[..., Any], *args: Any, owner: int | None = None) -> Any: ...
+    def wait(self, futures: Sequence[Any], hear: Callable[[list[Any]], None]) -> list[Any]: ...
+
+
+def spread(checker: AddressChecker, run: Spreader) -> AddressChecker:
+    """*checker*, with its requests sent by the cluster's workers: SMTP probes by provider,
+    a remote API's requests from one worker. Each kind of checker spreads its own way, so the
+    choice is made here, once."""
+    match checker:
+        case SmtpChecker():
+            return SpreadSmtp(checker, run)
+        case ApiChecker():
+            return SpreadApi(checker, run)
+    raise TypeError(f"No way to spread {type(checker).__name__} over a cluster.")
+
+
+class SpreadSmtp:
+    """SMTP probing spread over the workers, one provider to each."""
+
+    def __init__(self, inner: SmtpChecker, run: Spreader) -> None:
         self._inner = inner
         self._run = run
 
     async def check(
         self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
     ) -> tuple[pl.DataFrame, CheckStats]:
-        if isinstance(self._inner, SmtpChecker):
-            return await self._smtp(self._inner, rows, dns, lists)
-        assert isinstance(self._inner, ApiChecker)
-        return self._api(self._inner, rows)
-
-    async def _smtp(
-        self, inner: SmtpChecker, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
-    ) -> tuple[pl.DataFrame, CheckStats]:
+        inner = self._inner
         work = inner.assign(rows, lists)
         answers = dict(work.answers)
         stats = CheckStats("smtp")
@@ -125,7 +140,18 @@ class SpreadChecker:
             orders.append(ProbeOrder(targets, kept, limit, self._run.topic, owner))
         return orders
 
-    def _api(self, inner: ApiChecker, rows: pl.DataFrame) -> tuple[pl.DataFrame, CheckStats]:
+
+class SpreadApi:
+    """A remote API's requests sent from one worker: the service is one provider."""
+
+    def __init__(self, inner: ApiChecker, run: Spreader) -> None:
+        self._inner = inner
+        self._run = run
+
+    async def check(
+        self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
+    ) -> tuple[pl.DataFrame, CheckStats]:
+        inner = self._inner
         reads = _LedgerReads(inner.ledger())
         work = inner.assign(rows, inner.verifier(reads.ledger).quota_left())
         answers: dict[str, RemoteAnswer] = {}

@@ -51,7 +51,7 @@ from pipeline.core.exchanges import MemoryHosts, judge_exchanges
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.csv_source import ReadAgain
-from pipeline.stages.dask_checks import SpreadChecker, drain
+from pipeline.stages.dask_checks import drain, spread
 from pipeline.stages.dask_tasks import (
     ROW,
     PartitionInfo,
@@ -343,7 +343,7 @@ class DaskRun:
         rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
         if rows.is_empty():
             return nothing, None
-        checker = SpreadChecker(engine.checker, self)
+        checker = spread(engine.checker, self)
         checked, stats = await checker.check(rows, engine.dns, engine.lists)
         table = answer_table(checked, rows)
         domains = rows.select("KEY", "DOMAIN").unique("KEY")
