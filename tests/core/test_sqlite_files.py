@@ -42,7 +42,7 @@ def umask(mask: int) -> Iterator[None]:
 def test_created_for_its_owner_alone(tmp_path: Path, what: str) -> None:
     path = tmp_path / "new" / "folder" / "file.sqlite"
     with umask(0o022), OPENERS[what](path) as store:
-        store._query("SELECT 1")  # noqa: SLF001 - written through, -wal and -shm exist
+        store._query("SELECT 1")  # written through: the -wal and -shm files exist too
     made = [p for p in path.parent.iterdir() if p.name.startswith("file.sqlite")]
     assert path in made
     assert {p.name: oct(p.stat().st_mode & 0o777) for p in made} == {p.name: "0o600" for p in made}
