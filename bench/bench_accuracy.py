@@ -70,7 +70,9 @@ def clean(work: Path, name: str, extra: list[str]) -> tuple[pl.DataFrame, float]
     started = time.perf_counter()
     subprocess.run([*command, *extra], check=True, cwd=ROOT)
     seconds = time.perf_counter() - started
-    return pl.read_parquet(out).select("email", "VERDICT", "REASON", "SUGGESTION"), seconds
+    # The list's `email` column sits beside our EMAIL: the output keeps it as `input_email`.
+    output = pl.read_parquet(out).rename({"input_email": "email"})
+    return output.select("email", "VERDICT", "REASON", "SUGGESTION"), seconds
 
 
 def judged(truth: pl.DataFrame, output: pl.DataFrame) -> pl.DataFrame:

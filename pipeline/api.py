@@ -37,7 +37,8 @@ from pipeline.core.config import Config, load_config
 from pipeline.core.engine import Engine, verify_once
 from pipeline.service.settings import env_settings
 from pipeline.stages.job import CleanJob, open_input
-from pipeline.stages.runner import RunSummary, run_clean
+from pipeline.stages.runner import run_clean
+from pipeline.stages.summary import RunSummary
 
 __all__ = ["CleanResult", "Verification", "clean", "verify"]
 
@@ -138,7 +139,7 @@ def _clean(
         frame = pl.read_parquet(job.output)
         rejects = pl.read_csv(job.paths.rejects, infer_schema=False)
     rejects = rejects.with_columns(pl.col("line").cast(pl.Int64))
-    return CleanResult(frame, rejects, dataclasses.replace(summary, output="", rejects_file=""))
+    return CleanResult(frame, rejects, dataclasses.replace(summary, files={}))
 
 
 def _engine(

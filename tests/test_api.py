@@ -17,7 +17,7 @@ from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS, SPEC_COLUMNS
 from pipeline.sandbox.dns_server import SandboxDNS
 from pipeline.sandbox.files import SANDBOX_SETTINGS
-from pipeline.stages.runner import RunSummary
+from pipeline.stages.summary import RunSummary
 
 
 @pytest.fixture

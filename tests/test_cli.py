@@ -374,3 +374,45 @@ def test_verify_with_an_argument_that_is_not_utf8_says_so(tmp_path: Path, addres
     assert "Traceback" not in error
     assert "error: argument ADDRESS: not valid UTF-8: byte 0x" in error, error
     assert done.stdout == b""
+
+
+# Every other free-text argument of the other commands: a key's label and plan, a key id, a
+# bounce address, an import's source name and file, the service's listening address.
+OTHER_TEXT_ARGUMENTS = [
+    ("--label", ["keys", "create", "--plan", "default", "--label", b"\xff"]),
+    ("--plan", ["keys", "create", "--plan", b"st\xffrter"]),
+    ("KEY_ID", ["keys", "revoke", b"k_\xff"]),
+    ("--email", ["bounces", "list", "--email", b"\xff@gmail.com"]),
+    (
+        "--source",
+        ["contacts", "import", REPO / "sample_data" / "contacts.csv", "--source", b"\xff"],
+    ),
+    ("--host", ["serve", "--host", b"\xff", "--port", "0", "--offline"]),
+    ("FILE", ["contacts", "import", b"people\xff.csv"]),
+    ("FILE", ["bounces", "import", b"bounces\xff.csv"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("argument", "command"),
+    OTHER_TEXT_ARGUMENTS,
+    ids=[f"{c[0]}-{c[1]}-{a}" for a, c in OTHER_TEXT_ARGUMENTS],
+)
+def test_other_text_arguments_that_are_not_utf8_say_so(
+    tmp_path: Path, argument: str, command: list[str | bytes | Path]
+) -> None:
+    """Each becomes a usage error naming the argument, never a traceback (exit 1) from the
+    store, the ledger or the socket that cannot encode a lone surrogate."""
+    place = ["--db", tmp_path / "store.sqlite"] if command[0] in ("keys", "serve") else []
+    place += ["--cache-dir", tmp_path / "cache"] if command[0] != "keys" else []
+    done = subprocess.run(
+        [sys.executable, "-m", "pipeline", *command, *place],
+        capture_output=True,
+        check=False,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PYTHONPATH": str(REPO)},
+    )
+    error = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 2, error
+    assert "Traceback" not in error
+    assert f"error: argument {argument}: not valid UTF-8: byte 0x" in error, error

@@ -266,9 +266,19 @@ def test_a_refused_key_stops_the_run(
 
 def test_answers_are_cached_and_a_rerun_sends_nothing(api: FakeApi, tmp_path: Path) -> None:
     source = write_list(tmp_path, 10)
-    clean_api(tmp_path, source, url(api))
-    clean_api(tmp_path, source, url(api), out="again")
+    _, first = clean_api(tmp_path, source, url(api))
+    _, again = clean_api(tmp_path, source, url(api), out="again")
     assert len(api.behaviour.requests) == 10
+    assert first["api_requests"] == 10 and first["dns_queries"] > 0  # type: ignore[operator]
+    # Domains and answers all cached: no request, and no DNS query (canaries included).
+    assert again["api_requests"] == 0 and again["dns_queries"] == 0
+
+
+def test_the_api_key_is_never_recorded(api: FakeApi, tmp_path: Path) -> None:
+    clean_api(tmp_path, write_list(tmp_path, 3), url(api))
+    written = [p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("out.")]
+    assert len(written) == 4  # output, rejects, summary, report
+    assert not any(SECRET.encode() in data for data in written)
 
 
 def test_against_our_own_service(tmp_path: Path) -> None:

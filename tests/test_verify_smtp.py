@@ -144,6 +144,7 @@ def test_unreachable_port_25_is_one_clear_error(
     err = capsys.readouterr().err
     assert "SMTP checks cannot run from here" in err and "--verify none" in err
     assert not (tmp_path / "o.parquet").exists()
+    assert not (tmp_path / "o.parquet.work").exists()  # nothing spent, nothing to resume
 
 
 def test_doctor_reports_each_check(capsys: pytest.CaptureFixture[str]) -> None:

@@ -33,13 +33,13 @@ subcommands with ``add_commands``.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from pipeline import __version__
 from pipeline.cli import lists, records, service
 from pipeline.cli.common import plan_text
-from pipeline.cli.lists import print_summary
+from pipeline.cli.log import Log, LogFormat
+from pipeline.cli.outcome import print_summary
 from pipeline.core.errors import ListcleanError
 
 __all__ = ["main", "plan_text", "print_summary"]
@@ -47,17 +47,18 @@ __all__ = ["main", "plan_text", "print_summary"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    args.log = log = Log(LogFormat(getattr(args, "log_format", LogFormat.TEXT)))
     try:
         return int(args.handler(args))
     except ListcleanError as exc:
-        print(f"listclean: error: {exc}", file=sys.stderr)
+        log.error(type(exc).__name__, str(exc), exit_code=exc.exit_code)
         return exc.exit_code
     except OSError as exc:  # a path the user named could not be read or written
         where = f"{exc.filename}: " if exc.filename else ""
-        print(f"listclean: error: {where}{exc.strerror or exc}.", file=sys.stderr)
+        log.error("OSError", f"{where}{exc.strerror or exc}.", exit_code=2)
         return 2
     except KeyboardInterrupt:
-        print("listclean: interrupted; no output was written.", file=sys.stderr)
+        log.emit("error", "interrupted", "interrupted; no output was written.", exit_code=130)
         return 130
 
 

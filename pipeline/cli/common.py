@@ -8,19 +8,18 @@ import contextlib
 import dataclasses
 import ipaddress
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import get_args
 
 import platformdirs
-from tqdm import tqdm
 
+from pipeline.cli.log import Log, duration
 from pipeline.core import assembly
 from pipeline.core.assembly import EngineOptions
 from pipeline.core.config import Config, VerifyConfig, VerifyMode, load_config
 from pipeline.core.database import Where, store_where
-from pipeline.core.engine import Engine, Progress
+from pipeline.core.engine import Engine
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
 from pipeline.core.text import invalid_at
@@ -43,6 +42,11 @@ def utf8_text(value: str) -> str:
         f"not valid UTF-8: byte 0x{raw[start]:02x} at byte {start} of {raw[:80]!r}; "
         "pass UTF-8 text (check the terminal's or the file's encoding)"
     )
+
+
+def utf8_path(value: str) -> Path:
+    """A file argument whose name must be text (argparse ``type=``): see :func:`utf8_text`."""
+    return Path(utf8_text(value))
 
 
 def common_options(parser: argparse.ArgumentParser) -> None:
@@ -216,30 +220,51 @@ def open_engine(args: argparse.Namespace, work: WorkDir | None = None) -> Iterat
     with contextlib.ExitStack() as stack:
         config = sandbox_world(stack, args, effective_config(args))
         quiet = args.quiet
+        log: Log = args.log
         options = EngineOptions(
             offline=args.offline,
             loopback_only=args.sandbox,
-            progress=_progress if not quiet and sys.stderr.isatty() else None,
+            progress=log.meters(config.run.progress_every, quiet),
             api_key=getattr(args, "api_key", None) or os.environ.get("LISTCLEAN_API_KEY") or None,
             spent=work.spent if work else 0,
-            on_plan=None if quiet else _show_plan,
+            on_plan=None if quiet else lambda plan: _show_plan(log, plan, config),
             on_spent=work.record_spent if work else None,
         )
         yield assembly.open_engine(stack, config, cache_path(args, config), options)
 
 
-def _show_plan(plan: Plan) -> None:
-    print(plan_text(plan), file=sys.stderr)
+def _show_plan(log: Log, plan: Plan, config: Config) -> None:
+    log.info("preflight", plan_text(plan, config), **dataclasses.asdict(plan))
 
 
-def plan_text(plan: Plan) -> str:
+def plan_text(plan: Plan, config: Config | None = None) -> str:
     budget = "no limit" if plan.budget is None else f"{plan.budget:,} RCPTs"
     text = (
         f"pre-flight: {plan.distinct_addresses:,} distinct addresses; "
         f"{plan.cached:,} answered from the cache; {plan.need_checks:,} need an SMTP check; "
         f"budget {budget} covers {plan.covered:,} of them."
     )
-    return text.replace("SMTP check", "API request") if plan.kind == "api" else text
+    if plan.kind == "api":
+        text = text.replace("SMTP check", "API request")
+        if plan.covered and config is not None:
+            text += (
+                f" At most {config.api.concurrency} requests are in flight at once; the "
+                "service's rate-limit headers set the pace."
+            )
+        return text
+    pace = plan.pace
+    if pace is not None:
+        text += (
+            f" The pacing settings make this take at least {duration(pace.seconds)}: the "
+            f"busiest provider, {pace.busiest}, gets {pace.requests:,} RCPTs at "
+            f"{pace.per_minute:,} a minute"
+        )
+        if pace.greylist_seconds:
+            text += (
+                f"; greylisted addresses are retried over up to {duration(pace.greylist_seconds)}"
+            )
+        text += "."
+    return text
 
 
 def sender_hint(reasons: dict[str, int]) -> str:
@@ -253,8 +278,3 @@ def sender_hint(reasons: dict[str, int]) -> str:
         "--helo with this host's fully qualified name and --mail-from with an address in a "
         "domain you control (an MX record and an SPF record allowing this host)."
     )
-
-
-def _progress(total: int, label: str) -> Progress:
-    bar: Progress = tqdm(total=total, desc=label, unit="domain", leave=False, file=sys.stderr)
-    return bar

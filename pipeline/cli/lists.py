@@ -6,9 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import json
-import sys
 from pathlib import Path
-from typing import TextIO
 
 from pipeline.cli.common import (
     cache_path,
@@ -16,12 +14,13 @@ from pipeline.cli.common import (
     effective_config,
     open_engine,
     sandbox_world,
-    sender_hint,
     settings,
     utf8_text,
     verify_config,
     verify_options,
 )
+from pipeline.cli.log import Log, LogFormat
+from pipeline.cli.outcome import judge, share, tell
 from pipeline.core.config import Config
 from pipeline.core.doctor import run_doctor
 from pipeline.core.engine import Engine, verify_once
@@ -37,7 +36,8 @@ from pipeline.stages.job import (
     remote_output,
 )
 from pipeline.stages.objects import Upload, is_object_url, local_path
-from pipeline.stages.runner import RunSummary, run_clean
+from pipeline.stages.runner import run_clean
+from pipeline.stages.summary import RunSummary
 from pipeline.stages.workdir import WorkDir, check_work_dir, fingerprint, work_folder
 from pipeline.stages.write import default_output
 
@@ -48,9 +48,38 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     # Strings, not Paths: a Path would fold the "//" of a URL into a local folder name.
     clean.add_argument("input", metavar="INPUT", help="CSV or Parquet list; - reads stdin")
-    clean.add_argument("-o", "--output", help="default: ./<input stem>.clean.parquet")
+    clean.add_argument(
+        "-o", "--output", help="default: <input stem>.clean.parquet beside the input"
+    )
     clean.add_argument("--email-column", metavar="NAME", help="the column holding the addresses")
-    clean.add_argument("--quiet", action="store_true", help="no progress bars or summary table")
+    clean.add_argument(
+        "--quiet", action="store_true", help="no progress or summary (warnings still shown)"
+    )
+    clean.add_argument(
+        "--log-format",
+        choices=[f.value for f in LogFormat],
+        default=LogFormat.TEXT.value,
+        help="standard error as text lines (default) or one JSON record a line",
+    )
+    clean.add_argument(
+        "--split",
+        action="store_true",
+        help="also write the rows of each verdict to <stem>.valid/.risky/.invalid.<ext>",
+    )
+    clean.add_argument(
+        "--fail-on-invalid",
+        type=share,
+        metavar="SHARE",
+        help="exit 4 (after writing everything) when more than SHARE (0-1) of the input "
+        "rows are Invalid",
+    )
+    clean.add_argument(
+        "--fail-on-rejected",
+        type=share,
+        metavar="SHARE",
+        help="exit 4 (after writing everything) when more than SHARE (0-1) of the input "
+        "rows are rejected",
+    )
     clean.add_argument("--work-dir", type=Path, metavar="DIR", help="default: <output>.work")
     clean.add_argument(
         "--memory", type=int, metavar="MiB", help="memory to stay within (default [run] memory)"
@@ -118,7 +147,7 @@ def _clean(args: argparse.Namespace) -> int:
     if memory < 64:
         raise UsageError(f"--memory must be at least 64 (MiB), got {memory}.")
     with contextlib.ExitStack() as stack:
-        output, upload = _output(stack, input_text, output_text, fmt, config)
+        output, upload = _output(stack, input_text, output_text, (fmt, args.split), config)
         named = output_text if upload and output_text else str(output.resolve())
         directory = args.work_dir or _work_dir(output, upload, named, args, config)
         check_work_dir(directory)
@@ -142,33 +171,32 @@ def _clean(args: argparse.Namespace) -> int:
             args.csv_bom,
             args.member,
             args.sheet,
+            args.split,
         )
         summary = _run(args, job, engine, folder.path)
         if work is not None:
             work.finish()
-    hint = sender_hint(summary.reasons)
-    for warning in [*summary.warnings, *([hint] if hint else [])]:
-        print(f"listclean: warning: {warning}", file=sys.stderr)
-    if not args.quiet:
-        print_summary(summary, sys.stdout)
-    return 0
+    log: Log = args.log
+    tell(log, summary, quiet=args.quiet)
+    return judge(log, summary, args.fail_on_invalid, args.fail_on_rejected)
 
 
 def _output(
     stack: contextlib.ExitStack,
     input_text: str,
     output_text: str | None,
-    fmt: OutputFormat,
+    written: tuple[OutputFormat, bool],
     config: Config,
 ) -> tuple[Path, Upload | None]:
-    """Where the run writes: a local path, or a local staging path and its upload."""
+    """Where the run writes (in the format, with ``--split`` or not): a local path, or a local
+    staging path and its upload."""
+    fmt, split = written
     dataset = fmt is OutputFormat.DATASET
     if output_text is not None and is_object_url(output_text):
         staged = remote_output(output_text, input_text, dataset, config.storage)
         return stack.enter_context(staged)
-    input_name = Path(input_text.rstrip("/").rsplit("/", 1)[-1] or "list")
-    output = Path(output_text) if output_text else default_output(input_name, fmt)
-    check_output(input_text, output, dataset)
+    output = Path(output_text) if output_text else default_output(input_text, fmt)
+    check_output(input_text, output, dataset, split)
     return output, None
 
 
@@ -230,43 +258,3 @@ def _doctor(args: argparse.Namespace) -> int:
     for check in checks:
         print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
     return 0 if all(c.ok for c in checks) else 1
-
-
-def print_summary(summary: RunSummary, out: TextIO) -> None:
-    lines = [
-        f"{'rows in':<22}{summary.rows_in:>12,}",
-        f"{'rows out':<22}{summary.rows_out:>12,}",
-        f"{'rows rejected':<22}{summary.rows_rejected:>12,}",
-        f"{'distinct addresses':<22}{summary.normalized.distinct_addresses:>12,}",
-        f"{'duplicates':<22}{summary.normalized.duplicates:>12,}",
-        f"{'distinct domains':<22}{summary.domains.distinct_domains:>12,}",
-        f"{'DNS queries sent':<22}{summary.dns_queries:>12,}",
-        f"{'domain cache hits':<22}{summary.domains.cache_hits:>12,}",
-        f"{'SMTP RCPTs sent':<22}{summary.sent('smtp'):>12,}",
-        f"{'SMTP sessions':<22}{summary.smtp_sessions:>12,}",
-        f"{'API requests':<22}{summary.sent('api'):>12,}",
-        "",
-        "VERDICT",
-        *(f"  {k:<20}{v:>12,}" for k, v in summary.verdicts.items()),
-        "REASON",
-        *(f"  {k:<20}{v:>12,}" for k, v in summary.reasons.items()),
-        "seconds per stage",
-        *(f"  {s.name:<20}{s.seconds:>12.3f}" for s in summary.stages),
-        "",
-        f"output   {summary.output}",
-        f"rejects  {summary.rejects_file}",
-        *_read_as(summary),
-    ]
-    out.write("\n".join(lines) + "\n")
-
-
-def _read_as(summary: RunSummary) -> list[str]:
-    """How the input was read: its kind, encoding and delimiter, and the email column's why."""
-    described = summary.as_dict()
-    kind = " ".join(filter(None, [described["compression"], described["input_format"]]))
-    if described["encoding"]:
-        kind += f", {described['encoding']}, delimiter {described['delimiter']!r}"
-    lines = [f"read as  {kind}"]
-    if summary.email is not None:
-        lines.append(f"email    {summary.email.name!r}: {summary.email.why}")
-    return lines

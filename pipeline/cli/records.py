@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.cli.common import bounce_ledger_path, cache_path, settings
+from pipeline.cli.common import bounce_ledger_path, cache_path, settings, utf8_path, utf8_text
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
 from pipeline.core.contacts.store import ContactStore
@@ -28,15 +28,20 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     importing = bounce_commands.add_parser(
         "import", help="import CSV/Parquet bounce exports or RFC 3464 DSNs (.eml, mbox)"
     )
-    importing.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    importing.add_argument("files", nargs="+", type=utf8_path, metavar="FILE")
     importing.set_defaults(handler=_bounces_import)
     showing = bounce_commands.add_parser("list", help="list recorded events, newest first")
-    showing.add_argument("--email", metavar="ADDR", help="only this address (any spelling)")
+    showing.add_argument(
+        "--email", type=utf8_text, metavar="ADDR", help="only this address (any spelling)"
+    )
     showing.add_argument("--limit", type=int, default=100, metavar="N")
     showing.set_defaults(handler=_bounces_list)
     for sub in (importing, showing):
         sub.add_argument(
-            "--db", metavar="PATH|URL", help="ledger file or postgresql:// URL (default: cache)"
+            "--db",
+            type=utf8_text,
+            metavar="PATH|URL",
+            help="ledger file or postgresql:// URL (default: cache)",
         )
         sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
         sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
@@ -45,29 +50,41 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     contacts = commands.add_parser("contacts", help="the contact store behind /api/find")
     contact_commands = contacts.add_subparsers(required=True, metavar="ACTION")
     c_import = contact_commands.add_parser("import", help="import CSV/Parquet public records")
-    c_import.add_argument("file", type=Path, metavar="FILE")
-    c_import.add_argument("--source", help="where the records come from (default: file name)")
+    c_import.add_argument("file", type=utf8_path, metavar="FILE")
+    c_import.add_argument(
+        "--source", type=utf8_text, help="where the records come from (default: file name)"
+    )
     c_import.set_defaults(handler=_contacts_import)
     c_suppress = contact_commands.add_parser(
         "suppress", help="opt-out: never return this person again (kept only hashed)"
     )
     c_erase = contact_commands.add_parser("erase", help="delete the person's records and suppress")
     for sub, request in ((c_suppress, Request.SUPPRESS), (c_erase, Request.ERASE)):
-        sub.add_argument("--email", metavar="ADDR", help="the person's email address")
-        sub.add_argument("--phone", metavar="NUMBER", help="the person's phone number")
         sub.add_argument(
-            "--name", metavar="NAME", help="their name, to reach records only it leads to"
+            "--email", type=utf8_text, metavar="ADDR", help="the person's email address"
+        )
+        sub.add_argument(
+            "--phone", type=utf8_text, metavar="NUMBER", help="the person's phone number"
+        )
+        sub.add_argument(
+            "--name",
+            type=utf8_text,
+            metavar="NAME",
+            help="their name, to reach records only it leads to",
         )
         sub.set_defaults(handler=_contacts_forget, request=request)
     c_audit = contact_commands.add_parser(
         "audit", help="who looked up what, when, with what outcome"
     )
-    c_audit.add_argument("--since", metavar="DATE", help="ISO date or date-time (UTC)")
+    c_audit.add_argument(
+        "--since", type=utf8_text, metavar="DATE", help="ISO date or date-time (UTC)"
+    )
     c_audit.add_argument("--format", choices=("csv", "json"), default="csv")
     c_audit.set_defaults(handler=_contacts_audit)
     for sub in (c_import, c_suppress, c_erase, c_audit):
         sub.add_argument(
             "--db",
+            type=utf8_text,
             metavar="PATH|URL",
             help="contact store file or postgresql:// URL (default: cache)",
         )

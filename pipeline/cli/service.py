@@ -19,6 +19,7 @@ from pipeline.cli.common import (
     common_options,
     config_file,
     sandbox_world,
+    utf8_text,
     with_resolvers,
 )
 from pipeline.core.bounces.ledger import BounceLedger
@@ -31,10 +32,13 @@ from pipeline.service.state import ServiceState, open_state
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = commands.add_parser("serve", help="run the HTTP verification service")
-    serve.add_argument("--host", help="address to listen on (default from [service] host)")
+    serve.add_argument(
+        "--host", type=utf8_text, help="address to listen on (default from [service] host)"
+    )
     serve.add_argument("--port", type=int, help="TCP port (default from [service] port)")
     serve.add_argument(
         "--db",
+        type=utf8_text,
         metavar="PATH|URL",
         help="keys, quota counters, contacts, bounces: a SQLite file or a postgresql:// URL",
     )
@@ -44,13 +48,15 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     keys = commands.add_parser("keys", help="create, list and revoke API keys")
     key_commands = keys.add_subparsers(required=True, metavar="ACTION")
     create = key_commands.add_parser("create", help="create a key; prints its secret once")
-    create.add_argument("--plan", required=True, metavar="NAME", help="plan the key is on")
-    create.add_argument("--label", default="", help="a note for whom the key is")
+    create.add_argument(
+        "--plan", required=True, type=utf8_text, metavar="NAME", help="plan the key is on"
+    )
+    create.add_argument("--label", type=utf8_text, default="", help="a note for whom the key is")
     create.set_defaults(handler=_keys_create)
     listing = key_commands.add_parser("list", help="list keys (never their secrets)")
     listing.set_defaults(handler=_keys_list)
     revoke = key_commands.add_parser("revoke", help="revoke a key by its id")
-    revoke.add_argument("key_id", metavar="KEY_ID")
+    revoke.add_argument("key_id", type=utf8_text, metavar="KEY_ID")
     revoke.set_defaults(handler=_keys_revoke)
     database = commands.add_parser("db", help="the service's database")
     db_commands = database.add_subparsers(required=True, metavar="ACTION")
@@ -59,7 +65,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     migrate.set_defaults(handler=_db_migrate)
     for sub in (create, listing, revoke, migrate):
-        sub.add_argument("--db", metavar="PATH|URL", help="keys and quota counters")
+        sub.add_argument("--db", type=utf8_text, metavar="PATH|URL", help="keys and quota counters")
         sub.add_argument("--config", type=Path, metavar="FILE", help="service settings (TOML)")
 
 

@@ -20,7 +20,7 @@ from pipeline.core.config import Config
 from pipeline.core.database import store_where
 from pipeline.core.dns import SharedResolver
 from pipeline.core.domain_cache import DomainCache
-from pipeline.core.engine import Engine, ProgressFactory
+from pipeline.core.engine import Engine
 from pipeline.core.errors import UsageError
 from pipeline.core.exchanges import Routing
 from pipeline.core.lists import DomainLists, load_lists
@@ -29,6 +29,7 @@ from pipeline.core.mailboxes.checkers import AddressChecker, ApiChecker, PlanSin
 from pipeline.core.mailboxes.identity import identity_of, require_real
 from pipeline.core.mailboxes.smtp import smtp_settings
 from pipeline.core.mailboxes.types import Budget
+from pipeline.core.progress import ProgressFactory
 from pipeline.core.sqlite import beside_domain_cache
 
 
@@ -92,7 +93,21 @@ def _checker(
         if not config.api.url:
             raise UsageError("--verify api needs the service's address: pass --api-url URL.")
         return ApiChecker(
-            config.api, options.api_key, cache, budget, options.on_plan, options.on_spent
+            config.api,
+            options.api_key,
+            cache,
+            budget,
+            options.on_plan,
+            options.on_spent,
+            options.progress,
         )
     settings = smtp_settings(config.verify, loopback_only=options.loopback_only)
-    return SmtpChecker(config.verify, settings, cache, budget, options.on_plan, options.on_spent)
+    return SmtpChecker(
+        config.verify,
+        settings,
+        cache,
+        budget,
+        options.on_plan,
+        options.on_spent,
+        options.progress,
+    )

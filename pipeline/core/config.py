@@ -182,6 +182,12 @@ class RunConfig:
         "Lists of any length pass through batches of this size.",
         minimum=64,
     )
+    progress_every: float = setting(
+        30.0,
+        "Seconds between progress lines when standard error is not a terminal (a log); "
+        "0: none. On a terminal, progress bars.",
+        minimum=0,
+    )
 
 
 @dataclass(frozen=True)

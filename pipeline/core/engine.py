@@ -7,13 +7,13 @@ rule, and a distributed runner can call the same functions per partition.
     annotate_addresses  raw addresses -> EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE, DUPLICATE
     check_domains       distinct domains -> DNS answer (cache, then DNS), disposable, typo
     attach_domains      join the domain table back onto the rows
-    decide              VERDICT, SCORE, REASON, DOMAIN_VERDICT and the other spec fields
+    check_addresses     the mailbox answers (SMTP or a remote API) and the bounce ledger's flags
+    decide              VERDICT, SCORE, REASON and the other spec fields (:mod:`.decide`)
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -24,6 +24,7 @@ from pipeline.core.address import Syntax, normalize_column, normalize_domain
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.bounces.types import BounceFlags
 from pipeline.core.config import Config
+from pipeline.core.decide import decide, with_address_columns
 from pipeline.core.dns import (
     TEMPORARY,
     DnsAnswer,
@@ -37,26 +38,16 @@ from pipeline.core.domain_cache import DomainCache
 from pipeline.core.exchanges import MemoryHosts, Routing, judge_exchanges
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import AddressChecker
-from pipeline.core.mailboxes.types import CheckStats, Mailbox
-from pipeline.core.repairs import Repair, repair_column
-from pipeline.core.schema import ADDRESS_COLUMNS, SPEC_COLUMNS, keyed_schema
+from pipeline.core.mailboxes.types import CheckStats
+from pipeline.core.progress import Progress, ProgressFactory, meter
+from pipeline.core.repairs import repair_column
+from pipeline.core.schema import SPEC_COLUMNS, keyed_schema
 from pipeline.core.suggest import suggest_domain
-from pipeline.core.verdict import Partial, Reason, Verdict, flag_bits, judge, value_bits
 
 # Rows whose domain is a DNS name worth resolving. An address can be invalid for its local
 # part alone (john..doe@gmail.com): its domain still gets its own DOMAIN_VERDICT.
 _RESOLVABLE = (pl.col("DOMAIN") != "") & (pl.col("SYNTAX") != Syntax.DOMAIN_LITERAL.value)
 _CHECKED_DOMAIN = pl.when(_RESOLVABLE).then(pl.col("DOMAIN"))
-
-
-class Progress(Protocol):
-    """A progress bar (tqdm has this shape)."""
-
-    def update(self, n: float | None = 1) -> bool | None: ...
-    def close(self) -> None: ...
-
-
-ProgressFactory = Callable[[int, str], Progress]
 
 
 @dataclass(frozen=True)
@@ -68,7 +59,7 @@ class Engine:
     dns: SharedResolver  # the run's (or the service's) one resolver, made on first use
     cache: DomainCache | None = None
     offline: bool = False
-    progress: ProgressFactory | None = None  # (total, label) -> a progress bar
+    progress: ProgressFactory | None = None  # (total, label, unit) -> a progress meter
     # Address-level checks (SMTP or a remote API); None: decide at the domain level.
     checker: AddressChecker | None = None
     # The bounce ledger; None: no bounce history (both bounce flags false).
@@ -203,7 +194,7 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
     resolver = await engine.dns.get()
     if engine.dns.watched and not engine.dns.trusted:
         return _untrusted(domains), 0
-    bar = engine.progress(len(domains), "DNS") if engine.progress else None
+    bar = meter(engine.progress, len(domains), "DNS", "domain")
     # A watched resolver (the service's) is not trusted to fill the cache as it answers: what
     # it says is believed (and kept) only after the whole round, when it can be judged.
     keeper = _AnswerKeeper(engine, resolver, bar, keep=not engine.dns.watched)
@@ -212,8 +203,7 @@ async def _resolve(engine: Engine, domains: Sequence[str]) -> tuple[dict[str, Dn
         answers = await keeper.finish()
     finally:
         keeper.stop()
-        if bar:
-            bar.close()
+        bar.close()
     # A watched resolver that says most new domains are missing may have turned bad: it must
     # pass its canaries again before anything it said is believed.
     if engine.dns.watched and mostly_missing(answers) and not await engine.dns.recheck():
@@ -237,7 +227,7 @@ class _AnswerKeeper:
     _SECONDS = 1.0
 
     def __init__(
-        self, engine: Engine, resolver: Resolver, bar: Progress | None, *, keep: bool = True
+        self, engine: Engine, resolver: Resolver, bar: Progress, *, keep: bool = True
     ) -> None:
         self._engine = engine
         self._keep_in_cache = keep
@@ -290,8 +280,7 @@ class _AnswerKeeper:
         if engine.cache is not None and self._keep_in_cache:
             engine.cache.put_many(judged)
         self._answers.update(judged)
-        if self._bar is not None:
-            self._bar.update(len(judged))
+        self._bar.update(len(judged))
 
 
 def domain_table(
@@ -342,18 +331,6 @@ def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.Da
         maintain_order="left",
         nulls_equal=False,
     )
-
-
-_SMALL = 10_000  # rows; a service batch is small, a list is not
-
-
-def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
-    """*rows* with every address-level column, null where the step did not fill it."""
-    missing = {c: t for c, t in ADDRESS_COLUMNS.items() if c not in rows.columns}
-    if rows.height > _SMALL or not missing:
-        return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
-    # A few rows: ready columns cost less than an expression pass.
-    return rows.hstack([pl.Series(c, [None] * rows.height, dtype=t) for c, t in missing.items()])
 
 
 async def check_addresses(
@@ -429,150 +406,6 @@ def join_bounce_flags(rows: pl.DataFrame, flags: Mapping[str, BounceFlags]) -> p
         ),
     )
     return rows.join(table, on="KEY", how="left", maintain_order="left")
-
-
-# Reasons that belong to the domain alone: DOMAIN_VERDICT is judged from these.
-DOMAIN_REASONS = frozenset(
-    {
-        Reason.NULL_MX,
-        Reason.NO_DOMAIN,
-        Reason.NO_MAIL_HOST,
-        Reason.DNS_TIMEOUT,
-        Reason.DNS_SERVFAIL,
-        Reason.OFFLINE,
-        Reason.RESOLVER_UNHEALTHY,
-        Reason.IMPLICIT_MX,
-        Reason.DISPOSABLE,
-        Reason.TYPO_SUSPECTED,
-    }
-)
-# The DNS answers and the syntax outcomes that are reasons of the same name (implicit_mx has
-# its own rule: see reason_bits).
-_DNS_REASONS = {
-    s.value: Reason(s.value) for s in DnsStatus if s not in (DnsStatus.MX, DnsStatus.IMPLICIT_MX)
-}
-_REPAIR_REASONS = {r.value: Reason(r.value) for r in Repair}
-_SYNTAX_REASONS = {
-    s.value: Reason(s.value)
-    for s in (
-        Syntax.EMPTY,
-        Syntax.INVALID,
-        Syntax.DOMAIN_LITERAL,
-        Syntax.COMMENT,
-        Syntax.QUOTED_LOCAL,
-        Syntax.SMTPUTF8,
-    )
-}
-# Final address-level answers; each is also a reason code of the same name.
-_MAILBOX_REASONS = {m.value: Reason(m.value) for m in Mailbox if m.is_final}
-
-
-@functools.cache
-def reason_bits() -> list[pl.Expr]:
-    """Each row's reasons, as bit expressions (see :func:`pipeline.core.verdict.judge`): its
-    syntax, its local part, its domain's DNS answer and lists, its mailbox's answer (SMTP or a
-    remote service) and the bounce ledger. Built once: expressions are immutable."""
-    # A mail server accepting the mailbox after the last hard bounce is newer evidence.
-    lifted = (pl.col("MAILBOX") == Mailbox.OK.value) & (
-        pl.col("MAILBOX_AT") > pl.col("LEDGER_LAST_HARD_AT")
-    )
-    # A mail server that accepted the mailbox (on a domain whose catch-all probe it refused)
-    # answers the doubt an implicit MX raises: mail to the domain's A record is taken.
-    implicit = (pl.col("DNS_STATUS") == DnsStatus.IMPLICIT_MX.value) & (
-        pl.col("MAILBOX") != Mailbox.OK.value
-    ).fill_null(True)
-    return [
-        value_bits(pl.col("SYNTAX"), _SYNTAX_REASONS),
-        value_bits(pl.col("DNS_STATUS"), _DNS_REASONS),
-        value_bits(pl.col("MAILBOX"), _MAILBOX_REASONS),
-        value_bits(pl.col("REPAIR"), _REPAIR_REASONS),
-        *flag_bits(
-            {
-                Reason.IMPLICIT_MX: implicit,
-                Reason.ROLE: pl.col("ROLE"),
-                Reason.DISPOSABLE: pl.col("DISPOSABLE"),
-                Reason.TYPO_SUSPECTED: pl.col("SUGGESTED_DOMAIN") != "",
-                Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
-                Reason.KNOWN_BOUNCE: pl.col("LEDGER_KNOWN") & ~lifted.fill_null(False),
-                Reason.SUSPECTED_BOUNCES: pl.col("LEDGER_SUSPECTED"),
-            }
-        ),
-    ]
-
-
-def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
-    """Add the spec's fields and REASON to rows that went through :func:`attach_domains`.
-
-    SUGGESTION is the corrected full address, or the corrected domain in domain mode.
-    """
-    rows = with_address_columns(rows)  # domain mode, or rows that skipped check_addresses
-    # The working column _REASONS stays: a pass to drop it costs more than carrying it to the
-    # writer and the service, which select what they show.
-    decided = judge(
-        rows,
-        reason_bits(),
-        remote=("API_VERDICT", "API_SCORE"),
-        # No domain answer (no usable domain): the domain is Invalid.
-        partial={"DOMAIN_VERDICT": Partial(DOMAIN_REASONS, "DNS_STATUS", Verdict.INVALID)},
-        also=_spec_fields(domain_mode),
-    )
-    if decided.get_column("MAILBOX").null_count() == decided.height:
-        return decided  # no mailbox answer anywhere: no implicit MX was lifted
-    # An accepted mailbox lifts implicit_mx from the address (reason_bits), not from the
-    # domain: the domain's own DNS still points only at an A record, so it stays Risky.
-    implicit = pl.col("DNS_STATUS") == DnsStatus.IMPLICIT_MX.value
-    valid = pl.col("DOMAIN_VERDICT") == Verdict.VALID.value
-    return decided.with_columns(
-        DOMAIN_VERDICT=pl.when(implicit & valid)
-        .then(pl.lit(Verdict.RISKY.value))
-        .otherwise(pl.col("DOMAIN_VERDICT"))
-    )
-
-
-@functools.cache
-def _spec_fields(domain_mode: bool) -> dict[str, pl.Expr]:
-    """The spec's fields that are not a verdict, from a row's columns (built once)."""
-    # A corrected domain does not mend a broken local part: no suggestion for those.
-    suggestion = (
-        pl.when(pl.col("SYNTAX") != Syntax.INVALID.value)
-        .then(pl.col("SUGGESTED_DOMAIN"))
-        .fill_null("")
-    )
-    corrected = suggestion if domain_mode else pl.col("LOCAL") + "@" + suggestion
-    return dict(
-        MX=pl.col("MX").fill_null(""),
-        # The ledger's word, the remote service's, and an SMTP answer of "disabled" or "full".
-        HAS_SUSPECTED_BOUNCES=pl.any_horizontal(
-            pl.col("LEDGER_SUSPECTED"),
-            pl.col("API_SUSPECTED_BOUNCES"),
-            pl.col("MAILBOX").is_in([Mailbox.DISABLED.value, Mailbox.FULL.value]),
-        ).fill_null(False),
-        LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS=pl.col("ROLE"),
-        HAS_KNOWN_BOUNCES=pl.any_horizontal(
-            pl.col("LEDGER_KNOWN"), pl.col("API_KNOWN_BOUNCES")
-        ).fill_null(False),
-        DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
-        # The address a broken cell holds, else a typo fix of the domain.
-        SUGGESTION=pl.when(pl.col("REPAIRED") != "")
-        .then(pl.col("REPAIRED"))
-        .when(suggestion != "")
-        .then(corrected)
-        .otherwise(pl.lit("")),
-    )
-
-
-@functools.cache
-def list_fields() -> dict[str, pl.Expr]:
-    """The columns a cleaned list has beside the spec's, from a decided row's columns."""
-    return dict(
-        # Safe to send: a Valid address, once (the first row that has it).
-        SAFE_TO_SEND=(pl.col("VERDICT") == Verdict.VALID.value) & ~pl.col("DUPLICATE"),
-        FREE_PROVIDER=pl.col("FREE_PROVIDER").fill_null(False),
-        # What explains the answer: the parser's reason, else the mail server's words.
-        DETAIL=pl.when(pl.col("SYNTAX_DETAIL") != "")
-        .then(pl.col("SYNTAX_DETAIL"))
-        .otherwise(pl.col("MAILBOX_REPLY").fill_null("")),
-    )
 
 
 async def verify_many(

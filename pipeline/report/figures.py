@@ -11,8 +11,8 @@ Keys read (``summary.json``): the counts ``rows_in``, ``rows_out``, ``rows_rejec
 ``rcpts_sent``, ``smtp_sessions``, ``api_requests``, ``safe_to_send`` and
 ``safe_to_send_share``; the breakdowns ``verdicts``, ``verdicts_unique``, ``reasons``,
 ``top_domains``, ``typo_fixes``, ``repairs``, ``rejects_by_reason`` and ``stages``; the facts
-``input``, ``output``, ``rejects_file``, ``column``, ``encoding``, ``delimiter``, ``files`` and
-``run``; and ``warnings``.
+``input``, ``output``, ``rejects_file``, ``email_column`` (with ``email_column_why``),
+``encoding``, ``delimiter``, ``files`` and ``run``; and ``warnings``.
 """
 
 from __future__ import annotations
@@ -235,11 +235,15 @@ def rejects_of(summary: Mapping[str, Any]) -> dict[str, int]:
 
 
 def facts(summary: Mapping[str, Any]) -> tuple[Fact, ...]:
-    column = mapping_of(summary.get("column"))
     run = mapping_of(summary.get("run"))
     found = [
         fact("input", "Input", summary.get("input")),
-        fact("column.name", "Email column", column.get("name"), text_of(column.get("why")) or ""),
+        fact(
+            "email_column",
+            "Email column",
+            summary.get("email_column"),
+            text_of(summary.get("email_column_why")) or "",
+        ),
         fact("encoding", "Encoding", summary.get("encoding")),
         delimiter_fact(summary.get("delimiter")),
         *files(summary),

@@ -19,12 +19,14 @@ killed Dask run keeps what it learned, as a local one does.
 
 from __future__ import annotations
 
+import contextlib
 import queue
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import polars as pl
 
+from pipeline.core.config import ListsConfig
 from pipeline.core.dns import SharedResolver
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import (
@@ -33,8 +35,9 @@ from pipeline.core.mailboxes.checkers import (
     SmtpChecker,
     not_verified,
 )
+from pipeline.core.mailboxes.pacing import provider_of
 from pipeline.core.mailboxes.remote import QuotaLedger
-from pipeline.core.mailboxes.step import attach_mailbox_answers
+from pipeline.core.mailboxes.step import attach_mailbox_answers, mail_hosts
 from pipeline.core.mailboxes.types import (
     Budget,
     CheckStats,
@@ -43,35 +46,50 @@ from pipeline.core.mailboxes.types import (
     RemoteAnswer,
     Target,
 )
+from pipeline.core.progress import Progress
 from pipeline.core.verdict import Verdict
 from pipeline.stages.dask_tasks import ApiOrder, ProbeOrder, ask_api, probe_group
 from pipeline.stages.dedupe import partition_of
 
-if TYPE_CHECKING:
-    from pipeline.stages.dask_engine import DaskRun
-
 _POLL = 0.5  # seconds between looks at the answers that arrived
 
 
-class SpreadChecker:
-    """An :class:`AddressChecker` whose requests are sent by the cluster's workers."""
+class Spreader(Protocol):
+    """What a spread checker needs of the run's place on the cluster (the Dask engine's)."""
 
-    def __init__(self, inner: AddressChecker, run: DaskRun) -> None:
+    size: int  # workers
+    topic: str  # where workers send answers as they come
+    lists: ListsConfig  # for the workers' own domain lists
+    remote_queries: int  # DNS queries the workers sent
+
+    def submit(self, function: Callable[..., Any], *args: Any, owner: int | None = None) -> Any: ...
+    def wait(self, futures: Sequence[Any], hear: Callable[[list[Any]], None]) -> list[Any]: ...
+
+
+def spread(checker: AddressChecker, run: Spreader) -> AddressChecker:
+    """*checker*, with its requests sent by the cluster's workers: SMTP probes by provider,
+    a remote API's requests from one worker. Each kind of checker spreads its own way, so the
+    choice is made here, once."""
+    match checker:
+        case SmtpChecker():
+            return SpreadSmtp(checker, run)
+        case ApiChecker():
+            return SpreadApi(checker, run)
+    raise TypeError(f"No way to spread {type(checker).__name__} over a cluster.")
+
+
+class SpreadSmtp:
+    """SMTP probing spread over the workers, one provider to each."""
+
+    def __init__(self, inner: SmtpChecker, run: Spreader) -> None:
         self._inner = inner
         self._run = run
 
     async def check(
         self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
     ) -> tuple[pl.DataFrame, CheckStats]:
-        if isinstance(self._inner, SmtpChecker):
-            return await self._smtp(self._inner, rows, dns, lists)
-        assert isinstance(self._inner, ApiChecker)
-        return self._api(self._inner, rows)
-
-    async def _smtp(
-        self, inner: SmtpChecker, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
-    ) -> tuple[pl.DataFrame, CheckStats]:
-        work = inner.assign(rows)
+        inner = self._inner
+        work = inner.assign(rows, lists)
         answers = dict(work.answers)
         stats = CheckStats("smtp")
         if work.reached:
@@ -89,12 +107,13 @@ class SpreadChecker:
                 )
                 for n, order in enumerate(orders)
             ]
-            sink = _SmtpSink(inner, len(orders))
-            for found, sent, queries in self._run.wait(futures, sink.hear):
-                sink.keep(found)
-                answers.update(found)
-                stats = _plus(stats, sent)
-                self._run.remote_queries += queries
+            with contextlib.closing(inner.meter(len(work.reached))) as bar:
+                sink = _SmtpSink(inner, len(orders), bar)
+                for found, sent, queries in self._run.wait(futures, sink.hear):
+                    sink.keep(found)
+                    answers.update(found)
+                    stats = _plus(stats, sent)
+                    self._run.remote_queries += queries
         answers.update(not_verified(work.skipped))
         return attach_mailbox_answers(rows, answers), stats
 
@@ -107,8 +126,8 @@ class SpreadChecker:
         lists: DomainLists,
     ) -> list[ProbeOrder]:
         """The reached targets (in priority order) by the worker owning their provider."""
-        mx = dict(rows.select("DOMAIN", "MX").unique("DOMAIN").iter_rows())
-        providers = [lists.registrable_domain(mx[t.domain]) or mx[t.domain] for t in reached]
+        mx = mail_hosts(rows)
+        providers = [provider_of(mx[t.domain], lists) for t in reached]
         owners = partition_of(pl.Series(providers, dtype=pl.String), self._run.size).to_list()
         orders = []
         for owner in range(self._run.size):
@@ -121,7 +140,18 @@ class SpreadChecker:
             orders.append(ProbeOrder(targets, kept, limit, self._run.topic, owner))
         return orders
 
-    def _api(self, inner: ApiChecker, rows: pl.DataFrame) -> tuple[pl.DataFrame, CheckStats]:
+
+class SpreadApi:
+    """A remote API's requests sent from one worker: the service is one provider."""
+
+    def __init__(self, inner: ApiChecker, run: Spreader) -> None:
+        self._inner = inner
+        self._run = run
+
+    async def check(
+        self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
+    ) -> tuple[pl.DataFrame, CheckStats]:
+        inner = self._inner
         reads = _LedgerReads(inner.ledger())
         work = inner.assign(rows, inner.verifier(reads.ledger).quota_left())
         answers: dict[str, RemoteAnswer] = {}
@@ -131,8 +161,9 @@ class SpreadChecker:
             order = ApiOrder(work.reached, limit, reads.spent, reads.quota, self._run.topic, 0)
             owner = int(partition_of(pl.Series([work.api]), self._run.size).item())
             future = self._run.submit(ask_api, order, inner.config, inner.key, owner=owner)
-            sink = _ApiSink(inner, work.api)
-            ((answers, requests),) = self._run.wait([future], sink.hear)
+            with contextlib.closing(inner.meter(len(work.reached))) as bar:
+                sink = _ApiSink(inner, work.api, bar)
+                ((answers, requests),) = self._run.wait([future], sink.hear)
         return inner.finish(rows, work, answers), CheckStats("api", requests)
 
 
@@ -144,8 +175,9 @@ def _plus(a: CheckStats, b: CheckStats) -> CheckStats:
 class _SmtpSink:
     """Commits each group's answers as they arrive; keeps the run's spending up to date."""
 
-    def __init__(self, inner: SmtpChecker, groups: int) -> None:
+    def __init__(self, inner: SmtpChecker, groups: int, bar: Progress) -> None:
         self._inner = inner
+        self._bar = bar
         self._base = inner.budget.spent
         self._spent = [0] * groups
         self._kept: set[str] = set()
@@ -156,6 +188,7 @@ class _SmtpSink:
             key, outcome, reply, at = values
             self._inner.cache.put(key, MailboxResult(Mailbox(outcome), reply, at))
             self._kept.add(key)
+            self._bar.update(1)
         elif kind == "catch_all":
             self._inner.cache.put_catch_all({values[0]: bool(values[1])})
         self._spend(group, spent)
@@ -174,8 +207,9 @@ class _SmtpSink:
 
 
 class _ApiSink:
-    def __init__(self, inner: ApiChecker, api: str) -> None:
+    def __init__(self, inner: ApiChecker, api: str, bar: Progress) -> None:
         self._inner = inner
+        self._bar = bar
         self._api = api
         self._base = inner.budget.spent
 
@@ -186,6 +220,7 @@ class _ApiSink:
             key, verdict, score, known, suspected = values
             answer = RemoteAnswer(Verdict(verdict) if verdict else None, score, known, suspected)
             cache.put_remote_answer(key, self._api, answer)
+            self._bar.update(1)
         elif kind == "quota":
             cache.add_quota_spent(*values)
         elif kind == "limit":

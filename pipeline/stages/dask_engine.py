@@ -36,7 +36,7 @@ import operator
 import queue
 import time
 import uuid
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +49,9 @@ from pipeline.core.engine import BounceScope, Engine, domain_answers
 from pipeline.core.errors import UsageError
 from pipeline.core.exchanges import MemoryHosts, judge_exchanges
 from pipeline.core.mailboxes.types import CheckStats
+from pipeline.core.progress import meter
 from pipeline.stages.csv_source import ReadAgain
-from pipeline.stages.dask_checks import SpreadChecker, drain
+from pipeline.stages.dask_checks import drain, spread
 from pipeline.stages.dask_tasks import (
     ROW,
     PartitionInfo,
@@ -67,20 +68,22 @@ from pipeline.stages.dask_tasks import (
 )
 from pipeline.stages.dedupe import partition_of
 from pipeline.stages.job import CleanJob
+from pipeline.stages.provenance import RunRecord
 from pipeline.stages.read import ListReader
-from pipeline.stages.runner import (
+from pipeline.stages.runner import StageClock, batch_rows, open_reader
+from pipeline.stages.sinks import Sink, open_outputs
+from pipeline.stages.spill import spill_folder
+from pipeline.stages.steps import answer_table
+from pipeline.stages.summary import (
+    Counts,
     NormalizeStats,
     RunSummary,
-    StageClock,
-    batch_rows,
-    described,
-    open_reader,
-    reason_counts,
+    Tally,
+    provenance_of,
+    summarize,
+    write_summaries,
 )
-from pipeline.stages.sinks import Sink, open_sink
-from pipeline.stages.spill import spill_folder
-from pipeline.stages.steps import answer_table, counted
-from pipeline.stages.write import RejectsSink, write_summary
+from pipeline.stages.write import RejectsSink
 
 _CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
 _PER_WORKER = 2  # domain partitions per worker
@@ -183,6 +186,7 @@ class DaskRun:
         paths = job.paths
         rows = batch_rows(job.memory_mb, reader.bytes_per_row)
         with contextlib.ExitStack() as stack:
+            record = stack.enter_context(RunRecord(job, engine.config))
             rejects = stack.enter_context(
                 contextlib.closing(
                     RejectsSink(paths.rejects, paths.publish, list(reader.reject_schema))
@@ -233,29 +237,18 @@ class DaskRun:
                 self.submit(decide_partition, parts[p], tables[p], flags[p], found[p], owner=p)
                 for p in range(self.parts)
             ]
-            sink = stack.enter_context(open_sink(paths, reader.schema, job.csv_bom))
-            verdicts, reasons = self._write(decided, len(scan.batches), sink)
+            sink = stack.enter_context(open_outputs(paths, reader.schema, job.csv_bom, job.split))
+            sink.note(provenance_of(job, reader, record.facts()))
+            tally = self._write(decided, len(scan.batches), sink)
             sink.commit()
             rejects.commit()
             clock.lap("write", scan.rows, scan.rows)
-        summary = RunSummary(
-            input=job.name or str(job.input),
-            output=paths.name(paths.parquet),
-            rejects_file=paths.name(paths.rejects),
-            rows_in=scan.rows + scan.rejected,
-            rows_out=scan.rows,
-            rows_rejected=scan.rejected,
-            normalized=normalized,
-            domains=dom,
-            checks=checks,
-            dns_queries=engine.dns.queries_sent + self.remote_queries,
-            verdicts=dict(verdicts.most_common()),
-            reasons=reason_counts(reasons),
-            stages=clock.stages,
-            warnings=list(reader.warnings),
-            **described(reader, job),
-        )
-        write_summary(summary.as_dict(), paths.summary, paths.publish)
+            queries = engine.dns.queries_sent + self.remote_queries
+            counts = Counts(
+                scan.rows, scan.rejected, normalized, dom, checks, queries, tally, rejects.reasons
+            )
+            summary = summarize(job, reader, counts, clock.stages, record.facts())
+        write_summaries(summary, paths)
         return summary
 
     def _scan(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
@@ -313,15 +306,17 @@ class DaskRun:
         answers: dict[str, DnsAnswer] = {}
         from distributed import as_completed
 
-        for future in as_completed(futures):  # type: ignore[no-untyped-call]
-            got, queries = future.result()
-            self.remote_queries += queries
-            mx = {d: a for d, a in got.items() if a.status is DnsStatus.MX}
-            concurrency = engine.config.dns.concurrency
-            got.update(await judge_exchanges(resolver, mx, hosts, engine.routing, concurrency))
-            if engine.cache is not None:
-                engine.cache.put_many(got)
-            answers.update(got)
+        with contextlib.closing(meter(engine.progress, len(domains), "DNS", "domain")) as bar:
+            for future in as_completed(futures):  # type: ignore[no-untyped-call]
+                got, queries = future.result()
+                self.remote_queries += queries
+                mx = {d: a for d, a in got.items() if a.status is DnsStatus.MX}
+                concurrency = engine.config.dns.concurrency
+                got.update(await judge_exchanges(resolver, mx, hosts, engine.routing, concurrency))
+                if engine.cache is not None:
+                    engine.cache.put_many(got)
+                answers.update(got)
+                bar.update(len(got))
         return answers, engine.dns.queries_sent + self.remote_queries - before
 
     def _chunks(self, domains: Sequence[str]) -> Iterator[tuple[int, list[str]]]:
@@ -348,7 +343,7 @@ class DaskRun:
         rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
         if rows.is_empty():
             return nothing, None
-        checker = SpreadChecker(engine.checker, self)
+        checker = spread(engine.checker, self)
         checked, stats = await checker.check(rows, engine.dns, engine.lists)
         table = answer_table(checked, rows)
         domains = rows.select("KEY", "DOMAIN").unique("KEY")
@@ -369,12 +364,9 @@ class DaskRun:
             ShippedFlags(ledger.flags(i.bounce_keys) if i.bounce_keys else {}, scope) for i in infos
         ]
 
-    def _write(
-        self, decided: list[Any], batches: int, sink: Sink
-    ) -> tuple[Counter[str], Counter[str]]:
-        """Each input batch's rows back in input order, written as one row group."""
-        verdicts: Counter[str] = Counter()
-        reasons: Counter[str] = Counter()
+    def _write(self, decided: list[Any], batches: int, sink: Sink) -> Tally:
+        """Each input batch's rows back in input order, written as one row group, counted."""
+        tally = Tally()
         assembled = [
             self.submit(assemble, *(self.submit(piece_of, part, index) for part in decided))
             for index in range(batches)
@@ -383,6 +375,5 @@ class DaskRun:
             frame: pl.DataFrame = future.result()
             assembled[index] = None  # let the cluster forget it
             sink.write(frame)
-            verdicts.update(counted(frame.get_column("VERDICT")))
-            reasons.update(counted(frame.get_column("REASON")))
-        return verdicts, reasons
+            tally.add(frame)
+        return tally

@@ -38,7 +38,7 @@ from pipeline.stages.objects import (
     read_head,
 )
 from pipeline.stages.parquet_source import is_dataset
-from pipeline.stages.write import OutputPaths
+from pipeline.stages.write import OutputPaths, companions
 
 __all__ = ["CleanJob", "check_location", "check_output", "open_input", "remote_output"]
 
@@ -61,6 +61,7 @@ class CleanJob:
     csv_bom: bool = False  # a CSV output starts with a UTF-8 BOM (for Excel)
     member: str | None = None  # the one archive member to read (zip input)
     sheet: str | None = None  # the one workbook sheet to read (xlsx input)
+    split: bool = False  # also write the rows of each verdict to a file of their own
 
     @property
     def paths(self) -> OutputPaths:
@@ -85,43 +86,42 @@ def remote_output(
     check_output_url(url, fs, dataset)
     folder = Path(tempfile.mkdtemp(prefix="listclean-upload-"))
     try:
-        targets = {folder / getattr(local, role).name: remote[role] for role in remote}
+        targets = {folder / local.files(True)[role].name: remote[role] for role in remote}
         yield folder / local.parquet.name, Upload(fs, targets)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
 def _remote_names(url: str, dataset: bool) -> dict[str, str]:
+    """The URL of every file the run may write, by role (:func:`companions`)."""
     base = url.rstrip("/") if dataset else url
-    stem = base[: len(base) - len(base.rsplit("/", 1)[-1])] + stem_of(base.rsplit("/", 1)[-1])
-    return {
-        "parquet": base,
-        "rejects": stem + ".rejects.csv",
-        "summary": stem + ".summary.json",
-    }
+    folder, name = base[: len(base) - len(base.rsplit("/", 1)[-1])], base.rsplit("/", 1)[-1]
+    return {role: folder + named for role, named in companions(name).items()}
 
 
-def check_output(input_text: str, output: Path, dataset: bool = False) -> None:
+def check_output(input_text: str, output: Path, dataset: bool = False, split: bool = False) -> None:
     """Refuse an output that would overwrite the input, is a directory (unless a dataset is
     asked for: then a folder of part files a run wrote, or an empty one), or cannot be made."""
     paths = OutputPaths.for_output(output, dataset)
     source = Path(input_text)
-    for path in (paths.parquet, paths.rejects, paths.summary):
+    folders = (paths.parquet, *paths.split.values()) if dataset else ()
+    for path in paths.files(split).values():
         if input_text != STDIN and _same_file(source, path):
             raise UsageError(
                 f"The output {path} is the input file {input_text}: writing it would overwrite "
                 "the input. Choose another output with -o."
             )
-        if path.is_dir() and not (dataset and path == paths.parquet):
+        if path.is_dir() and path not in folders:
             raise UsageError(
                 f"The output {path} is a directory; name a file such as {path / 'list.parquet'}, "
                 "or ask for a dataset with --output-format dataset."
             )
-    if dataset and output.is_dir() and _foreign(output):
-        raise UsageError(
-            f"The dataset output {output} holds other files than part-*.parquet; a run replaces "
-            "the whole folder, so name an empty or new one."
-        )
+    for target in (output, *(paths.split.values() if split else ())):
+        if dataset and target.is_dir() and _foreign(target):
+            raise UsageError(
+                f"The dataset output {target} holds other files than part-*.parquet; a run "
+                "replaces the whole folder, so name an empty or new one."
+            )
     _check_folder(paths.parquet.parent)
 
 

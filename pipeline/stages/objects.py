@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pipeline.core.config import StorageConfig
 from pipeline.core.errors import InputError, OutputError, UsageError
+from pipeline.core.text import invalid_at
 
 if TYPE_CHECKING:  # fsspec is imported when a run names a URL
     from fsspec import AbstractFileSystem
@@ -51,7 +52,16 @@ def is_object_url(text: str) -> bool:
 
 
 def check_location(text: str, role: str) -> None:
-    """Refuse a URL whose scheme we do not read or write (exit 2, nothing written)."""
+    """Refuse a URL whose scheme we do not read or write, and a name that is not UTF-8 (a
+    byte that is not reaches Python as a lone surrogate, which no reader or writer can
+    encode): exit 2, nothing written."""
+    at = invalid_at(text)
+    if at is not None:
+        byte = text[at].encode("utf-8", "surrogateescape")[0]
+        raise UsageError(
+            f"The {role} name {text!r} is not valid UTF-8 (byte 0x{byte:02x}); "
+            "rename the file, or give a path that is UTF-8."
+        )
     scheme = scheme_of(text)
     if scheme is None or scheme in (*OBJECT_SCHEMES, "file"):
         return
@@ -82,14 +92,19 @@ def filesystem(url: str, storage: StorageConfig) -> AbstractFileSystem:
     return fs
 
 
+def is_glob(text: str) -> bool:
+    """A pattern of shard names (``exports/part-*.parquet``), as glob and fsspec read it."""
+    return any(c in text for c in _GLOB)
+
+
 def is_remote_dataset(url: str, fs: AbstractFileSystem) -> bool:
     """A prefix (``s3://b/export/``, or one with objects under it) or a glob of shards."""
-    return url.endswith("/") or any(c in url for c in _GLOB) or _guard_in(url, fs.isdir, url)
+    return url.endswith("/") or is_glob(url) or _guard_in(url, fs.isdir, url)
 
 
 def remote_shards(url: str, fs: AbstractFileSystem) -> list[str]:
     """The Parquet objects of a remote dataset, in name order, as URLs."""
-    if any(c in url for c in _GLOB):
+    if is_glob(url):
         found = _guard_in(url, fs.glob, url)
     else:
         found = [p for p in _guard_in(url, fs.find, url) if p.endswith(".parquet")]

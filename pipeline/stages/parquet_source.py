@@ -13,7 +13,7 @@ from __future__ import annotations
 import glob
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 import polars as pl
 import pyarrow as pa
@@ -22,18 +22,17 @@ import pyarrow.parquet as pq
 from pipeline.core.errors import InputError
 from pipeline.core.tables import PARQUET_MAGIC, check_parquet
 from pipeline.stages.csv_source import REJECT_SCHEMA
+from pipeline.stages.objects import is_glob
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 Shard = Path | str  # a local file, or an object's URL (read through the source's filesystem)
 
-_GLOB: Final = ("*", "?", "[")
-
 
 def is_dataset(text: str) -> bool:
     """A directory, or a glob pattern: a list of Parquet shards."""
-    return Path(text).is_dir() or any(c in text for c in _GLOB)
+    return Path(text).is_dir() or is_glob(text)
 
 
 def shards(text: str) -> list[Path]:

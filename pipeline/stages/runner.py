@@ -22,132 +22,41 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipeline.core.engine import (
-    BounceScope,
-    DomainStats,
-    Engine,
-    check_domains,
-    resolvable_domains,
-)
+from pipeline.core.engine import BounceScope, Engine, check_domains, resolvable_domains
 from pipeline.core.mailboxes.types import CheckStats
-from pipeline.core.schema import SCHEMA_VERSION
+from pipeline.core.progress import meter
 from pipeline.stages.base import Batch, StageSummary
 from pipeline.stages.csv_source import ReadAgain
 from pipeline.stages.dedupe import DuplicateMarker
-from pipeline.stages.email_column import EmailColumn
 from pipeline.stages.formats import check_capacity
 from pipeline.stages.job import CleanJob
-from pipeline.stages.read import Choice, ListReader, SourceInfo, open_list
-from pipeline.stages.sinks import Sink, open_sink
+from pipeline.stages.provenance import RunRecord
+from pipeline.stages.read import Choice, ListReader, open_list
+from pipeline.stages.sinks import Sink, open_outputs
 from pipeline.stages.spill import Spill, spill_folder
-from pipeline.stages.steps import answer_table, counted, decide_rows, normalize, probe_candidates
-from pipeline.stages.write import RejectsSink, write_summary
+from pipeline.stages.steps import answer_table, decide_rows, normalize, probe_candidates
+from pipeline.stages.summary import (
+    Counts,
+    NormalizeStats,
+    RunSummary,
+    Tally,
+    provenance_of,
+    summarize,
+    write_summaries,
+)
+from pipeline.stages.write import RejectsSink
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
 _MIN_ROWS = 1_000
 _MAX_ROWS = 1_000_000
-
-
-@dataclass(frozen=True)
-class NormalizeStats:
-    distinct_addresses: int
-    duplicates: int
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """What a run did, from its stages' typed results; :meth:`as_dict` is ``summary.json``."""
-
-    input: str
-    output: str
-    rejects_file: str
-    rows_in: int
-    rows_out: int
-    rows_rejected: int
-    normalized: NormalizeStats
-    domains: DomainStats
-    checks: CheckStats | None  # None: no address-level checker ran
-    dns_queries: int  # every query the run sent: domains, mail hosts, canaries
-    verdicts: dict[str, int]
-    reasons: dict[str, int]
-    stages: list[StageSummary]
-    warnings: list[str] = field(default_factory=list)
-    source: SourceInfo | None = None  # what the input turned out to be
-    email: EmailColumn | None = None  # the column read, and why
-    encoding: str = ""  # of a text input, as detected
-    delimiter: str = ""
-    output_format: str = "parquet"
-
-    def sent(self, kind: str) -> int:
-        """Requests the *kind* ("smtp" or "api") checker sent."""
-        return self.checks.requests if self.checks and self.checks.kind == kind else 0
-
-    @property
-    def smtp_sessions(self) -> int:
-        return self.checks.sessions if self.checks else 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "input": self.input,
-            "output": self.output,
-            "rejects_file": self.rejects_file,
-            "rows_in": self.rows_in,
-            "rows_out": self.rows_out,
-            "rows_rejected": self.rows_rejected,
-            "distinct_addresses": self.normalized.distinct_addresses,
-            "duplicates": self.normalized.duplicates,
-            "distinct_domains": self.domains.distinct_domains,
-            "dns_queries": self.dns_queries,
-            "cache_hits": self.domains.cache_hits,
-            "rcpts_sent": self.sent("smtp"),
-            "smtp_sessions": self.smtp_sessions,
-            "api_requests": self.sent("api"),
-            "verdicts": self.verdicts,
-            "reasons": self.reasons,
-            "stages": [dataclasses.asdict(s) for s in self.stages],
-            "warnings": self.warnings,
-            **self._described(),
-        }
-
-    def _described(self) -> dict[str, Any]:
-        """What was read and written, how: the input's kind, encoding, delimiter and email
-        column (with the rule that chose it), the output's format and schema version."""
-        source = self.source or SourceInfo("")
-        email = self.email
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "output_format": self.output_format,
-            "input_format": source.format,
-            "compression": source.compression,
-            "members": list(source.members),
-            "sheet": source.sheet,
-            "encoding": self.encoding,
-            "delimiter": self.delimiter,
-            "email_column": email.name if email else "",
-            "email_column_rule": email.rule if email else "",
-            "email_column_why": email.why if email else "",
-        }
-
-
-def described(reader: ListReader, job: CleanJob) -> dict[str, Any]:
-    """The summary's fields about what was read and written (both engines)."""
-    return {
-        "source": reader.info,
-        "email": reader.email,
-        # A sheet is read through a CSV of our own making: its encoding says nothing.
-        "encoding": reader.encoding if reader.info.format != "xlsx" else "",
-        "delimiter": reader.delimiter if reader.info.format != "xlsx" else "",
-        "output_format": job.format.value,
-    }
 
 
 def open_reader(job: CleanJob, folder: Path) -> ListReader:
@@ -218,6 +127,7 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
     paths = job.paths
     rows = batch_rows(job.memory_mb, reader.bytes_per_row)
     with contextlib.ExitStack() as stack:
+        record = stack.enter_context(RunRecord(job, engine.config))
         sink_of_rejects = RejectsSink(paths.rejects, paths.publish, list(reader.reject_schema))
         rejects = stack.enter_context(contextlib.closing(sink_of_rejects))
         started = time.perf_counter()
@@ -236,29 +146,24 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         clock.lap("domains", scan.rows, scan.rows, dom)
         answers, checks = await _check_addresses(engine, scan, table)
         clock.lap("verify", scan.rows, scan.rows, checks)
-        sink = stack.enter_context(open_sink(paths, reader.schema, job.csv_bom))
-        verdicts, reasons = _decide_all(engine, scan, reader, rows, (table, answers), sink)
+        sink = stack.enter_context(open_outputs(paths, reader.schema, job.csv_bom, job.split))
+        sink.note(provenance_of(job, reader, record.facts()))
+        tally = _decide_all(engine, scan, reader, rows, (table, answers), sink)
         sink.commit()
         rejects.commit()
         clock.lap("write", scan.rows, scan.rows)
-    summary = RunSummary(
-        input=job.name or str(job.input),
-        output=paths.name(paths.parquet),
-        rejects_file=paths.name(paths.rejects),
-        rows_in=scan.rows + scan.rejected,
-        rows_out=scan.rows,
-        rows_rejected=scan.rejected,
-        normalized=normalized,
-        domains=dom,
-        checks=checks,
-        dns_queries=engine.dns.queries_sent,
-        verdicts=dict(verdicts.most_common()),
-        reasons=reason_counts(reasons),
-        stages=clock.stages,
-        warnings=list(reader.warnings),
-        **described(reader, job),
-    )
-    write_summary(summary.as_dict(), paths.summary, paths.publish)
+        counts = Counts(
+            scan.rows,
+            scan.rejected,
+            normalized,
+            dom,
+            checks,
+            engine.dns.queries_sent,
+            tally,
+            rejects.reasons,
+        )
+        summary = summarize(job, reader, counts, clock.stages, record.facts())
+    write_summaries(summary, paths)
     return summary
 
 
@@ -293,6 +198,7 @@ def _scan_with(
     # About a million addresses a partition: one for a small list, up to the marker's most.
     partitions = min(256, max(1, reader.expected_rows // 1_000_000 + 1))
     scan = _Scan(spill, DuplicateMarker(folder, partitions))
+    bar = meter(engine.progress, reader.known_rows, "read", "row")
     try:
         batches = reader.batches(rows)
         while True:
@@ -308,9 +214,12 @@ def _scan_with(
             scan.domains.update(dict.fromkeys(resolvable_domains(work)))
             spill.put(work)
             scan.rows += read.frame.height
+            bar.update(read.frame.height + read.rejects.height)
     except BaseException:
         scan.marker.close()
         raise
+    finally:
+        bar.close()
     return scan
 
 
@@ -341,38 +250,28 @@ def _decide_all(
     rows: int,
     tables: tuple[pl.DataFrame, pl.DataFrame | None],
     sink: Sink,
-) -> tuple[Counter[str], Counter[str]]:
+) -> Tally:
     """Pass 2: every batch read again (the original columns: cheaper to read than to keep),
-    joined with its spilled work columns, decided and written; VERDICT and REASON counts."""
+    joined with its spilled work columns, decided, written and counted."""
     table, answers = tables
-    verdicts: Counter[str] = Counter()
-    reasons: Counter[str] = Counter()
+    tally = Tally()
     scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
     offset = 0
-    for index, read in enumerate(reader.batches(rows)):
-        work = scan.spill.work(index)
-        if read.frame.height != work.height:  # a bug, never an input problem
-            raise AssertionError(f"batch {index} read back with other rows than the first time")
-        marked = Batch(read.frame, _marked(scan, work, offset))
-        offset += work.height
-        decided = decide_rows(marked, table, engine.bounces, scope, answers)
-        sink.write(decided)
-        verdicts.update(counted(decided.get_column("VERDICT")))
-        reasons.update(counted(decided.get_column("REASON")))
-        scan.spill.drop(index)
+    with contextlib.closing(meter(engine.progress, scan.rows, "write", "row")) as bar:
+        for index, read in enumerate(reader.batches(rows)):
+            work = scan.spill.work(index)
+            if read.frame.height != work.height:  # a bug, never an input problem
+                raise AssertionError(f"batch {index} read back with other rows than the first")
+            marked = Batch(read.frame, _marked(scan, work, offset))
+            offset += work.height
+            decided = decide_rows(marked, table, engine.bounces, scope, answers)
+            sink.write(decided)
+            tally.add(decided)
+            scan.spill.drop(index)
+            bar.update(work.height)
     scan.marker.close()
-    return verdicts, reasons
+    return tally
 
 
 def _marked(scan: _Scan, work: pl.DataFrame, offset: int) -> pl.DataFrame:
     return work.with_columns(scan.marker.flags(offset, work.height).alias("DUPLICATE"))
-
-
-def reason_counts(per_string: Counter[str]) -> dict[str, int]:
-    """Rows per reason code, from rows per REASON string (split once per distinct string)."""
-    codes: Counter[str] = Counter()
-    for text, n in per_string.items():
-        for code in text.split(";"):
-            if code:
-                codes[code] += n
-    return {code: n for code, n in sorted(codes.items(), key=lambda item: (-item[1], item[0]))}

@@ -31,6 +31,7 @@ from pipeline.core.errors import UsageError
 from pipeline.core.schema import SCHEMA_VERSION
 from pipeline.stages.formats import EXCEL_MAX_CHARS, EXCEL_MAX_ROWS, OutputFormat, too_many_rows
 from pipeline.stages.write import (
+    SPLIT,
     OutputPaths,
     ParquetSink,
     guard,
@@ -55,6 +56,7 @@ _WORKBOOK_OPTIONS: Final = {
 
 class Sink(Protocol):
     def write(self, frame: pl.DataFrame) -> None: ...
+    def note(self, facts: Mapping[str, Any]) -> None: ...
     def commit(self) -> None: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
@@ -75,6 +77,66 @@ def open_sink(
     return ParquetSink(paths, schema)
 
 
+def open_outputs(
+    paths: OutputPaths,
+    originals: Mapping[str, pl.DataType],
+    csv_bom: bool = False,
+    split: bool = False,
+) -> Sink:
+    """The output's sink; with *split*, one that also writes each verdict's rows to a file of
+    their own (``list.clean.valid.parquet``...), in the output's format."""
+    full = open_sink(paths, originals, csv_bom)
+    if not split:
+        return full
+    parts: dict[str, Sink] = {}
+    try:
+        for role, verdict in SPLIT.items():
+            parts[verdict] = open_sink(paths.of_split(role), originals, csv_bom)
+    except BaseException:
+        for sink in (full, *parts.values()):
+            sink.close()
+        raise
+    return SplitSink(full, parts)
+
+
+class SplitSink:
+    """The full output, and the rows of each verdict in a sink of their own, all committed
+    at the end of the run."""
+
+    def __init__(self, full: Sink, parts: Mapping[str, Sink]) -> None:
+        self._full = full
+        self._parts = dict(parts)  # VERDICT -> sink
+
+    @property
+    def _all(self) -> list[Sink]:
+        return [self._full, *self._parts.values()]
+
+    def write(self, frame: pl.DataFrame) -> None:
+        self._full.write(frame)
+        for verdict, sink in self._parts.items():
+            sink.write(frame.filter(pl.col("VERDICT") == verdict))
+
+    def note(self, facts: Mapping[str, Any]) -> None:
+        for sink in self._all:
+            sink.note(facts)
+
+    def commit(self) -> None:
+        for sink in self._all:
+            sink.commit()
+
+    def close(self) -> None:
+        for sink in self._all:
+            sink.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
 class _FileSink:
     """A file written under a temporary name, renamed into place, then published."""
 
@@ -84,6 +146,9 @@ class _FileSink:
         make_folder(self._final.parent)
         sweep_stale(self._final)
         self._tmp = tmp_of(self._final)
+
+    def note(self, facts: Mapping[str, Any]) -> None:
+        """A text file has no place for the run's provenance: summary.json holds it."""
 
     def _finish(self) -> None:
         guard(self._final, lambda: os.replace(self._tmp, self._final))

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipeline.core.decide import decide, with_address_columns
 from pipeline.core.engine import (
     BounceScope,
     BounceSource,
     attach_bounces,
     attach_domains,
     classify_addresses,
-    decide,
-    with_address_columns,
 )
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.step import PROBEABLE, join_answers

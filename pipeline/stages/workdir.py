@@ -18,9 +18,11 @@ import hashlib
 import json
 import os
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 
 from pipeline.core.errors import UsageError
 from pipeline.core.sqlite import SqliteFile
@@ -87,6 +89,24 @@ class WorkDir(SqliteFile):
             self._db.execute("DELETE FROM state")
             self._set("run_id", run_id)
             self._set("spent", "0")
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """A run that stops on an error before spending anything (a refused EHLO name, no
+        reachable mail server) leaves nothing to resume: its state goes, as a finished run's
+        does, so the folders made for it go too. A run that spent keeps its state."""
+        try:
+            nothing_spent = exc_type is not None and self.spent == 0
+        except sqlite3.Error:  # the state itself is broken: leave it to be looked at
+            nothing_spent = False
+        if nothing_spent:
+            self.finish()
+        else:
+            self.close()
 
     @property
     def spent(self) -> int:

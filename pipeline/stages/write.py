@@ -16,10 +16,12 @@ is uploaded the moment it is complete.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import glob
 import json
 import os
 import shutil
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,12 +32,13 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.core.engine import list_fields
+from pipeline.core.decide import list_fields
 from pipeline.core.errors import OutputError
 from pipeline.core.schema import OUTPUT_COLUMNS, SCHEMA_VERSION
 from pipeline.stages.base import Batch
 from pipeline.stages.formats import SUFFIXES, OutputFormat, stem_of
-from pipeline.stages.objects import Upload
+from pipeline.stages.objects import Upload, is_glob, is_object_url
+from pipeline.stages.provenance import now
 from pipeline.stages.workdir import alive
 
 _PART_ROWS: Final = 1_000_000  # rows per part file of a dataset output
@@ -45,11 +48,31 @@ _DICTIONARY: Final = ["VERDICT", "DOMAIN_VERDICT", "REASON", "DOMAIN", "MX"]
 T = TypeVar("T")
 
 
+SPLIT: Final = {"valid": "Valid", "risky": "Risky", "invalid": "Invalid"}  # file role: VERDICT
+
+
+def companions(name: str) -> dict[str, str]:
+    """The names of the files a run writes for the output *name*, by role: ``list.clean.parquet``
+    has ``list.clean.rejects.csv``, ``.summary.json``, ``.report.html`` and, with ``--split``,
+    ``list.clean.valid.parquet``, ``.risky.parquet`` and ``.invalid.parquet``."""
+    stem = stem_of(name)
+    suffix = name[len(stem) :]
+    return {
+        "output": name,
+        "rejects": stem + ".rejects.csv",
+        "summary": stem + ".summary.json",
+        "report": stem + ".report.html",
+        **{role: f"{stem}.{role}{suffix}" for role in SPLIT},
+    }
+
+
 @dataclass(frozen=True)
 class OutputPaths:
     parquet: Path  # the output: a file (Parquet, CSV, xlsx), or a folder of part files
     rejects: Path
     summary: Path
+    report: Path
+    split: dict[str, Path]  # role (valid, risky, invalid) -> where --split writes its rows
     dataset: bool = False
     upload: Upload | None = None  # where each file goes once complete (an object store)
     format: OutputFormat = OutputFormat.PARQUET
@@ -62,15 +85,31 @@ class OutputPaths:
         upload: Upload | None = None,
         fmt: OutputFormat | None = None,
     ) -> OutputPaths:
-        stem = output.with_name(stem_of(output.name))
+        named = {role: output.with_name(name) for role, name in companions(output.name).items()}
         return cls(
             parquet=output,
-            rejects=stem.with_name(stem.name + ".rejects.csv"),
-            summary=stem.with_name(stem.name + ".summary.json"),
+            rejects=named["rejects"],
+            summary=named["summary"],
+            report=named["report"],
+            split={role: named[role] for role in SPLIT},
             dataset=dataset,
             upload=upload,
             format=fmt or (OutputFormat.DATASET if dataset else OutputFormat.PARQUET),
         )
+
+    def files(self, split: bool = False) -> dict[str, Path]:
+        """Every file the run writes, by role (see :func:`companions`)."""
+        base = {
+            "output": self.parquet,
+            "rejects": self.rejects,
+            "summary": self.summary,
+            "report": self.report,
+        }
+        return {**base, **(self.split if split else {})}
+
+    def of_split(self, role: str) -> OutputPaths:
+        """Where the rows of one verdict go with --split: a whole output of its own."""
+        return dataclasses.replace(self, parquet=self.split[role])
 
     def name(self, path: Path) -> str:
         """How the run names *path* to its user: its URL when it is uploaded."""
@@ -82,12 +121,20 @@ class OutputPaths:
             self.upload.publish(path)
 
 
-def default_output(input_path: Path, fmt: OutputFormat = OutputFormat.PARQUET) -> Path:
-    """``<input stem>.clean.parquet`` in the current directory (``stdin.clean.parquet`` for -);
-    ``.csv`` or ``.xlsx`` for those formats."""
-    stem = "stdin" if str(input_path) == "-" else input_path.stem
-    stem = stem.removesuffix(".csv").removesuffix(".tsv")  # list.csv.gz: list.clean.parquet
-    return Path.cwd() / f"{stem}.clean{SUFFIXES.get(fmt, '.parquet')}"
+def default_output(input_text: str, fmt: OutputFormat = OutputFormat.PARQUET) -> Path:
+    """``<input stem>.clean.parquet`` beside the input file, or beside a folder (or glob) of
+    shards, named after the folder; in the current directory for standard input (then
+    ``stdin.clean.parquet``), another stream or an object-store URL. ``.csv`` or ``.xlsx`` for
+    those formats. A scheduled job's working directory (``/``, ``$HOME``) is no place for it."""
+    suffix = SUFFIXES.get(fmt, ".parquet")
+    if input_text == "-":
+        return Path.cwd() / f"stdin.clean{suffix}"
+    path = Path(input_text.rstrip("/") or "list")
+    if is_glob(path.name):  # exports/part-*.parquet: named after exports/
+        path = path.parent
+    stem = path.stem.removesuffix(".csv").removesuffix(".tsv")  # list.csv.gz: list.clean...
+    local = not is_object_url(input_text) and (path.is_file() or path.is_dir())
+    return (path.parent if local else Path.cwd()) / f"{stem}.clean{suffix}"
 
 
 def output_frame(batch: Batch) -> pl.DataFrame:
@@ -122,6 +169,7 @@ class ParquetSink:
         self._writer: pq.ParquetWriter | None = None
         self._part_rows = 0
         self._parts = 0
+        self._facts: Mapping[str, Any] = {}
         if self._dataset:
             guard(self._final, lambda: self._tmp.mkdir())
 
@@ -134,12 +182,15 @@ class ParquetSink:
         guard(self._final, lambda: writer.write_table(table))
         self._part_rows += frame.height
 
+    def note(self, facts: Mapping[str, Any]) -> None:
+        """Record *facts* (the run's provenance) under the ``listclean`` key of the key-value
+        metadata of every file still open or to come; ``finished_at`` is when each was."""
+        self._facts = facts
+
     def commit(self) -> None:
         if self._writer is None:
             self._next_part()  # an empty list still gets a file with every column
-        writer = self._writer
-        assert writer is not None
-        guard(self._final, writer.close)
+        self._close_writer()
         if self._dataset and self._final.is_dir():  # an earlier run's dataset: swapped out
             old = self._final.with_name(f".{self._final.name}.{os.getpid()}.old")
             guard(self._final, lambda: os.replace(self._final, old))
@@ -167,9 +218,17 @@ class ParquetSink:
     ) -> None:
         self.close()
 
+    def _close_writer(self) -> None:
+        writer = self._writer
+        assert writer is not None
+        if self._facts:
+            facts = {**self._facts, "finished_at": now()}
+            writer.add_key_value_metadata({"listclean": json.dumps(facts, ensure_ascii=False)})
+        guard(self._final, writer.close)
+
     def _next_part(self) -> None:
         if self._writer is not None:
-            guard(self._final, self._writer.close)
+            self._close_writer()
         target = self._tmp / f"part-{self._parts:05d}.parquet" if self._dataset else self._tmp
         schema = self._schema
         self._writer = guard(
@@ -195,6 +254,7 @@ class RejectsSink:
         sweep_stale(path)
         self._tmp = tmp_of(path)
         self._handle: IO[bytes] = self._open()
+        self.reasons: Counter[str] = Counter()  # rejected records per reason, as written
 
     def _open(self) -> IO[bytes]:
         handle = guard(self._final, lambda: self._tmp.open("wb"))
@@ -205,10 +265,12 @@ class RejectsSink:
         """Start the file over (the list is read again from the top)."""
         self._handle.close()
         self._handle = self._open()
+        self.reasons.clear()
 
     def write(self, rejects: pl.DataFrame) -> None:
         if rejects.height:
             guard(self._final, lambda: rejects.write_csv(self._handle, include_header=False))
+            self.reasons.update(rejects.get_column("reason").to_list())
 
     def commit(self) -> None:
         guard(self._final, self._handle.close)

@@ -31,10 +31,10 @@ def check(expect: Expect, run: Run, where: Path, before: Snapshot, outcome: Outc
         assert new == sorted(outputs(run.output)), f"the run left {new}"
 
 
-def outputs(output: str) -> tuple[str, str, str]:
-    """The three files a run writes for ``-o OUTPUT``, as the README names them."""
+def outputs(output: str) -> tuple[str, ...]:
+    """The files a run writes for ``-o OUTPUT``, as the README names them."""
     stem = output.removesuffix(".parquet")
-    return output, f"{stem}.rejects.csv", f"{stem}.summary.json"
+    return output, f"{stem}.rejects.csv", f"{stem}.summary.json", f"{stem}.report.html"
 
 
 def _refused(expect: Refuse, outcome: Outcome, before: Snapshot) -> None:
@@ -52,7 +52,7 @@ def _refused(expect: Refuse, outcome: Outcome, before: Snapshot) -> None:
 
 def _accepted(expect: Accept, outcome: Outcome, output: Path) -> None:
     assert outcome.code == 0, f"exit {outcome.code}, stderr: {outcome.stderr[-2000:]}"
-    _, rejects_name, summary_name = outputs(output.name)
+    _, rejects_name, summary_name, _ = outputs(output.name)
     summary = json.loads((output.parent / summary_name).read_text(encoding="utf-8"))
     counts = {k: summary[k] for k in ("rows_in", "rows_out", "rows_rejected")}
     assert summary["rows_in"] == expect.records, counts

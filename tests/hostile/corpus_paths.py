@@ -19,6 +19,7 @@ ACCEPT = Accept(len(ADDRESSES), ADDRESSES)
 CLASH = r"(?i)input.*output|output.*input|same file|overwrit"
 URL = r"(?i)\bURLs?\b|\bscheme\b|az://|ftp://|https://|gs://"
 NOTES = b"not listclean's: must survive\n"
+NOT_UTF8 = r"(?i)not (valid )?UTF-8"
 
 
 def _list(where: Path, name: str = "list.csv", data: bytes = CSV) -> None:
@@ -70,6 +71,9 @@ def _outputs() -> list[Case]:
         _refused("output_azure_url", "list.csv", "az://container/key.parquet", URL),
         _refused("output_https_url", "list.csv", "https://example.com/out.parquet", URL),
         _refused("output_gs_url", "list.csv", "gs://bucket/out.parquet", URL),
+        # A file name is bytes on POSIX; one that is not UTF-8 reaches Python as a lone
+        # surrogate, which the readers and writers cannot encode.
+        _refused("output_name_not_utf8", "list.csv", "\udcffout.parquet", NOT_UTF8),
     ]
 
 
@@ -79,6 +83,9 @@ def _inputs() -> list[Case]:
         _refused("input_is_a_directory", "sub", "out.parquet", r"(?i)directory"),
         _refused("input_ftp_url", "ftp://example.com/list.csv", "out.parquet", URL),
         _refused("input_https_url", "https://example.com/list.csv", "out.parquet", URL),
+        _refused(
+            "input_name_not_utf8", "\udcfflist.csv", "out.parquet", NOT_UTF8, "\udcfflist.csv"
+        ),
     ]
 
 

@@ -70,8 +70,8 @@ def facts(summary: Mapping[str, Any]) -> dict[str, str]:
         found.update({k: summary[k] for k in ("output", "rejects_file") if k in summary})
     if "delimiter" in summary:
         found["delimiter"] = summary["delimiter"]
-    if "column" in summary:
-        found["column.name"] = summary["column"]["name"]
+    if "email_column" in summary:
+        found["email_column"] = summary["email_column"]
     for kind, path in summary.get("files", {}).items():
         found[f"files.{kind}"] = path
     for key, value in summary.get("run", {}).items():

@@ -46,7 +46,8 @@ FULL: dict[str, Any] = {
     "typo_fixes": [{"domain": "gmial.com", "suggestion": "gmail.com", "rows": 41}],
     "repairs": {"display_name": 12, "mailto": 4, "two_addresses": 2},
     "rejects_by_reason": {"row has 7 fields but the header has 6": 2, "unclosed quote": 1},
-    "column": {"name": "Email Address", "why": "found by name"},
+    "email_column": "Email Address",
+    "email_column_why": "found by name",
     "encoding": "utf-8",
     "delimiter": "\t",
     "files": {"output": "build/demo/list.clean.parquet", "report": "build/demo/x.report.html"},
@@ -162,7 +163,7 @@ def hostile_summary() -> dict[str, Any]:
     summary["reasons"][HOSTILE] = 5
     summary["top_domains"][0]["domain"] = HOSTILE
     summary["typo_fixes"][0]["suggestion"] = HOSTILE
-    summary["column"] = {"name": HOSTILE, "why": HOSTILE}
+    summary["email_column"] = summary["email_column_why"] = HOSTILE
     summary["files"][HOSTILE] = HOSTILE
     summary["warnings"].append(HOSTILE)
     summary["stages"][0]["name"] = HOSTILE

@@ -166,6 +166,10 @@ class BounceLedger:
     def close(self) -> None:
         self._db.close()
 
+    def ping(self) -> None:
+        """Raise :class:`~pipeline.core.errors.StoreError` unless the ledger answers now."""
+        self._db.ping()
+
     def add(self, events: Iterable[BounceEvent]) -> tuple[int, int]:
         """Store *events*; (added, duplicates). Events without a key are left out."""
         rows = [

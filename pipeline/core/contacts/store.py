@@ -121,6 +121,10 @@ class ContactStore:
     def close(self) -> None:
         self._db.close()
 
+    def ping(self) -> None:
+        """Raise :class:`~pipeline.core.errors.StoreError` unless the store answers now."""
+        self._db.ping()
+
     def _upgrade(self) -> None:
         """Bring a SQLite store of an earlier schema version up to this one (sql.VERSION); a
         PostgreSQL store was made at the current one."""

@@ -8,6 +8,7 @@ network for nothing) when every address is answered there.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -19,6 +20,7 @@ from pipeline.core.dns import Resolver, SharedResolver
 from pipeline.core.errors import SmtpUnavailableError
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.cache import MailboxCache
+from pipeline.core.mailboxes.pacing import pace_of
 from pipeline.core.mailboxes.prober import Prober
 from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
 from pipeline.core.mailboxes.smtp import SmtpSettings, smtp_reachable
@@ -26,6 +28,7 @@ from pipeline.core.mailboxes.step import (
     allocate,
     attach_mailbox_answers,
     attach_remote_answers,
+    mail_hosts,
     plan,
     probe_order,
     share_out,
@@ -40,6 +43,7 @@ from pipeline.core.mailboxes.types import (
     RemoteAnswer,
     Target,
 )
+from pipeline.core.progress import Progress, ProgressFactory, meter
 
 PlanSink = Callable[[Plan], None]
 SpentSink = Callable[[int], None]  # after each answer: requests spent by the run so far
@@ -76,37 +80,47 @@ class SmtpChecker:
     budget: Budget
     on_plan: PlanSink | None = None
     on_spent: SpentSink | None = None
+    progress: ProgressFactory | None = None
     _outbound_seen: bool = field(default=False, init=False)  # port 25 was seen to work
+    _bar: Progress = field(default_factory=lambda: meter(None, 0, "", ""), init=False)
 
     async def check(
         self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
     ) -> tuple[pl.DataFrame, CheckStats]:
-        work = self.assign(rows)
+        work = self.assign(rows, lists)
         answers = dict(work.answers)
         stats = CheckStats("smtp")
         if work.reached:
-            resolver = await dns.get()
-            if not self._outbound_seen:
-                await outbound_works(resolver, dns.config.canaries, self.settings)
-                self._outbound_seen = True
-            found, stats = await probe_targets(
-                work,
-                Prober(
-                    resolver,
-                    self.config,
-                    self.settings,
-                    lists,
-                    self.budget,
-                    self._remember,
-                    dns_concurrency=dns.config.concurrency,
-                    on_catch_all=lambda domain, flag: self.cache.put_catch_all({domain: flag}),
-                ),
-            )
+            with contextlib.closing(self.meter(len(work.reached))) as self._bar:
+                found, stats = await self._probe(work, dns, lists)
             answers.update(found)
         answers.update(not_verified(work.skipped))
         return attach_mailbox_answers(rows, answers), stats
 
-    def assign(self, rows: pl.DataFrame) -> Assignment:
+    async def _probe(
+        self, work: Assignment, dns: SharedResolver, lists: DomainLists
+    ) -> tuple[dict[str, MailboxResult], CheckStats]:
+        resolver = await dns.get()
+        if not self._outbound_seen:
+            await outbound_works(resolver, dns.config.canaries, self.settings)
+            self._outbound_seen = True
+        prober = Prober(
+            resolver,
+            self.config,
+            self.settings,
+            lists,
+            self.budget,
+            self._remember,
+            dns_concurrency=dns.config.concurrency,
+            on_catch_all=lambda domain, flag: self.cache.put_catch_all({domain: flag}),
+        )
+        return await probe_targets(work, prober)
+
+    def meter(self, total: int) -> Progress:
+        """A progress meter of *total* addresses being probed."""
+        return meter(self.progress, total, "SMTP", "address")
+
+    def assign(self, rows: pl.DataFrame, lists: DomainLists) -> Assignment:
         """The cached answers and the budget's share-out, in the global priority order."""
         ordered = probe_order(rows)
         answers = self.cache.get_many(ordered.get_column("KEY").to_list())
@@ -114,11 +128,14 @@ class SmtpChecker:
         known = self.cache.catch_all({t.domain for t in targets})
         reached, skipped = allocate(targets, self.budget, set(known))
         if self.on_plan is not None:
-            self.on_plan(plan("smtp", rows, len(targets), len(answers), self.budget, len(reached)))
+            pace = pace_of(reached, known, mail_hosts(rows), self.config, lists)
+            need, cached = len(targets), len(answers)
+            self.on_plan(plan("smtp", rows, need, cached, self.budget, len(reached), pace))
         return Assignment(answers, reached, skipped, known)
 
     def _remember(self, key: str, result: MailboxResult) -> None:
         self.cache.put(key, result)
+        self._bar.update(1)
         if self.on_spent is not None:
             self.on_spent(self.budget.spent)
 
@@ -170,14 +187,23 @@ class ApiChecker:
     budget: Budget
     on_plan: PlanSink | None = None
     on_spent: SpentSink | None = None
+    progress: ProgressFactory | None = None
+    _bar: Progress = field(default_factory=lambda: meter(None, 0, "", ""), init=False)
 
     async def check(
         self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
     ) -> tuple[pl.DataFrame, CheckStats]:
         verifier = self.verifier(self.ledger())
         work = self.assign(rows, verifier.quota_left())
-        answers = {**work.answers, **await verifier.run(work.reached)} if work.reached else {}
+        answers: dict[str, RemoteAnswer] = {}
+        if work.reached:
+            with contextlib.closing(self.meter(len(work.reached))) as self._bar:
+                answers = {**work.answers, **await verifier.run(work.reached)}
         return self.finish(rows, work, answers), CheckStats("api", verifier.requests)
+
+    def meter(self, total: int) -> Progress:
+        """A progress meter of *total* addresses being asked about."""
+        return meter(self.progress, total, "API", "address")
 
     def ledger(self) -> QuotaLedger:
         cache = self.cache
@@ -191,6 +217,7 @@ class ApiChecker:
 
         def remember(key: str, answer: RemoteAnswer) -> None:
             self.cache.put_remote_answer(key, api, answer)
+            self._bar.update(1)
             if self.on_spent is not None:
                 self.on_spent(self.budget.spent)
 

@@ -3,8 +3,52 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+from pipeline.core.config import VerifyConfig
+from pipeline.core.lists import DomainLists
+from pipeline.core.mailboxes.types import Pace, Target
+
+
+def provider_of(host: str, lists: DomainLists) -> str:
+    """The unit paced beside each host: every host under one registrable domain (all of
+    ``*.google.com`` is one provider, however many MX hosts it names)."""
+    return lists.registrable_domain(host) or host
+
+
+def pace_of(
+    reached: Sequence[Target],
+    known_catch_all: Mapping[str, bool],
+    mx: Mapping[str, str],
+    config: VerifyConfig,
+    lists: DomainLists,
+) -> Pace | None:
+    """How long the pacing settings make probing *reached* take at the least (server replies,
+    greylisting and rests come on top); *mx* is each domain's best mail host."""
+    if not reached:
+        return None
+    rcpts: Counter[str] = Counter()
+    hosts: defaultdict[str, set[str]] = defaultdict(set)
+    asked: set[str] = set()  # domains whose catch-all probe is counted
+    for target in reached:
+        host = mx.get(target.domain) or target.domain  # implicit MX: the domain itself
+        provider = provider_of(host, lists)
+        hosts[provider].add(host)
+        rcpts[provider] += 1
+        if target.domain not in known_catch_all and target.domain not in asked:
+            asked.add(target.domain)
+            rcpts[provider] += 1
+
+    def rate(provider: str) -> int:
+        per_hosts = config.rcpts_per_minute_per_host * len(hosts[provider])
+        return min(config.rcpts_per_minute_per_provider, per_hosts)
+
+    busiest = max(rcpts, key=lambda p: (rcpts[p] / rate(p), p))
+    minutes = rcpts[busiest] / rate(busiest)
+    greylist = sum(config.greylist_delays)
+    return Pace(minutes * 60, busiest, rcpts[busiest], rate(busiest), greylist)
 
 
 class Pacer:

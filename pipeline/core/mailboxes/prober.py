@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pipeline.core.config import VerifyConfig
 from pipeline.core.dns import Resolver, host_addresses, mail_hosts
 from pipeline.core.lists import DomainLists
-from pipeline.core.mailboxes.pacing import HostState, Pacer, ProbeStats
+from pipeline.core.mailboxes.pacing import HostState, Pacer, ProbeStats, provider_of
 from pipeline.core.mailboxes.refusals import DomainAnswers, Finish
 from pipeline.core.mailboxes.smtp import (
     Reply,
@@ -300,7 +300,7 @@ class Prober:
         return self._hosts[host]
 
     def _provider(self, host: str) -> Pacer:
-        provider = self._lists.registrable_domain(host) or host
+        provider = provider_of(host, self._lists)
         if provider not in self._providers:
             self._providers[provider] = Pacer(
                 self._config.rcpts_per_minute_per_provider, self._clock, self._sleep

@@ -31,10 +31,13 @@ def result_of(reply: Reply, outcome: Mailbox | None = None) -> MailboxResult:
 
 @dataclass(frozen=True)
 class SmtpSettings:
-    port: int = 25
-    helo: str = "localhost"
-    mail_from: str = ""
-    timeout: float = 20.0
+    """How a session connects and names itself; the names come from :func:`identity_of`
+    (made by :func:`smtp_settings`), never from a default here."""
+
+    port: int
+    helo: str
+    mail_from: str
+    timeout: float
     loopback_only: bool = False  # the sandbox: never connect anywhere but 127.0.0.0/8 and ::1
 
 

@@ -21,6 +21,7 @@ from pipeline.core.mailboxes.types import (
     CheckKind,
     Mailbox,
     MailboxResult,
+    Pace,
     Plan,
     RemoteAnswer,
     Target,
@@ -62,6 +63,13 @@ def _delivered(rows: pl.DataFrame) -> pl.Expr:
     if "LEDGER_DELIVERED" not in rows.columns:  # the ledger flagged nothing in this frame
         return pl.lit(False).alias("LEDGER_DELIVERED")
     return pl.col("LEDGER_DELIVERED").fill_null(False)
+
+
+def mail_hosts(rows: pl.DataFrame) -> dict[str, str]:
+    """Each domain's best mail host (the MX column; the domain itself for an implicit MX)."""
+    if "MX" not in rows.columns:
+        return {}
+    return dict(rows.select("DOMAIN", "MX").unique("DOMAIN").iter_rows())
 
 
 def unanswered(ordered: pl.DataFrame, answered: Mapping[str, object]) -> list[Target]:
@@ -108,7 +116,13 @@ def share_out(
 
 
 def plan(
-    kind: CheckKind, rows: pl.DataFrame, need: int, cached: int, budget: Budget, covered: int
+    kind: CheckKind,
+    rows: pl.DataFrame,
+    need: int,
+    cached: int,
+    budget: Budget,
+    covered: int,
+    pace: Pace | None = None,
 ) -> Plan:
     return Plan(
         kind=kind,
@@ -117,6 +131,7 @@ def plan(
         cached=cached,
         budget=budget.left,
         covered=covered,
+        pace=pace,
     )
 
 

@@ -112,6 +112,20 @@ class Plan:
     cached: int
     budget: int | None  # requests this run may still send
     covered: int  # addresses the budget reaches
+    pace: Pace | None = None  # how long SMTP pacing makes the probes take (None: not known)
+
+
+@dataclass(frozen=True)
+class Pace:
+    """The least time the pacing settings let a run's probes take: the provider that needs the
+    longest, at its RCPTs per minute (the per-provider limit, or the per-host limit times the
+    provider's hosts, whichever is lower). Providers are probed side by side."""
+
+    seconds: float
+    busiest: str  # the provider (registrable domain of its mail hosts)
+    requests: int  # RCPTs it gets, catch-all probes included
+    per_minute: int
+    greylist_seconds: float  # what retrying greylisted addresses may add
 
 
 @dataclass(frozen=True)

@@ -78,4 +78,5 @@ def test_a_real_run_on_a_host_without_a_real_name_stops_before_any_probe(
     err = capsys.readouterr().err
     assert "'postmaster@localhost'" in err and "--mail-from" in err and "doctor" in err
     assert not (tmp_path / "o.parquet").exists()
+    assert not (tmp_path / "o.parquet.work").exists()  # a refused run leaves no work folder
     assert sample_dns.queries() == []  # refused before anything was asked

@@ -1,0 +1,173 @@
+"""The decide step: from a row's answers (syntax, DNS, lists, mailbox, remote service, bounce
+ledger) to the spec's fields, VERDICT, SCORE, REASON and DOMAIN_VERDICT, and the columns a
+cleaned list adds (SAFE_TO_SEND, FREE_PROVIDER, DETAIL). The rules themselves are the reason
+table in :mod:`pipeline.core.verdict`; this is where a row's columns become its reasons.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import polars as pl
+
+from pipeline.core.address import Syntax
+from pipeline.core.dns import DnsStatus
+from pipeline.core.mailboxes.types import Mailbox
+from pipeline.core.repairs import Repair
+from pipeline.core.schema import ADDRESS_COLUMNS
+from pipeline.core.verdict import Partial, Reason, Verdict, flag_bits, judge, value_bits
+
+_SMALL = 10_000  # rows; a service batch is small, a list is not
+
+
+def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
+    """*rows* with every address-level column, null where the step did not fill it."""
+    missing = {c: t for c, t in ADDRESS_COLUMNS.items() if c not in rows.columns}
+    if rows.height > _SMALL or not missing:
+        return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
+    # A few rows: ready columns cost less than an expression pass.
+    return rows.hstack([pl.Series(c, [None] * rows.height, dtype=t) for c, t in missing.items()])
+
+
+# Reasons that belong to the domain alone: DOMAIN_VERDICT is judged from these.
+DOMAIN_REASONS = frozenset(
+    {
+        Reason.NULL_MX,
+        Reason.NO_DOMAIN,
+        Reason.NO_MAIL_HOST,
+        Reason.DNS_TIMEOUT,
+        Reason.DNS_SERVFAIL,
+        Reason.OFFLINE,
+        Reason.RESOLVER_UNHEALTHY,
+        Reason.IMPLICIT_MX,
+        Reason.DISPOSABLE,
+        Reason.TYPO_SUSPECTED,
+    }
+)
+# The DNS answers and the syntax outcomes that are reasons of the same name (implicit_mx has
+# its own rule: see reason_bits).
+_DNS_REASONS = {
+    s.value: Reason(s.value) for s in DnsStatus if s not in (DnsStatus.MX, DnsStatus.IMPLICIT_MX)
+}
+_REPAIR_REASONS = {r.value: Reason(r.value) for r in Repair}
+_SYNTAX_REASONS = {
+    s.value: Reason(s.value)
+    for s in (
+        Syntax.EMPTY,
+        Syntax.INVALID,
+        Syntax.DOMAIN_LITERAL,
+        Syntax.COMMENT,
+        Syntax.QUOTED_LOCAL,
+        Syntax.SMTPUTF8,
+    )
+}
+# Final address-level answers; each is also a reason code of the same name.
+_MAILBOX_REASONS = {m.value: Reason(m.value) for m in Mailbox if m.is_final}
+
+
+@functools.cache
+def reason_bits() -> list[pl.Expr]:
+    """Each row's reasons, as bit expressions (see :func:`pipeline.core.verdict.judge`): its
+    syntax, its local part, its domain's DNS answer and lists, its mailbox's answer (SMTP or a
+    remote service) and the bounce ledger. Built once: expressions are immutable."""
+    # A mail server accepting the mailbox after the last hard bounce is newer evidence.
+    lifted = (pl.col("MAILBOX") == Mailbox.OK.value) & (
+        pl.col("MAILBOX_AT") > pl.col("LEDGER_LAST_HARD_AT")
+    )
+    # A mail server that accepted the mailbox (on a domain whose catch-all probe it refused)
+    # answers the doubt an implicit MX raises: mail to the domain's A record is taken.
+    implicit = (pl.col("DNS_STATUS") == DnsStatus.IMPLICIT_MX.value) & (
+        pl.col("MAILBOX") != Mailbox.OK.value
+    ).fill_null(True)
+    return [
+        value_bits(pl.col("SYNTAX"), _SYNTAX_REASONS),
+        value_bits(pl.col("DNS_STATUS"), _DNS_REASONS),
+        value_bits(pl.col("MAILBOX"), _MAILBOX_REASONS),
+        value_bits(pl.col("REPAIR"), _REPAIR_REASONS),
+        *flag_bits(
+            {
+                Reason.IMPLICIT_MX: implicit,
+                Reason.ROLE: pl.col("ROLE"),
+                Reason.DISPOSABLE: pl.col("DISPOSABLE"),
+                Reason.TYPO_SUSPECTED: pl.col("SUGGESTED_DOMAIN") != "",
+                Reason.API_VERIFIED: pl.col("API_VERDICT").is_not_null(),
+                Reason.KNOWN_BOUNCE: pl.col("LEDGER_KNOWN") & ~lifted.fill_null(False),
+                Reason.SUSPECTED_BOUNCES: pl.col("LEDGER_SUSPECTED"),
+            }
+        ),
+    ]
+
+
+def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
+    """Add the spec's fields and REASON to rows that went through :func:`attach_domains`.
+
+    SUGGESTION is the corrected full address, or the corrected domain in domain mode.
+    """
+    rows = with_address_columns(rows)  # domain mode, or rows that skipped check_addresses
+    # The working column _REASONS stays: a pass to drop it costs more than carrying it to the
+    # writer and the service, which select what they show.
+    decided = judge(
+        rows,
+        reason_bits(),
+        remote=("API_VERDICT", "API_SCORE"),
+        # No domain answer (no usable domain): the domain is Invalid.
+        partial={"DOMAIN_VERDICT": Partial(DOMAIN_REASONS, "DNS_STATUS", Verdict.INVALID)},
+        also=_spec_fields(domain_mode),
+    )
+    if decided.get_column("MAILBOX").null_count() == decided.height:
+        return decided  # no mailbox answer anywhere: no implicit MX was lifted
+    # An accepted mailbox lifts implicit_mx from the address (reason_bits), not from the
+    # domain: the domain's own DNS still points only at an A record, so it stays Risky.
+    implicit = pl.col("DNS_STATUS") == DnsStatus.IMPLICIT_MX.value
+    valid = pl.col("DOMAIN_VERDICT") == Verdict.VALID.value
+    return decided.with_columns(
+        DOMAIN_VERDICT=pl.when(implicit & valid)
+        .then(pl.lit(Verdict.RISKY.value))
+        .otherwise(pl.col("DOMAIN_VERDICT"))
+    )
+
+
+@functools.cache
+def _spec_fields(domain_mode: bool) -> dict[str, pl.Expr]:
+    """The spec's fields that are not a verdict, from a row's columns (built once)."""
+    # A corrected domain does not mend a broken local part: no suggestion for those.
+    suggestion = (
+        pl.when(pl.col("SYNTAX") != Syntax.INVALID.value)
+        .then(pl.col("SUGGESTED_DOMAIN"))
+        .fill_null("")
+    )
+    corrected = suggestion if domain_mode else pl.col("LOCAL") + "@" + suggestion
+    return dict(
+        MX=pl.col("MX").fill_null(""),
+        # The ledger's word, the remote service's, and an SMTP answer of "disabled" or "full".
+        HAS_SUSPECTED_BOUNCES=pl.any_horizontal(
+            pl.col("LEDGER_SUSPECTED"),
+            pl.col("API_SUSPECTED_BOUNCES"),
+            pl.col("MAILBOX").is_in([Mailbox.DISABLED.value, Mailbox.FULL.value]),
+        ).fill_null(False),
+        LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS=pl.col("ROLE"),
+        HAS_KNOWN_BOUNCES=pl.any_horizontal(
+            pl.col("LEDGER_KNOWN"), pl.col("API_KNOWN_BOUNCES")
+        ).fill_null(False),
+        DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS=pl.col("DISPOSABLE").fill_null(False),
+        # The address a broken cell holds, else a typo fix of the domain.
+        SUGGESTION=pl.when(pl.col("REPAIRED") != "")
+        .then(pl.col("REPAIRED"))
+        .when(suggestion != "")
+        .then(corrected)
+        .otherwise(pl.lit("")),
+    )
+
+
+@functools.cache
+def list_fields() -> dict[str, pl.Expr]:
+    """The columns a cleaned list has beside the spec's, from a decided row's columns."""
+    return dict(
+        # Safe to send: a Valid address, once (the first row that has it).
+        SAFE_TO_SEND=(pl.col("VERDICT") == Verdict.VALID.value) & ~pl.col("DUPLICATE"),
+        FREE_PROVIDER=pl.col("FREE_PROVIDER").fill_null(False),
+        # What explains the answer: the parser's reason, else the mail server's words.
+        DETAIL=pl.when(pl.col("SYNTAX_DETAIL") != "")
+        .then(pl.col("SYNTAX_DETAIL"))
+        .otherwise(pl.col("MAILBOX_REPLY").fill_null("")),
+    )

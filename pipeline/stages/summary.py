@@ -1,0 +1,317 @@
+"""What a run did: the figures the decide pass counts as it writes (:class:`Tally`), the typed
+summary both engines build the same way (:func:`summarize`), and its two renderings written
+beside the output, ``summary.json`` and the HTML report (:func:`write_summaries`).
+
+Rows and unique addresses are told apart everywhere: ``verdicts`` counts rows, and
+``verdicts_unique`` counts each distinct address once (its first row), so it sums to
+``distinct_addresses``. ``safe_to_send`` is the number of rows with SAFE_TO_SEND true (Valid,
+the address's first row) and ``safe_to_send_share`` its share of the distinct addresses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+import polars as pl
+
+from pipeline.core.engine import DomainStats
+from pipeline.core.mailboxes.types import CheckStats
+from pipeline.core.repairs import Repair
+from pipeline.core.schema import SCHEMA_VERSION
+from pipeline.core.verdict import Reason, Verdict
+from pipeline.report import write_report
+from pipeline.stages.base import StageSummary
+from pipeline.stages.provenance import RunFacts
+from pipeline.stages.read import SourceInfo
+from pipeline.stages.steps import counted
+from pipeline.stages.write import OutputPaths, write_summary
+
+if TYPE_CHECKING:
+    from pipeline.stages.email_column import EmailColumn
+    from pipeline.stages.job import CleanJob
+    from pipeline.stages.read import ListReader
+
+TOP_DOMAINS: Final = 20  # domains listed in top_domains (and charted in the report)
+TOP_TYPOS: Final = 20
+_VERDICTS: Final = tuple(v.value for v in Verdict)
+_REPAIRS: Final = frozenset(r.value for r in Repair)
+_COMPACT_EVERY: Final = 32  # per-batch domain counts kept before they are summed together
+_NUMBER: Final = re.compile(r"\d+")
+
+
+@dataclass(frozen=True)
+class NormalizeStats:
+    distinct_addresses: int
+    duplicates: int
+
+
+class Tally:
+    """What the decide pass counts in the output rows it writes, batch by batch."""
+
+    def __init__(self) -> None:
+        self.verdicts: Counter[str] = Counter()
+        self.verdicts_unique: Counter[str] = Counter()
+        self.reasons: Counter[str] = Counter()  # rows per REASON string
+        self.safe_to_send = 0
+        self._domains: list[pl.DataFrame] = []
+        self._typos: Counter[tuple[str, str]] = Counter()
+
+    def add(self, rows: pl.DataFrame) -> None:
+        """Count *rows*, output rows as written (VERDICT, REASON, DUPLICATE, SAFE_TO_SEND...)."""
+        verdict = pl.col("VERDICT")
+        unique = ~pl.col("DUPLICATE") & (pl.col("EMAIL") != "")
+        self.verdicts.update(counted(rows.get_column("VERDICT")))
+        self.verdicts_unique.update(counted(rows.filter(unique).get_column("VERDICT")))
+        self.reasons.update(counted(rows.get_column("REASON")))
+        self.safe_to_send += int(rows.get_column("SAFE_TO_SEND").sum())
+        per_verdict = ((verdict == v).sum().alias(v) for v in _VERDICTS)
+        per_domain = rows.filter(pl.col("DOMAIN") != "").group_by("DOMAIN")
+        self._domains.append(per_domain.agg(pl.len().alias("rows"), *per_verdict))
+        if len(self._domains) >= _COMPACT_EVERY:
+            self._domains = [_summed(self._domains)]
+        typos = rows.filter(
+            pl.col("REASON").str.contains(Reason.TYPO_SUSPECTED.value, literal=True)
+            & (pl.col("SUGGESTION") != "")
+        )
+        fixed = typos.select("DOMAIN", pl.col("SUGGESTION").str.split("@").list.last())
+        self._typos.update(fixed.iter_rows())
+
+    def reason_counts(self) -> dict[str, int]:
+        return reason_counts(self.reasons)
+
+    def top_domains(self, limit: int = TOP_DOMAINS) -> list[dict[str, Any]]:
+        """The *limit* domains with the most rows: rows, and rows of each verdict."""
+        if not self._domains:
+            return []
+        ranked = _summed(self._domains).sort(["rows", "DOMAIN"], descending=[True, False])
+        top = ranked.head(limit).rename({"DOMAIN": "domain"})
+        return [{k: v for k, v in row.items()} for row in top.iter_rows(named=True)]
+
+    def typo_fixes(self, limit: int = TOP_TYPOS) -> list[dict[str, Any]]:
+        ranked = sorted(self._typos.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        return [{"domain": d, "suggestion": s, "rows": n} for (d, s), n in ranked]
+
+
+def _summed(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    return pl.concat(parts).group_by("DOMAIN").agg(pl.all().sum())
+
+
+def reason_counts(per_string: Mapping[str, int]) -> dict[str, int]:
+    """Rows per reason code, from rows per REASON string (split once per distinct string)."""
+    codes: Counter[str] = Counter()
+    for text, n in per_string.items():
+        for code in text.split(";"):
+            if code:
+                codes[code] += n
+    return _ranked(codes)
+
+
+def reject_kind(reason: str) -> str:
+    """A rejected record's reason with its numbers generalized, for counting like with like
+    (``row has 5 fields but the header has 3`` -> ``row has N fields but the header has N``)."""
+    return _NUMBER.sub("N", reason)
+
+
+def _ranked(counts: Mapping[str, int]) -> dict[str, int]:
+    return {k: n for k, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))}
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run did, from its stages' typed results; :meth:`as_dict` is ``summary.json``."""
+
+    input: str
+    files: dict[str, str]  # role (output, rejects, summary, report, valid...) -> name or URL
+    rows_in: int
+    rows_out: int
+    rows_rejected: int
+    normalized: NormalizeStats
+    domains: DomainStats
+    checks: CheckStats | None  # None: no address-level checker ran
+    dns_queries: int  # every query the run sent: domains, mail hosts, canaries
+    verdicts: dict[str, int]
+    verdicts_unique: dict[str, int]
+    reasons: dict[str, int]
+    safe_to_send: int
+    top_domains: list[dict[str, Any]]
+    typo_fixes: list[dict[str, Any]]
+    rejects_by_reason: dict[str, int]
+    stages: list[StageSummary]
+    run: RunFacts
+    warnings: list[str] = field(default_factory=list)
+    source: SourceInfo | None = None  # what the input turned out to be
+    email: EmailColumn | None = None  # the column read, and why
+    encoding: str = ""  # of a text input, as detected
+    delimiter: str = ""
+    output_format: str = "parquet"
+
+    @property
+    def output(self) -> str:
+        return self.files.get("output", "")
+
+    @property
+    def rejects_file(self) -> str:
+        return self.files.get("rejects", "")
+
+    @property
+    def safe_to_send_share(self) -> float:
+        distinct = self.normalized.distinct_addresses
+        return round(self.safe_to_send / distinct, 4) if distinct else 0.0
+
+    @property
+    def repairs(self) -> dict[str, int]:
+        return {code: n for code, n in self.reasons.items() if code in _REPAIRS}
+
+    def share(self, rows: int) -> float:
+        """*rows* as a share of the input's rows (rejected ones included)."""
+        return rows / self.rows_in if self.rows_in else 0.0
+
+    def sent(self, kind: str) -> int:
+        """Requests the *kind* ("smtp" or "api") checker sent."""
+        return self.checks.requests if self.checks and self.checks.kind == kind else 0
+
+    @property
+    def smtp_sessions(self) -> int:
+        return self.checks.sessions if self.checks else 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input": self.input,
+            "output": self.output,
+            "rejects_file": self.rejects_file,
+            "files": self.files,
+            "rows_in": self.rows_in,
+            "distinct_addresses": self.normalized.distinct_addresses,
+            "safe_to_send": self.safe_to_send,
+            "safe_to_send_share": self.safe_to_send_share,
+            "duplicates": self.normalized.duplicates,
+            "rows_out": self.rows_out,
+            "rows_rejected": self.rows_rejected,
+            "verdicts": self.verdicts,
+            "verdicts_unique": self.verdicts_unique,
+            "reasons": self.reasons,
+            "top_domains": self.top_domains,
+            "typo_fixes": self.typo_fixes,
+            "repairs": self.repairs,
+            "rejects_by_reason": self.rejects_by_reason,
+            **self._counters(),
+            "stages": [dataclasses.asdict(s) for s in self.stages],
+            "warnings": self.warnings,
+            **self._described(),
+            "run": self.run.as_dict(),
+        }
+
+    def _counters(self) -> dict[str, int]:
+        return {
+            "distinct_domains": self.domains.distinct_domains,
+            "dns_queries": self.dns_queries,
+            "cache_hits": self.domains.cache_hits,
+            "rcpts_sent": self.sent("smtp"),
+            "smtp_sessions": self.smtp_sessions,
+            "api_requests": self.sent("api"),
+        }
+
+    def _described(self) -> dict[str, Any]:
+        """What was read and written, how: the input's kind, encoding, delimiter and email
+        column (with the rule that chose it), the output's format and schema version."""
+        source = self.source or SourceInfo("")
+        email = self.email
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "output_format": self.output_format,
+            "input_format": source.format,
+            "compression": source.compression,
+            "members": list(source.members),
+            "sheet": source.sheet,
+            "encoding": self.encoding,
+            "delimiter": self.delimiter,
+            "email_column": email.name if email else "",
+            "email_column_rule": email.rule if email else "",
+            "email_column_why": email.why if email else "",
+        }
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What the stages counted, as both engines hand it to :func:`summarize`."""
+
+    rows: int  # rows read and written
+    rejected: int
+    normalized: NormalizeStats
+    domains: DomainStats
+    checks: CheckStats | None
+    dns_queries: int
+    tally: Tally
+    rejects_by_reason: Mapping[str, int]
+
+
+def summarize(
+    job: CleanJob,
+    reader: ListReader,
+    counts: Counts,
+    stages: list[StageSummary],
+    run: RunFacts,
+) -> RunSummary:
+    """The run's summary, the same way for every engine."""
+    paths = job.paths
+    tally = counts.tally
+    return RunSummary(
+        input=job.name or str(job.input),
+        files={role: paths.name(path) for role, path in paths.files(job.split).items()},
+        rows_in=counts.rows + counts.rejected,
+        rows_out=counts.rows,
+        rows_rejected=counts.rejected,
+        normalized=counts.normalized,
+        domains=counts.domains,
+        checks=counts.checks,
+        dns_queries=counts.dns_queries,
+        verdicts=_ranked(tally.verdicts),
+        verdicts_unique=_ranked(tally.verdicts_unique),
+        reasons=tally.reason_counts(),
+        safe_to_send=tally.safe_to_send,
+        top_domains=tally.top_domains(),
+        typo_fixes=tally.typo_fixes(),
+        rejects_by_reason=_ranked(counts.rejects_by_reason),
+        stages=stages,
+        run=run,
+        warnings=list(reader.warnings),
+        **described(reader, job),
+    )
+
+
+def described(reader: ListReader, job: CleanJob) -> dict[str, Any]:
+    """The summary's fields about what was read and written."""
+    return {
+        "source": reader.info,
+        "email": reader.email,
+        # A sheet is read through a CSV of our own making: its encoding says nothing.
+        "encoding": reader.encoding if reader.info.format != "xlsx" else "",
+        "delimiter": reader.delimiter if reader.info.format != "xlsx" else "",
+        "output_format": job.format.value,
+    }
+
+
+def write_summaries(summary: RunSummary, paths: OutputPaths) -> None:
+    """``summary.json``, then the report drawn from it, each made visible whole."""
+    record = summary.as_dict()
+    write_summary(record, paths.summary, paths.publish)
+    write_report(record, paths.report, paths.publish)
+
+
+def provenance_of(job: CleanJob, reader: ListReader, run: RunFacts) -> dict[str, Any]:
+    """What the Parquet output's ``listclean`` key-value metadata records: the input, the email
+    column as ``summary.json`` names it, the schema version and the run's provenance."""
+    email = reader.email
+    return {
+        "input": job.name or str(job.input),
+        "email_column": email.name,
+        "email_column_rule": email.rule,
+        "email_column_why": email.why,
+        "schema_version": SCHEMA_VERSION,
+        **run.as_dict(),
+    }

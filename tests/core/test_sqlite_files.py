@@ -1,0 +1,50 @@
+"""Every file the project creates holding keys, people, secrets or addresses is its owner's
+alone, whatever the umask: the stores and the caches, their folders too."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core.config import BouncesConfig, CacheConfig, ContactsConfig, VerifyConfig
+from pipeline.core.contacts.store import ContactStore
+from pipeline.core.domain_cache import DomainCache
+from pipeline.core.mailboxes.cache import MailboxCache
+from pipeline.core.sqlite import SqliteFile
+from pipeline.service.store import ServiceStore
+
+OPENERS: dict[str, Callable[[Path], SqliteFile | ContactStore | BounceLedger]] = {
+    "service store (key hashes, counters)": ServiceStore,
+    "contact store (people, the suppression secret, the audit)": lambda p: ContactStore(
+        p, ContactsConfig()
+    ),
+    "bounce ledger (addresses)": lambda p: BounceLedger(p, BouncesConfig()),
+    "domain cache": lambda p: DomainCache(p, CacheConfig()),
+    "mailbox cache (addresses)": lambda p: MailboxCache(p, VerifyConfig()),
+}
+
+
+@contextlib.contextmanager
+def umask(mask: int) -> Iterator[None]:
+    old = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.parametrize("what", OPENERS)
+def test_created_for_its_owner_alone(tmp_path: Path, what: str) -> None:
+    path = tmp_path / "new" / "folder" / "file.sqlite"
+    with umask(0o022), OPENERS[what](path) as store:
+        store.ping()  # written through: the -wal and -shm files exist too
+    made = [p for p in path.parent.iterdir() if p.name.startswith("file.sqlite")]
+    assert path in made
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in made} == {p.name: "0o600" for p in made}
+    for folder in (tmp_path / "new", tmp_path / "new" / "folder"):
+        assert oct(folder.stat().st_mode & 0o777) == "0o700", folder
