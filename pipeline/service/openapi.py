@@ -334,7 +334,7 @@ def openapi_document(config: ServiceConfig) -> dict[str, Any]:
             "/healthz": {
                 "get": {
                     "operationId": "health",
-                    "summary": "Liveness for load balancers; not counted",
+                    "summary": "Health for load balancers; not counted",
                     "responses": {
                         "200": {
                             "description": "Serving.",
@@ -347,7 +347,23 @@ def openapi_document(config: ServiceConfig) -> dict[str, Any]:
                                     }
                                 }
                             },
-                        }
+                        },
+                        "503": {
+                            "description": "The service database does not answer: take this "
+                            "instance out of rotation until it is 200 again.",
+                            "content": {
+                                "application/json": {
+                                    "schema": {
+                                        "type": "object",
+                                        "required": ["status", "detail"],
+                                        "properties": {
+                                            "status": {"const": "unavailable"},
+                                            "detail": {"type": "string"},
+                                        },
+                                    }
+                                }
+                            },
+                        },
                     },
                 }
             },

@@ -8,9 +8,11 @@ import re
 from pathlib import Path
 
 import aiohttp
+import jsonschema
 import pytest
 
 from pipeline.cli import main
+from pipeline.service.openapi import openapi_document
 from tests import pg
 from tests.core.contacts.common import SAMPLE
 from tests.service.conftest import Env, Reply, fetch, run, serving
@@ -79,6 +81,10 @@ def test_healthz_is_503_while_the_database_is_down(
     assert (up.status, up.json) == (200, {"status": "ok"})
     assert down.status == 503 and down.json["status"] == "unavailable"
     assert again.status == 200
+    documented = openapi_document(env.config())["paths"]["/healthz"]["get"]["responses"]
+    for reply in (up, down):
+        schema = documented[str(reply.status)]["content"]["application/json"]["schema"]
+        jsonschema.Draft202012Validator(schema).validate(reply.json)
 
 
 @pytest.mark.parametrize(
