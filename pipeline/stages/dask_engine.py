@@ -109,8 +109,11 @@ def connect(scheduler: str | None, workers: int) -> Iterator[Cluster]:
             except OSError as exc:
                 raise UsageError(f"Cannot reach the Dask scheduler {scheduler}: {exc}.") from exc
         else:
+            # ":0": the scheduler's HTTP server on a port of the system's choosing. Without a
+            # dashboard it still listens, on 8787 unless told: a second run at the same time
+            # (or any other Dask cluster on the host) would be warned off it.
             local = LocalCluster(  # type: ignore[no-untyped-call]
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
             )
             stack.enter_context(local)
             client = stack.enter_context(Client(local))  # type: ignore[no-untyped-call]
