@@ -72,7 +72,7 @@ def disk_use(folder: Path) -> int:
     return total
 
 
-def one_size(rows: int, runs: int, where: Path) -> dict[str, object]:
+def one_size(rows: int, runs: int, where: Path, keep: bool) -> dict[str, object]:
     data = where / f"list-{rows}"
     generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(rows)]
     subprocess.run(
@@ -81,15 +81,20 @@ def one_size(rows: int, runs: int, where: Path) -> dict[str, object]:
         stdout=subprocess.DEVNULL,
     )
     source = data / "list.csv"
+    # The floor writes beside the clean run's folder, not in it: the disk peak is the run's own.
+    floor_out = where / f"floor-{rows}"
+    floor_out.mkdir()
     out = where / f"out-{rows}"
-    out.mkdir()
-    floor_cmd = [sys.executable, "-c", FLOOR, str(source), str(out / "floor.parquet")]
+    floor_cmd = [sys.executable, "-c", FLOOR, str(source), str(floor_out / "floor.parquet")]
     clean_cmd = [sys.executable, "-m", "pipeline", "clean", str(source), "-o"]
     clean_cmd += [str(out / "clean.parquet"), "--offline", "--quiet"]
     clean_cmd += ["--cache-dir", str(out / "cache")]
     floors, cleans = [], []
     for _ in range(runs):
         floors.append(measure(floor_cmd))
+        # Each clean run starts from an empty folder, as a first run does (no earlier output).
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
         cleans.append(measure(clean_cmd, watch=out))
     ratios = [c[0] / f[0] for f, c in zip(floors, cleans, strict=True)]
     result = {
@@ -104,8 +109,9 @@ def one_size(rows: int, runs: int, where: Path) -> dict[str, object]:
         "ratio": statistics.median(ratios),
         "ratio_range": (min(ratios), max(ratios)),
     }
-    shutil.rmtree(data, ignore_errors=True)
-    shutil.rmtree(out, ignore_errors=True)
+    if not keep:
+        for folder in (data, floor_out, out):
+            shutil.rmtree(folder, ignore_errors=True)
     return result
 
 
@@ -118,7 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     where = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=args.dir))
     try:
-        results = [one_size(rows, args.runs, where) for rows in args.rows]
+        results = [one_size(rows, args.runs, where, args.keep) for rows in args.rows]
     finally:
         if not args.keep:
             shutil.rmtree(where, ignore_errors=True)
