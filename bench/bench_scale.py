@@ -160,6 +160,7 @@ def clean_run(command: list[str], out: Path, mode: str) -> dict[str, Any]:
         "disk_peak": disk,
         "stages": stages,
         "dns_queries": summary["dns_queries"],
+        "distinct_share": summary["distinct_addresses"] / summary["rows_in"],
     }
 
 
@@ -208,9 +209,9 @@ def main() -> None:
 
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
-        "| rows | CSV GiB | run | floor s | floor peak MiB | clean s | clean peak MiB "
-        "| disk peak GiB | clean / floor (median, range) |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| rows | distinct addresses | CSV GiB | run | floor s | floor peak MiB | clean s "
+        "| clean peak MiB | disk peak GiB | clean / floor (median, range) |",
+        "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         floor = r["floor"]
@@ -220,7 +221,8 @@ def table(results: list[dict[str, Any]]) -> str:
             m = r[mode]
             low, high = m["ratio_range"]
             lines.append(
-                f"| {r['rows']:,} | {r['csv_bytes'] / 2**30:.2f} | {mode} | "
+                f"| {r['rows']:,} | {r['runs'][mode][0]['distinct_share']:.1%} | "
+                f"{r['csv_bytes'] / 2**30:.2f} | {mode} | "
                 f"{floor['seconds']:.1f} | {floor['rss_mib']:.0f} | {m['seconds']:.1f} | "
                 f"{m['rss_mib']:.0f} (max {m['rss_mib_max']:.0f}) | "
                 f"{m['disk_peak'] / 2**30:.2f} | {m['ratio']:.2f}x ({low:.2f}-{high:.2f}) |"
