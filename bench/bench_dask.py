@@ -96,8 +96,9 @@ def check(results: dict[str, dict[str, Any]]) -> None:
 
     The mail hosts' address questions (A, AAAA) are counted, not compared: when a query is lost
     under load and times out, the exchange check asks the host's other address type or the next
-    host, so which of them are asked depends on which queries were lost. Queries sent are
-    reported, not compared either: a UDP query lost under load is sent again."""
+    host, so which of them are asked depends on which queries were lost. The run's own count of
+    queries is reported, not compared either: it counts every question asked of its resolver,
+    those c-ares answered from its cache and those sent again after a loss included."""
     local = results["local"]
     mx = {n: {q for q in m["asked"] if q.endswith(" MX")} for n, m in results.items()}
     for name in results:
@@ -123,7 +124,7 @@ def questions(path: Path) -> dict[str, int]:
 
 def table(r: dict[str, dict[str, Any]]) -> str:
     lines = [
-        "| engine | seconds | rows/s | rows/s per worker | DNS queries sent "
+        "| engine | seconds | rows/s | rows/s per worker | DNS queries (run's count) "
         "| distinct questions received (MX / host A, AAAA) | questions received more than once "
         "| driver peak RSS MiB | largest worker peak RSS MiB |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
