@@ -2,19 +2,36 @@
 
 Prints the server address on the first line of standard output. The benchmark runs the DNS
 server here so that it does not share a CPU core's interpreter lock with the run it measures.
+
+Each line ``count [FILE]`` read on standard input prints, as one JSON line, the queries received
+since the start or the last ``count`` and how many distinct questions (name and type) they
+asked, writes each question and how often it came to FILE when given, then starts counting
+again. A question that came twice was sent again (its answer came late) or asked twice.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from collections import Counter
+from pathlib import Path
 
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 
 
 def main() -> None:
-    with SandboxDNS(load_world(sys.argv[1])) as server:
+    with SandboxDNS(load_world(sys.argv[1]), query_log_limit=10_000_000) as server:
         print(server.address, flush=True)
-        sys.stdin.read()
+        for line in sys.stdin:
+            command, _, path = line.strip().partition(" ")
+            if command == "count":
+                asked = Counter(server.queries())
+                queries = server.query_count
+                server.reset_counts()
+                if path:  # the distinct questions too, one "NAME TYPE TIMES" a line
+                    lines = (f"{n} {t} {times}\n" for (n, t), times in sorted(asked.items()))
+                    Path(path).write_text("".join(lines))
+                print(json.dumps({"queries": queries, "questions": len(asked)}), flush=True)
 
 
 if __name__ == "__main__":
