@@ -11,6 +11,11 @@ request could forge others (CWE-117); :func:`for_log` escapes it.
 
 from __future__ import annotations
 
+import traceback
+from pathlib import PurePath
+
+from pipeline.core.errors import StoreError
+
 _LOG_ESCAPES = {ord("\\"): "\\\\", ord('"'): '\\"'}
 
 
@@ -49,3 +54,12 @@ def _escape(text: str) -> str:
         else:  # C0/C1 controls, line and paragraph separators, surrogates, unassigned
             out.append(char.encode("unicode_escape").decode("ascii"))
     return "".join(out)
+
+
+def failure_line(exc: BaseException) -> str:
+    """An unexpected error in one line: its type and the frames it came through, innermost
+    first. Our store's errors keep their message (it names the file, never a request value)."""
+    frames = traceback.extract_tb(exc.__traceback__)[-8:]
+    where = " < ".join(f"{PurePath(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
+    message = f": {for_log(str(exc), 300)}" if isinstance(exc, StoreError) else ""
+    return f"{type(exc).__name__}{message} at {where or '?'}"

@@ -29,7 +29,7 @@ from pipeline.core.assembly import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.database import Where, store_where
 from pipeline.core.engine import Engine, verify_many_json
-from pipeline.core.text import for_log
+from pipeline.core.text import failure_line, for_log
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
     InternalError,
@@ -48,7 +48,7 @@ from pipeline.service.keys import (
     Connections,
     Services,
 )
-from pipeline.service.logs import failure_line, log_failure
+from pipeline.service.logs import log_failure
 from pipeline.service.params import Limits
 from pipeline.service.quotas import Decision, Identity, Quotas
 from pipeline.service.routes import add_routes, identify

@@ -13,15 +13,12 @@
 from __future__ import annotations
 
 import logging
-import traceback
 import urllib.parse
-from pathlib import PurePath
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from pipeline.core.errors import StoreError
-from pipeline.core.text import for_log
+from pipeline.core.text import failure_line, for_log
 
 # Set on the answer to a request aiohttp could not parse: there is no method or path to show.
 UNREADABLE = web.ResponseKey("listclean.unreadable", bool)
@@ -48,15 +45,6 @@ def _value_for_log(name: str, value: str) -> str:
 
 def _unquote(text: str) -> str:
     return urllib.parse.unquote_plus(text, errors="replace") if "%" in text or "+" in text else text
-
-
-def failure_line(exc: BaseException) -> str:
-    """An unexpected error in one line: its type and the frames it came through, innermost
-    first. Our store's errors keep their message (it names the file, never a request value)."""
-    frames = traceback.extract_tb(exc.__traceback__)[-8:]
-    where = " < ".join(f"{PurePath(f.filename).name}:{f.lineno} {f.name}" for f in reversed(frames))
-    message = f": {for_log(str(exc), 300)}" if isinstance(exc, StoreError) else ""
-    return f"{type(exc).__name__}{message} at {where or '?'}"
 
 
 class RedactingAccessLogger(AbstractAccessLogger):

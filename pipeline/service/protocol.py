@@ -21,9 +21,10 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.http_exceptions import BadHttpMethod, InvalidURLError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
+from pipeline.core.text import failure_line
 from pipeline.service.errors import InternalError, InvalidParameter, Problem
 from pipeline.service.keys import CONNECTIONS, SERVICES
-from pipeline.service.logs import UNREADABLE, RedactingAccessLogger, failure_line
+from pipeline.service.logs import UNREADABLE, RedactingAccessLogger
 from pipeline.service.quotas import Identity
 
 log = logging.getLogger("listclean.service")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pipeline.core.database import Where, is_url
-from pipeline.service.logs import failure_line
+from pipeline.core.text import failure_line
 from pipeline.service.pg_store import PostgresLiveState, PostgresServiceStore
 from pipeline.service.store import ApiKey, ServiceStore
 

@@ -16,7 +16,6 @@ from typing import Final
 
 import phonenumbers
 from phonenumbers import PhoneMetadata
-from phonenumbers.geodata.locale import LOCALE_DATA
 
 WORD: Final = re.compile(r"[^\W_]+")
 
@@ -92,10 +91,15 @@ def country_region(country: str) -> str:
     """The ISO 3166-1 alpha-2 code of a country as an address writes it ("Mexico", "México",
     "Deutschland", "UK", "USA", "DE"), or "" when unknown. Names are those phonenumbers'
     geocoding data has for each country, in every language it has them in."""
-    return _COUNTRIES.get(" ".join(words(country)), "")
+    return _country_names().get(" ".join(words(country)), "")
 
 
+@functools.cache
 def _country_names() -> dict[str, str]:
+    """Built on first use: phonenumbers' geocoding data takes a third of a second to load,
+    which a command that never reads a contact file should not pay."""
+    from phonenumbers.geodata.locale import LOCALE_DATA
+
     names: dict[str, str] = {}
     for region, by_language in LOCALE_DATA.items():
         if region not in phonenumbers.SUPPORTED_REGIONS:
@@ -145,6 +149,3 @@ def person_key(name: str, address: str) -> str:
     """Who a record is about when identifiers differ: folded name and address; "" if either is."""
     name_part, address_part = " ".join(words(name)), " ".join(words(address))
     return f"{name_part}|{address_part}" if name_part and address_part else ""
-
-
-_COUNTRIES: Final = _country_names()
