@@ -42,24 +42,28 @@ _FOOTERS: Final = "(?i)" + "|".join(
 
 def filler_kind(frame: pl.DataFrame) -> pl.Series:
     """Per row of *frame* (text columns): ``empty_row``, ``footer`` or null (a record)."""
+    found = pl.Series("filler", [None] * frame.height, dtype=pl.String)
     text = [pl.col(name) for name, dtype in frame.schema.items() if dtype == pl.String]
     if not text:
-        return pl.Series("filler", [None] * frame.height, dtype=pl.String)
+        return found
+    # A row with an @ anywhere is a record: only the few without one are looked at closely.
+    has_at = pl.any_horizontal(c.str.contains("@", literal=True).fill_null(False) for c in text)
+    rest = frame.with_row_index("_row").filter(~has_at)
+    if rest.is_empty():
+        return found
     cells = [pl.when(c.str.strip_chars(_BLANK) != "").then(c.str.strip_chars()) for c in text]
     joined = pl.concat_str(cells, separator=" ", ignore_nulls=True)
     filled = pl.sum_horizontal(c.is_not_null() for c in cells)
-    has_at = pl.any_horizontal(c.str.contains("@", literal=True).fill_null(False) for c in text)
     footer = joined.str.contains(_FOOTERS) & (filled * 2 <= max(2, len(text)))
     kind = (
-        pl.when(has_at)
-        .then(pl.lit(None, pl.String))
-        .when(filled == 0)
+        pl.when(filled == 0)
         .then(pl.lit(EMPTY_ROW))
         .when(footer)
         .then(pl.lit(FOOTER))
         .otherwise(pl.lit(None, pl.String))
     )
-    return frame.select(kind.alias("filler")).get_column("filler")
+    kinds = rest.select("_row", kind.alias("filler"))
+    return found.scatter(kinds.get_column("_row"), kinds.get_column("filler"))
 
 
 def blank_text(raw: str) -> bool:

@@ -53,9 +53,3 @@ def decide_rows(
         work = join_answers(work, answers)
     decided = decide(with_address_columns(work))
     return output_frame(Batch(batch.originals, decided))
-
-
-def counted(values: pl.Series) -> dict[str, int]:
-    """How many rows hold each value (nulls left out)."""
-    found = values.filter(values.is_not_null()).value_counts()
-    return {str(k): int(v) for k, v in found.iter_rows()}

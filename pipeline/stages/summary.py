@@ -28,7 +28,6 @@ from pipeline.report import write_report
 from pipeline.stages.base import StageSummary
 from pipeline.stages.provenance import RunFacts
 from pipeline.stages.read import SourceInfo
-from pipeline.stages.steps import counted
 from pipeline.stages.write import OutputPaths, write_summary
 
 if TYPE_CHECKING:
@@ -63,20 +62,26 @@ class Tally:
 
     def add(self, rows: pl.DataFrame) -> None:
         """Count *rows*, output rows as written (VERDICT, REASON, DUPLICATE, SAFE_TO_SEND...)."""
-        verdict = pl.col("VERDICT")
-        unique = ~pl.col("DUPLICATE") & (pl.col("EMAIL") != "")
-        self.verdicts.update(counted(rows.get_column("VERDICT")))
-        self.verdicts_unique.update(counted(rows.filter(unique).get_column("VERDICT")))
-        self.reasons.update(counted(rows.get_column("REASON")))
-        self.safe_to_send += int(rows.get_column("SAFE_TO_SEND").sum())
-        per_verdict = ((verdict == v).sum().alias(v) for v in _VERDICTS)
+        # One pass for the verdicts (of rows and of unique addresses), the reasons and the
+        # safe-to-send count: a few hundred groups at most (verdict x REASON string x unique).
+        unique = (~pl.col("DUPLICATE") & (pl.col("EMAIL") != "")).alias("unique")
+        groups = rows.group_by("VERDICT", "REASON", unique).agg(
+            pl.len(), pl.col("SAFE_TO_SEND").sum()
+        )
+        for verdict, reason, is_unique, n, safe in groups.iter_rows():
+            self.verdicts[verdict] += n
+            self.reasons[reason] += n
+            if is_unique:
+                self.verdicts_unique[verdict] += n
+            self.safe_to_send += safe
+        per_verdict = ((pl.col("VERDICT") == v).sum().alias(v) for v in _VERDICTS)
         per_domain = rows.filter(pl.col("DOMAIN") != "").group_by("DOMAIN")
         self._domains.append(per_domain.agg(pl.len().alias("rows"), *per_verdict))
         if len(self._domains) >= _COMPACT_EVERY:
             self._domains = [_summed(self._domains)]
-        typos = rows.filter(
+        suggested = rows.filter(pl.col("SUGGESTION") != "")  # few rows: the text test after
+        typos = suggested.filter(
             pl.col("REASON").str.contains(Reason.TYPO_SUSPECTED.value, literal=True)
-            & (pl.col("SUGGESTION") != "")
         )
         fixed = typos.select("DOMAIN", pl.col("SUGGESTION").str.split("@").list.last())
         self._typos.update(fixed.iter_rows())
