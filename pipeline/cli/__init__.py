@@ -1,7 +1,8 @@
 """The ``listclean`` command line.
 
     listclean clean INPUT [-o OUTPUT] [--email-column NAME] [--quiet] [--work-dir DIR]
-                    [common options] [verify options]
+                    [--split] [--fail-on-invalid SHARE] [--fail-on-rejected SHARE]
+                    [--log-format text|json] [common options] [verify options]
     listclean verify ADDRESS [--domain] [common options] [verify options]
     listclean doctor [common options] [verify options]
     listclean bounces import FILE... | list [--email ADDR] [--limit N]  [store options]
@@ -22,10 +23,12 @@
     (a postgresql:// URL for --db is a PostgreSQL database; a path, a SQLite file)
 
 Exit codes: 0 ok, 1 unexpected error or a failed ``doctor`` check, 2 bad usage or input,
-3 resolver unhealthy or no outbound SMTP, 130 interrupted.
+3 resolver unhealthy or no outbound SMTP, 4 every file written but the results crossed a
+``--fail-on-*`` share, 130 interrupted.
 
 One module per concern: :mod:`.common` holds the options and helpers the commands share,
-:mod:`.lists` the list commands (clean, verify, doctor), :mod:`.records` the bounce ledger and
+:mod:`.log` what a command writes on standard error (text or JSON, progress), :mod:`.outcome`
+what ``clean`` reports when it is done, :mod:`.lists` the list commands (clean, verify, doctor), :mod:`.records` the bounce ledger and
 the contact store, :mod:`.service` the HTTP service and its API keys. Each registers its own
 subcommands with ``add_commands``.
 """
