@@ -28,9 +28,9 @@ Exit codes: 0 ok, 1 unexpected error or a failed ``doctor`` check, 2 bad usage o
 
 One module per concern: :mod:`.common` holds the options and helpers the commands share,
 :mod:`.log` what a command writes on standard error (text or JSON, progress), :mod:`.outcome`
-what ``clean`` reports when it is done, :mod:`.lists` the list commands (clean, verify, doctor), :mod:`.records` the bounce ledger and
-the contact store, :mod:`.service` the HTTP service and its API keys. Each registers its own
-subcommands with ``add_commands``.
+what ``clean`` reports when it is done, :mod:`.lists` the list commands (clean, verify,
+doctor), :mod:`.records` the bounce ledger and the contact store, :mod:`.service` the HTTP
+service and its API keys. Each registers its own subcommands with ``add_commands``.
 """
 
 from __future__ import annotations
