@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_clean import served_world
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
@@ -67,17 +69,7 @@ def main() -> None:
     subprocess.run([*generate, "--domains", str(args.domains), "--out", str(out)], check=True)
     for name in checkouts:
         shutil.rmtree(out / f"cache-{name}", ignore_errors=True)
-    server = subprocess.Popen(
-        [sys.executable, str(HERE / "dns_serve.py"), str(out / "world.json")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        address = server.stdout.readline().strip()
-        config = out / "bench.toml"
-        config.write_text(f'[dns]\nnameservers = ["{address}"]\ntimeout = 2.0\nconcurrency = 200\n')
+    with served_world(out / "world.json", out) as (_, config):
         cold = {name: clean(path, out, name, config) for name, path in checkouts.items()}
         rounds = []
         for turn in range(args.rounds):
@@ -93,8 +85,6 @@ def main() -> None:
             rounds.append(measured)
             seconds = {k: round(v["process_seconds"], 2) for k, v in measured.items()}
             print(f"round {turn + 1}: {seconds}", file=sys.stderr, flush=True)
-    finally:
-        server.communicate(input="")
     results = {"checkouts": {k: str(v) for k, v in checkouts.items()}, "cold": cold}
     results["rounds"] = rounds
     (out / "before.json").write_text(json.dumps(results, indent=2))

@@ -12,11 +12,13 @@ Markdown table for the README and writes ``results.json`` beside the list.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +59,27 @@ def clean(out: Path, name: str, config: Path) -> dict[str, Any]:
     return measured
 
 
+@contextlib.contextmanager
+def served_world(world: Path, where: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    """The list's DNS world served on loopback in its own process (``dns_serve.py``, which
+    answers ``count`` lines on its standard input); yields it and a settings file in *where*
+    that points at it."""
+    server = subprocess.Popen(
+        [sys.executable, str(HERE / "dns_serve.py"), str(world)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        address = server.stdout.readline().strip()
+        config = where / "bench.toml"
+        config.write_text(f'[dns]\nnameservers = ["{address}"]\ntimeout = 2.0\nconcurrency = 200\n')
+        yield server, config
+    finally:
+        server.communicate(input="")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -78,21 +101,9 @@ def main() -> None:
         check=True,
     )
     shutil.rmtree(out / "cache", ignore_errors=True)
-    server = subprocess.Popen(
-        [sys.executable, str(HERE / "dns_serve.py"), str(out / "world.json")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        address = server.stdout.readline().strip()
-        config = out / "bench.toml"
-        config.write_text(f'[dns]\nnameservers = ["{address}"]\ntimeout = 2.0\nconcurrency = 200\n')
+    with served_world(out / "world.json", out) as (_, config):
         cold = clean(out, "cold", config)
         warm = clean(out, "warm", config)
-    finally:
-        server.communicate(input="")
     baseline = run(out, "email_validator", ["--email-validator", str(out / "list.csv")])
     results = {"cold": cold, "warm": warm, "email_validator": baseline}
     (out / "results.json").write_text(json.dumps(results, indent=2))

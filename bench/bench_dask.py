@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from bench_clean import run
+from bench_clean import run, served_world
 
 HERE = Path(__file__).resolve().parent
 ENGINES = {"local": [], "dask, 1 worker": ["1"], "dask, 2 workers": ["2"]}
@@ -69,20 +69,8 @@ def main() -> None:
     out: Path = args.out
     generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
     subprocess.run([*generate, "--domains", str(args.domains), "--out", str(out)], check=True)
-    server = subprocess.Popen(
-        [sys.executable, str(HERE / "dns_serve.py"), str(out / "world.json")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        address = server.stdout.readline().strip()
-        config = out / "bench.toml"
-        config.write_text(f'[dns]\nnameservers = ["{address}"]\ntimeout = 2.0\nconcurrency = 200\n')
+    with served_world(out / "world.json", out) as (server, config):
         results = {name: clean(out, name, config, w, server) for name, w in ENGINES.items()}
-    finally:
-        server.communicate(input="")
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(table(results))
     check(results)

@@ -34,9 +34,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from bench_clean import served_world
 
 HERE = Path(__file__).resolve().parent
 FLOOR = """
@@ -106,7 +107,7 @@ def one_size(rows: int, runs: int, where: Path, warm: bool, keep: bool) -> dict[
             # Warm: the domain cache (kept outside the run's folder) filled by one cold run
             # against the loopback DNS world, then every domain answered from it.
             cache = where / f"cache-{rows}"
-            config = stack.enter_context(dns_world(data / "world.json", where))
+            _, config = stack.enter_context(served_world(data / "world.json", where))
             dns = [*clean_cmd, "--config", str(config), "--cache-dir", str(cache)]
             cold = clean_run(dns, out, "cold")
             modes["warm"] = dns
@@ -162,25 +163,6 @@ def clean_run(command: list[str], out: Path, mode: str) -> dict[str, Any]:
         "dns_queries": summary["dns_queries"],
         "distinct_share": summary["distinct_addresses"] / summary["rows_in"],
     }
-
-
-@contextlib.contextmanager
-def dns_world(world: Path, where: Path) -> Iterator[Path]:
-    """The list's DNS world served on loopback in its own process; yields a config using it."""
-    server = subprocess.Popen(
-        [sys.executable, str(HERE / "dns_serve.py"), str(world)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        address = server.stdout.readline().strip()
-        config = where / "bench.toml"
-        config.write_text(f'[dns]\nnameservers = ["{address}"]\ntimeout = 2.0\nconcurrency = 200\n')
-        yield config
-    finally:
-        server.communicate(input="")
 
 
 def note(line: str) -> None:

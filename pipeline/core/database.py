@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from pipeline.core import postgres
 from pipeline.core.postgres import PostgresDb
@@ -37,6 +37,26 @@ class Database(Protocol):
     def transaction(self, write: bool = False) -> contextlib.AbstractContextManager[None]: ...
     def ping(self) -> None: ...
     def close(self) -> None: ...
+
+
+class OwnsDatabase:
+    """A store that owns one :class:`Database` (``self._db``): closed with ``with``, asked
+    whether it answers with :meth:`ping`."""
+
+    _db: Database
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def ping(self) -> None:
+        """Raise :class:`~pipeline.core.errors.StoreError` unless the store answers now."""
+        self._db.ping()
 
 
 def is_url(where: Where | None) -> bool:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from pipeline.core.database import OwnsDatabase
 from pipeline.core.postgres import LoopStatements, PostgresDb
 from pipeline.service.store import ApiKey, new_key, sha, unknown_key
 
@@ -61,7 +62,7 @@ _FIND: Final = f"SELECT {_KEY} FROM api_keys WHERE secret_sha = %s"
 LIVE_CONNECTIONS: Final = 3
 
 
-class PostgresServiceStore:
+class PostgresServiceStore(OwnsDatabase):
     """Keys and counters in a PostgreSQL database (see :class:`.state.ServiceState`)."""
 
     def __init__(self, url: str, clock: Callable[[], float] = time.time, size: int = 1) -> None:
@@ -73,18 +74,6 @@ class PostgresServiceStore:
             raise
         self._clock = clock
         self.where = self._db.where
-
-    def __enter__(self) -> PostgresServiceStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._db.close()
-
-    def ping(self) -> None:
-        self._db.ping()
 
     def create_key(self, plan: str, label: str = "") -> tuple[ApiKey, str]:
         key, secret = new_key(plan, label, self._clock())

@@ -34,13 +34,12 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Self
 
 from pipeline.core.address import parse_address
 from pipeline.core.bounces.reports import read_bounce_file
 from pipeline.core.bounces.types import BounceEvent, BounceFlags, BounceKind, ImportReport
 from pipeline.core.config import BouncesConfig
-from pipeline.core.database import Dialect, Where, dialect_of, open_database
+from pipeline.core.database import Dialect, OwnsDatabase, Where, dialect_of, open_database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -131,7 +130,7 @@ class _Statements:
 _DAY = 86400.0
 
 
-class BounceLedger:
+class BounceLedger(OwnsDatabase):
     """Bounce events of all imported reports, and the flags they add up to per address.
 
     :meth:`flags` answers a whole batch with two set-based queries (the keys, then their
@@ -156,19 +155,6 @@ class BounceLedger:
         self.where = self._db.where
         # A database across a socket (PostgreSQL): callers on an event loop call it off it.
         self.remote = self._db.dialect != "sqlite"
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._db.close()
-
-    def ping(self) -> None:
-        """Raise :class:`~pipeline.core.errors.StoreError` unless the ledger answers now."""
-        self._db.ping()
 
     def add(self, events: Iterable[BounceEvent]) -> tuple[int, int]:
         """Store *events*; (added, duplicates). Events without a key are left out."""

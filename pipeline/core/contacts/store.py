@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final, Self
+from typing import Any, Final
 
 from pipeline.core.address import Syntax, parse_address
 from pipeline.core.config import ContactsConfig, known_region
@@ -70,7 +70,7 @@ from pipeline.core.contacts.types import (
     StoredRow,
     TermKind,
 )
-from pipeline.core.database import Where, dialect_of, open_database
+from pipeline.core.database import OwnsDatabase, Where, dialect_of, open_database
 from pipeline.core.errors import UsageError
 from pipeline.core.sqlite import SqliteFile
 
@@ -80,7 +80,7 @@ _ANONYMOUS: Final = "anonymous"
 _DAY: Final = 86400.0
 
 
-class ContactStore:
+class ContactStore(OwnsDatabase):
     """Contacts, opt-outs and the lookup audit in one SQLite file or PostgreSQL database.
 
     Used under a lock: the service may call from worker threads, and a search must not read an
@@ -111,19 +111,6 @@ class ContactStore:
         # length L, below which RFC 2104 §3 discourages HMAC keys.
         self._db.execute(self._sql.add_secret, (secrets.token_bytes(32),))
         self._secret: bytes = bytes(self._db.query(self._sql.secret)[0][0])
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._db.close()
-
-    def ping(self) -> None:
-        """Raise :class:`~pipeline.core.errors.StoreError` unless the store answers now."""
-        self._db.ping()
 
     def _upgrade(self) -> None:
         """Bring a SQLite store of an earlier schema version up to this one (sql.VERSION); a
