@@ -24,7 +24,8 @@
 
 Exit codes: 0 ok, 1 unexpected error or a failed ``doctor`` check, 2 bad usage or input,
 3 resolver unhealthy or no outbound SMTP, 4 every file written but the results crossed a
-``--fail-on-*`` share, 130 interrupted.
+``--fail-on-*`` share, 130 stopped by SIGINT, 143 stopped by SIGTERM
+(:mod:`pipeline.core.signals`).
 
 One module per concern: :mod:`.common` holds the options and helpers the commands share,
 :mod:`.log` what a command writes on standard error (text or JSON, progress), :mod:`.outcome`
@@ -36,21 +37,76 @@ service and its API keys. Each registers its own subcommands with ``add_commands
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from pipeline import __version__
-from pipeline.cli import lists, records, service
-from pipeline.cli.common import plan_text
 from pipeline.cli.log import Log, LogFormat
-from pipeline.cli.outcome import print_summary
-from pipeline.core.errors import ListcleanError
+from pipeline.core.signals import Interrupted, handled
 
-__all__ = ["main", "plan_text", "print_summary"]
+__all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    args.log = log = Log(LogFormat(getattr(args, "log_format", LogFormat.TEXT)))
+    # SIGINT and SIGTERM are ours before the heavy imports of the commands: a signal at any
+    # moment ends the command with a line and an exit code, never a traceback.
+    with handled():
+        log = Log(_format_asked(sys.argv[1:] if argv is None else argv))
+        try:
+            args = _parser().parse_args(argv)
+            args.log = log = Log(LogFormat(getattr(args, "log_format", LogFormat.TEXT)))
+        except Interrupted as exc:
+            log.error("interrupted", f"stopped by {exc.name} while starting; nothing was done.")
+            return exc.exit_code
+        try:
+            return _run(args)
+        except Interrupted as exc:
+            log.error(
+                "interrupted",
+                interrupted_text(exc),
+                exit_code=exc.exit_code,
+                signal=exc.name,
+                written=list(exc.written),
+                kept=exc.kept,
+            )
+            return exc.exit_code
+
+
+def interrupted_text(exc: Interrupted) -> str:
+    """What a stopped command did and did not write, and how to go on."""
+    text = f"stopped by {exc.name}"
+    if exc.written and exc.left:
+        text += f" while publishing: written {', '.join(exc.written)}; "
+        text += f"not written {', '.join(exc.left)}."
+    elif exc.written:
+        text += f" after the commit point: every file was written ({', '.join(exc.written)})."
+    elif exc.output is not None:
+        text += f" before the commit point: no output was written ({exc.output} and its "
+        text += "companion files are as they were; temporary files were removed)."
+    else:
+        text += "."
+    if exc.kept:
+        text += f" The work folder {exc.kept} keeps the run's place: run the same command again"
+        text += " to resume."
+    return text
+
+
+def _format_asked(argv: Sequence[str]) -> LogFormat:
+    """The log format the arguments ask for, before they are parsed (a signal may come first)."""
+    words = list(argv)
+    for index, word in enumerate(words):
+        value = word.partition("=")[2] if word.startswith("--log-format=") else None
+        if word == "--log-format" and index + 1 < len(words):
+            value = words[index + 1]
+        if value == LogFormat.JSON.value:
+            return LogFormat.JSON
+    return LogFormat.TEXT
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pipeline.core.errors import ListcleanError
+
+    log: Log = args.log
     try:
         return int(args.handler(args))
     except ListcleanError as exc:
@@ -60,12 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         log.error("OSError", f"{where}{exc.strerror or exc}.", exit_code=2)
         return 2
-    except KeyboardInterrupt:
-        log.emit("error", "interrupted", "interrupted; no output was written.", exit_code=130)
-        return 130
 
 
 def _parser() -> argparse.ArgumentParser:
+    from pipeline.cli import lists, records, service
+
     parser = argparse.ArgumentParser(
         prog="listclean", description="Clean mailing lists and verify email addresses."
     )

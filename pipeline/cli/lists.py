@@ -27,6 +27,7 @@ from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
+from pipeline.core.signals import Interrupted
 from pipeline.stages.formats import OutputFormat, choose_format
 from pipeline.stages.job import (
     CleanJob,
@@ -146,36 +147,42 @@ def _clean(args: argparse.Namespace) -> int:
     memory = args.memory if args.memory is not None else config.run.memory
     if memory < 64:
         raise UsageError(f"--memory must be at least 64 (MiB), got {memory}.")
-    with contextlib.ExitStack() as stack:
-        output, upload = _output(stack, input_text, output_text, (fmt, args.split), config)
-        named = output_text if upload and output_text else str(output.resolve())
-        directory = args.work_dir or _work_dir(output, upload, named, args, config)
-        check_work_dir(directory)
-        source = stack.enter_context(open_input(input_text, config.storage))
-        folder = stack.enter_context(work_folder(directory))
-        work = None
-        if addressed:
-            run_id = fingerprint(_identity(input_text), named, args.budget, args.config)
-            work = stack.enter_context(WorkDir(folder, run_id))
-        engine = stack.enter_context(open_engine(args, work))
-        job = CleanJob(
-            source,
-            output,
-            args.email_column,
-            args.input,
-            dataset,
-            memory,
-            config.storage,
-            upload,
-            fmt,
-            args.csv_bom,
-            args.member,
-            args.sheet,
-            args.split,
-        )
-        summary = _run(args, job, engine, folder.path)
-        if work is not None:
-            work.finish()
+    work: WorkDir | None = None
+    named = output_text
+    try:
+        with contextlib.ExitStack() as stack:
+            output, upload = _output(stack, input_text, output_text, (fmt, args.split), config)
+            named = output_text if upload and output_text else str(output.resolve())
+            directory = args.work_dir or _work_dir(output, upload, named, args, config)
+            check_work_dir(directory)
+            source = stack.enter_context(open_input(input_text, config.storage))
+            folder = stack.enter_context(work_folder(directory))
+            if addressed:
+                run_id = fingerprint(_identity(input_text), named, args.budget, args.config)
+                work = stack.enter_context(WorkDir(folder, run_id))
+            engine = stack.enter_context(open_engine(args, work))
+            job = CleanJob(
+                source,
+                output,
+                args.email_column,
+                args.input,
+                dataset,
+                memory,
+                config.storage,
+                upload,
+                fmt,
+                args.csv_bom,
+                args.member,
+                args.sheet,
+                args.split,
+            )
+            summary = _run(args, job, engine, folder.path)
+            if work is not None:
+                work.finish()
+    except Interrupted as exc:
+        exc.output = named or "the output"
+        exc.kept = str(work.directory) if work is not None and work.kept else None
+        raise
     log: Log = args.log
     tell(log, summary, quiet=args.quiet)
     return judge(log, summary, args.fail_on_invalid, args.fail_on_rejected)

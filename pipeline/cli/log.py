@@ -24,8 +24,8 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from pipeline.core.clock import now
 from pipeline.core.progress import Progress, ProgressFactory
-from pipeline.stages.provenance import now
 
 
 class LogFormat(enum.StrEnum):

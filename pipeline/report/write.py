@@ -1,38 +1,30 @@
 """Writing the report beside the summary, atomically.
 
-Like every file a run writes (see :mod:`pipeline.stages.write`), the page goes to a temporary
+Like every file a run writes (see :mod:`pipeline.core.publish`), the page goes to a temporary
 name in its folder first and is renamed over the final name (``os.replace`` is atomic on POSIX),
-so a reader never sees half a page. The temporary name has the same shape as the other files'
-(``.<name>.<pid>.tmp``), so a killed run's leftovers are swept the same way.
+so a reader never sees half a page; a run stages it with its other files and publishes them all
+together.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.errors import OutputError
+from pipeline.core.publish import Publication
 from pipeline.report.html import render_report
 
 
-def write_report(
-    summary: Mapping[str, Any], path: Path, publish: Callable[[Path], None] | None = None
-) -> None:
-    """Write the report of *summary* to *path*; then hand it to *publish* (an upload), if any."""
-    page = render_report(summary)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        why = exc.strerror or str(exc)
-        raise OutputError(f"Cannot write the report {path}: {why}. Nothing was replaced.") from exc
-    finally:
-        tmp.unlink(missing_ok=True)
-    if publish is not None:
-        publish(path)
+def write_report(summary: Mapping[str, Any], path: Path, into: Publication | None = None) -> None:
+    """The report of *summary* at *path*: staged in *into* (a run's commit point), or, without
+    one, put in place at once."""
+    if into is not None:
+        into.write_text(path, render_report(summary))
+        return
+    with Publication() as alone:
+        alone.write_text(path, render_report(summary))
+        alone.commit()
 
 
 def report_path(summary_path: Path) -> Path:

@@ -68,6 +68,7 @@ from pipeline.stages.dask_tasks import (
 )
 from pipeline.stages.dedupe import partition_of
 from pipeline.stages.job import CleanJob
+from pipeline.stages.pin import InputPin
 from pipeline.stages.provenance import RunRecord
 from pipeline.stages.read import ListReader
 from pipeline.stages.runner import StageClock, batch_rows, open_reader
@@ -80,8 +81,8 @@ from pipeline.stages.summary import (
     RunSummary,
     Tally,
     provenance_of,
+    stage_summaries,
     summarize,
-    write_summaries,
 )
 from pipeline.stages.write import RejectsSink
 
@@ -185,18 +186,19 @@ class DaskRun:
 
     async def stages(self, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         clock = StageClock()
+        pin = InputPin(job.input, job.name or str(job.input), job.storage)
         reader = open_reader(job, folder)
         paths = job.paths
         rows = batch_rows(job.memory_mb, reader.bytes_per_row)
         with contextlib.ExitStack() as stack:
+            publication = stack.enter_context(paths.publication())
             record = stack.enter_context(RunRecord(job, engine.config))
             rejects = stack.enter_context(
-                contextlib.closing(
-                    RejectsSink(paths.rejects, paths.publish, list(reader.reject_schema))
-                )
+                contextlib.closing(RejectsSink(paths.rejects, list(reader.reject_schema)))
             )
             started = time.perf_counter()
-            scan = self._scan(reader, rows, rejects)
+            with pin.reading():
+                scan = self._scan(reader, rows, rejects)
             parts = [
                 self.submit(
                     build_partition,
@@ -243,15 +245,17 @@ class DaskRun:
             sink = stack.enter_context(open_outputs(paths, reader.schema, job.csv_bom, job.split))
             sink.note(provenance_of(job, reader, record.facts()))
             tally = self._write(decided, len(scan.batches), sink)
-            sink.commit()
-            rejects.commit()
+            sink.stage(publication)
+            rejects.stage(publication)
             clock.lap("write", scan.rows, scan.rows)
             queries = engine.dns.queries_sent + self.remote_queries
             counts = Counts(
                 scan.rows, scan.rejected, normalized, dom, checks, queries, tally, rejects.reasons
             )
             summary = summarize(job, reader, counts, clock.stages, record.facts())
-        write_summaries(summary, paths)
+            stage_summaries(summary, paths, publication)
+            pin.check()  # the hash in the summary is of these bytes too
+            publication.commit()
         return summary
 
     def _scan(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:

@@ -21,7 +21,6 @@ recorded.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import functools
 import hashlib
 import os
@@ -33,6 +32,7 @@ from typing import IO, TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from pipeline import __version__
+from pipeline.core.clock import now
 from pipeline.core.config import Config, StorageConfig
 from pipeline.stages.objects import (
     filesystem,
@@ -69,11 +69,6 @@ class RunFacts:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def now() -> str:
-    """The time in UTC, ISO 8601, to the second (``2026-11-23T07:45:12Z``)."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class RunRecord:

@@ -36,6 +36,7 @@ from pipeline.stages.csv_source import ReadAgain
 from pipeline.stages.dedupe import DuplicateMarker
 from pipeline.stages.formats import check_capacity
 from pipeline.stages.job import CleanJob
+from pipeline.stages.pin import InputPin
 from pipeline.stages.provenance import RunRecord
 from pipeline.stages.read import Choice, ListReader, open_list
 from pipeline.stages.sinks import Sink, open_outputs
@@ -47,8 +48,8 @@ from pipeline.stages.summary import (
     RunSummary,
     Tally,
     provenance_of,
+    stage_summaries,
     summarize,
-    write_summaries,
 )
 from pipeline.stages.write import RejectsSink
 
@@ -123,15 +124,18 @@ async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummar
 
 async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
     clock = StageClock()
+    pin = InputPin(job.input, job.name or str(job.input), job.storage)
     reader = open_reader(job, folder)
     paths = job.paths
     rows = batch_rows(job.memory_mb, reader.bytes_per_row)
     with contextlib.ExitStack() as stack:
+        publication = stack.enter_context(paths.publication())
         record = stack.enter_context(RunRecord(job, engine.config))
-        sink_of_rejects = RejectsSink(paths.rejects, paths.publish, list(reader.reject_schema))
+        sink_of_rejects = RejectsSink(paths.rejects, list(reader.reject_schema))
         rejects = stack.enter_context(contextlib.closing(sink_of_rejects))
         started = time.perf_counter()
-        scan = _scan(reader, engine, folder, (rows, job.memory_mb), rejects)
+        with pin.reading():
+            scan = _scan(reader, engine, folder, (rows, job.memory_mb), rejects)
         dedupe = scan.marker.finish()
         normalized = NormalizeStats(dedupe.distinct, dedupe.duplicates)
         clock.add("read", 0, scan.rows, scan.reading)
@@ -148,9 +152,10 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         clock.lap("verify", scan.rows, scan.rows, checks)
         sink = stack.enter_context(open_outputs(paths, reader.schema, job.csv_bom, job.split))
         sink.note(provenance_of(job, reader, record.facts()))
-        tally = _decide_all(engine, scan, reader, rows, (table, answers), sink)
-        sink.commit()
-        rejects.commit()
+        with pin.reading():
+            tally = _decide_all(engine, scan, reader, rows, (table, answers), sink)
+        sink.stage(publication)
+        rejects.stage(publication)
         clock.lap("write", scan.rows, scan.rows)
         counts = Counts(
             scan.rows,
@@ -163,7 +168,9 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
             rejects.reasons,
         )
         summary = summarize(job, reader, counts, clock.stages, record.facts())
-    write_summaries(summary, paths)
+        stage_summaries(summary, paths, publication)
+        pin.check()  # the hash in the summary is of these bytes too
+        publication.commit()
     return summary
 
 
@@ -260,7 +267,7 @@ def _decide_all(
     with contextlib.closing(meter(engine.progress, scan.rows, "write", "row")) as bar:
         for index, read in enumerate(reader.batches(rows)):
             work = scan.spill.work(index)
-            if read.frame.height != work.height:  # a bug, never an input problem
+            if read.frame.height != work.height:  # the input changed (see InputPin), or a bug
                 raise AssertionError(f"batch {index} read back with other rows than the first")
             marked = Batch(read.frame, _marked(scan, work, offset))
             offset += work.height

@@ -1,7 +1,7 @@
 """The enriched output as CSV or as an Excel workbook, written batch by batch like the Parquet
 sink (:class:`~pipeline.stages.write.ParquetSink`): to a temporary name beside the target,
-renamed over it at :meth:`commit`, uploaded through the same path for an object-store output,
-removed if the run fails. :func:`open_sink` picks the sink for an output format.
+staged for the run's commit point (:meth:`stage`), which renames and uploads every file
+together; removed if the run fails. :func:`open_sink` picks the sink for an output format.
 
 - **CSV** is appended one batch at a time (polars' writer): UTF-8, ``,``, RFC 4180 quoting,
   ``true``/``false`` for booleans, empty for null. With a BOM on request, since Excel reads a
@@ -19,7 +19,6 @@ removed if the run fails. :func:`open_sink` picks the sink for an output format.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Mapping
 from types import TracebackType
 from typing import IO, Any, Final, Protocol, Self
@@ -28,6 +27,7 @@ import polars as pl
 import xlsxwriter
 
 from pipeline.core.errors import UsageError
+from pipeline.core.publish import Publication, tmp_of
 from pipeline.core.schema import SCHEMA_VERSION
 from pipeline.stages.formats import EXCEL_MAX_CHARS, EXCEL_MAX_ROWS, OutputFormat, too_many_rows
 from pipeline.stages.write import (
@@ -38,7 +38,6 @@ from pipeline.stages.write import (
     make_folder,
     output_schema,
     sweep_stale,
-    tmp_of,
 )
 
 _BOM: Final = b"\xef\xbb\xbf"
@@ -57,7 +56,7 @@ _WORKBOOK_OPTIONS: Final = {
 class Sink(Protocol):
     def write(self, frame: pl.DataFrame) -> None: ...
     def note(self, facts: Mapping[str, Any]) -> None: ...
-    def commit(self) -> None: ...
+    def stage(self, into: Publication) -> None: ...
     def close(self) -> None: ...
     def __enter__(self) -> Self: ...
     def __exit__(
@@ -100,7 +99,7 @@ def open_outputs(
 
 
 class SplitSink:
-    """The full output, and the rows of each verdict in a sink of their own, all committed
+    """The full output, and the rows of each verdict in a sink of their own, all published
     at the end of the run."""
 
     def __init__(self, full: Sink, parts: Mapping[str, Sink]) -> None:
@@ -120,9 +119,9 @@ class SplitSink:
         for sink in self._all:
             sink.note(facts)
 
-    def commit(self) -> None:
+    def stage(self, into: Publication) -> None:
         for sink in self._all:
-            sink.commit()
+            sink.stage(into)
 
     def close(self) -> None:
         for sink in self._all:
@@ -138,10 +137,9 @@ class SplitSink:
 
 
 class _FileSink:
-    """A file written under a temporary name, renamed into place, then published."""
+    """A file written under a temporary name, staged for the run's commit point."""
 
     def __init__(self, paths: OutputPaths) -> None:
-        self._paths = paths
         self._final = paths.parquet
         make_folder(self._final.parent)
         sweep_stale(self._final)
@@ -150,12 +148,8 @@ class _FileSink:
     def note(self, facts: Mapping[str, Any]) -> None:
         """A text file has no place for the run's provenance: summary.json holds it."""
 
-    def _finish(self) -> None:
-        guard(self._final, lambda: os.replace(self._tmp, self._final))
-        self._paths.publish(self._final)
-
     def close(self) -> None:
-        """Drop what was written if :meth:`commit` was not reached."""
+        """Drop what was written if it was not published."""
         self._tmp.unlink(missing_ok=True)
 
     def __enter__(self) -> Self:
@@ -180,9 +174,9 @@ class CsvSink(_FileSink):
         flat = as_flat(frame)
         guard(self._final, lambda: flat.write_csv(self._handle, include_header=False))
 
-    def commit(self) -> None:
+    def stage(self, into: Publication) -> None:
         guard(self._final, self._handle.close)
-        self._finish()
+        into.stage(self._tmp, self._final)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -213,10 +207,10 @@ class XlsxSink(_FileSink):
             raise UsageError(f"Cannot write row {self._row + 1} of {self._final} as Excel.")
         self._row += 1
 
-    def commit(self) -> None:
+    def stage(self, into: Publication) -> None:
         self._closed = True
         guard(self._final, self._book.close)
-        self._finish()
+        into.stage(self._tmp, self._final)
 
     def close(self) -> None:
         if not self._closed:

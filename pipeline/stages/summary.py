@@ -1,6 +1,6 @@
 """What a run did: the figures the decide pass counts as it writes (:class:`Tally`), the typed
 summary both engines build the same way (:func:`summarize`), and its two renderings written
-beside the output, ``summary.json`` and the HTML report (:func:`write_summaries`).
+beside the output, ``summary.json`` and the HTML report (:func:`stage_summaries`).
 
 Rows and unique addresses are told apart everywhere: ``verdicts`` counts rows, and
 ``verdicts_unique`` counts each distinct address once (its first row), so it sums to
@@ -21,6 +21,7 @@ import polars as pl
 
 from pipeline.core.engine import DomainStats
 from pipeline.core.mailboxes.types import CheckStats
+from pipeline.core.publish import Publication
 from pipeline.core.repairs import Repair
 from pipeline.core.schema import SCHEMA_VERSION
 from pipeline.core.verdict import Reason, Verdict
@@ -28,7 +29,7 @@ from pipeline.report import write_report
 from pipeline.stages.base import StageSummary
 from pipeline.stages.provenance import RunFacts
 from pipeline.stages.read import SourceInfo
-from pipeline.stages.write import OutputPaths, write_summary
+from pipeline.stages.write import OutputPaths, stage_summary, sweep_stale
 
 if TYPE_CHECKING:
     from pipeline.stages.email_column import EmailColumn
@@ -301,11 +302,13 @@ def described(reader: ListReader, job: CleanJob) -> dict[str, Any]:
     }
 
 
-def write_summaries(summary: RunSummary, paths: OutputPaths) -> None:
-    """``summary.json``, then the report drawn from it, each made visible whole."""
+def stage_summaries(summary: RunSummary, paths: OutputPaths, into: Publication) -> None:
+    """The report drawn from the summary, then ``summary.json``, staged for the commit point:
+    published after every other file, the summary last."""
     record = summary.as_dict()
-    write_summary(record, paths.summary, paths.publish)
-    write_report(record, paths.report, paths.publish)
+    sweep_stale(paths.report)
+    write_report(record, paths.report, into)
+    stage_summary(record, paths.summary, into)
 
 
 def provenance_of(job: CleanJob, reader: ListReader, run: RunFacts) -> dict[str, Any]:

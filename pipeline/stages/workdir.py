@@ -109,6 +109,11 @@ class WorkDir(SqliteFile):
             self.close()
 
     @property
+    def kept(self) -> bool:
+        """Whether the state is there for a run started again to resume from."""
+        return (self.directory / _STATE).exists()
+
+    @property
     def spent(self) -> int:
         return int(self._get("spent") or 0)
 

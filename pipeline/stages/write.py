@@ -5,12 +5,14 @@ The output is Parquet, a dataset of Parquet parts, CSV or an Excel workbook
 The Parquet output is written batch by batch, one row group per batch (pyarrow's
 ``ParquetWriter``), so a list of any size passes through bounded memory; a dataset output is a
 folder of part files. Every file is written to a temporary name in the target directory and
-renamed over the final one at the end (``os.replace`` is atomic on POSIX), so a killed run never
-leaves a half-written output that looks complete. The temporary name carries the writer's
-process id (``.out.parquet.<pid>.tmp``): what a killed run left behind is removed by the next
-run that writes the same output, once no process of that id is alive. An object-store output
-(:mod:`pipeline.stages.objects`) is written the same way to a local staging folder, and each file
-is uploaded the moment it is complete.
+staged; at the run's one commit point (:class:`~pipeline.core.publish.Publication`) all of them
+are renamed over their final names together (``os.replace`` is atomic on POSIX), so a run that
+fails or is stopped before it publishes nothing, and a killed run never leaves a half-written
+output that looks complete. The temporary name carries the writer's process id
+(``.out.parquet.<pid>.tmp``): what a killed run left behind is removed by the next run that
+writes the same output, once no process of that id is alive. An object-store output
+(:mod:`pipeline.stages.objects`) is written the same way to a local staging folder, and its
+files are uploaded at the commit point, one after the other, the summary last.
 """
 
 from __future__ import annotations
@@ -32,13 +34,14 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline.core.clock import now
 from pipeline.core.decide import list_fields
 from pipeline.core.errors import OutputError
+from pipeline.core.publish import Publication, tmp_of
 from pipeline.core.schema import OUTPUT_COLUMNS, SCHEMA_VERSION
 from pipeline.stages.base import Batch
 from pipeline.stages.formats import SUFFIXES, OutputFormat, stem_of
 from pipeline.stages.objects import Upload, is_glob, is_object_url
-from pipeline.stages.provenance import now
 from pipeline.stages.workdir import alive
 
 _PART_ROWS: Final = 1_000_000  # rows per part file of a dataset output
@@ -115,10 +118,10 @@ class OutputPaths:
         """How the run names *path* to its user: its URL when it is uploaded."""
         return self.upload.name(path) if self.upload else str(path)
 
-    def publish(self, path: Path) -> None:
-        """*path* is complete: upload it where it belongs (nothing to do for a local output)."""
-        if self.upload is not None:
-            self.upload.publish(path)
+    def publication(self) -> Publication:
+        """The run's commit point for these files: renamed into place, then uploaded where
+        they belong (for an object-store output)."""
+        return Publication(self.upload.publish if self.upload else None, self.name)
 
 
 def default_output(input_text: str, fmt: OutputFormat = OutputFormat.PARQUET) -> Path:
@@ -156,10 +159,10 @@ def output_schema(originals: Mapping[str, pl.DataType]) -> pa.Schema:
 
 
 class ParquetSink:
-    """The enriched output, written as it comes, made visible whole at :meth:`commit`."""
+    """The enriched output, written as it comes, made visible whole at the run's commit point
+    (:meth:`stage`)."""
 
     def __init__(self, paths: OutputPaths, schema: pa.Schema) -> None:
-        self._paths = paths
         self._final = paths.parquet
         self._dataset = paths.dataset
         self._schema = schema
@@ -187,21 +190,15 @@ class ParquetSink:
         metadata of every file still open or to come; ``finished_at`` is when each was."""
         self._facts = facts
 
-    def commit(self) -> None:
+    def stage(self, into: Publication) -> None:
+        """Finish the file (or folder of parts) and stage it for the run's commit point."""
         if self._writer is None:
             self._next_part()  # an empty list still gets a file with every column
         self._close_writer()
-        if self._dataset and self._final.is_dir():  # an earlier run's dataset: swapped out
-            old = self._final.with_name(f".{self._final.name}.{os.getpid()}.old")
-            guard(self._final, lambda: os.replace(self._final, old))
-            guard(self._final, lambda: os.replace(self._tmp, self._final))
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            guard(self._final, lambda: os.replace(self._tmp, self._final))
-        self._paths.publish(self._final)
+        into.stage(self._tmp, self._final)
 
     def close(self) -> None:
-        """Drop what was written if :meth:`commit` was not reached."""
+        """Drop what was written if it was not published."""
         if self._writer is not None:
             with contextlib.suppress(OSError, pa.ArrowException):
                 self._writer.close()
@@ -239,16 +236,10 @@ class ParquetSink:
 
 
 class RejectsSink:
-    """The rejects file (line, reason, raw), appended batch by batch, renamed at the end."""
+    """The rejects file (line, reason, raw), appended batch by batch, published at the end."""
 
-    def __init__(
-        self,
-        path: Path,
-        publish: Callable[[Path], None] | None = None,
-        columns: Sequence[str] = ("line", "reason", "raw"),
-    ) -> None:
+    def __init__(self, path: Path, columns: Sequence[str] = ("line", "reason", "raw")) -> None:
         self._final = path
-        self._publish = publish
         self._header = (",".join(columns) + "\n").encode()  # plain names: no quoting needed
         make_folder(path.parent)
         sweep_stale(path)
@@ -258,12 +249,12 @@ class RejectsSink:
 
     def _open(self) -> IO[bytes]:
         handle = guard(self._final, lambda: self._tmp.open("wb"))
-        handle.write(self._header)
+        guard(self._final, lambda: handle.write(self._header))
         return handle
 
     def restart(self) -> None:
         """Start the file over (the list is read again from the top)."""
-        self._handle.close()
+        guard(self._final, self._handle.close)
         self._handle = self._open()
         self.reasons.clear()
 
@@ -272,30 +263,20 @@ class RejectsSink:
             guard(self._final, lambda: rejects.write_csv(self._handle, include_header=False))
             self.reasons.update(rejects.get_column("reason").to_list())
 
-    def commit(self) -> None:
+    def stage(self, into: Publication) -> None:
         guard(self._final, self._handle.close)
-        guard(self._final, lambda: os.replace(self._tmp, self._final))
-        if self._publish is not None:
-            self._publish(self._final)
+        into.stage(self._tmp, self._final)
 
     def close(self) -> None:
-        self._handle.close()
+        with contextlib.suppress(OSError):
+            self._handle.close()
         self._tmp.unlink(missing_ok=True)
 
 
-def write_summary(
-    summary: Mapping[str, Any], path: Path, publish: Callable[[Path], None] | None = None
-) -> None:
-    text = json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
+def stage_summary(summary: Mapping[str, Any], path: Path, into: Publication) -> None:
+    """``summary.json``, staged for the commit point."""
     sweep_stale(path)
-    tmp = tmp_of(path)
-    try:
-        guard(path, lambda: tmp.write_text(text, encoding="utf-8"))
-        guard(path, lambda: os.replace(tmp, path))
-    finally:
-        tmp.unlink(missing_ok=True)
-    if publish is not None:
-        publish(path)
+    into.write_text(path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
 
 
 def make_folder(folder: Path) -> None:
@@ -303,10 +284,6 @@ def make_folder(folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"Cannot create the output's folder {folder}: {exc.strerror}.") from exc
-
-
-def tmp_of(path: Path) -> Path:
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
 def guard(path: Path, work: Callable[[], T]) -> T:

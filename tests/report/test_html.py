@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pipeline.core.errors import OutputError
+from pipeline.core.publish import Publication
 from pipeline.report import render_report, report_path, write_report
 from pipeline.report.svg import BAR, TRACK
 from tests.report import expected
@@ -214,7 +215,11 @@ def test_a_report_that_cannot_be_written_says_where(tmp_path: Path) -> None:
     assert not path.parent.exists()
 
 
-def test_a_finished_report_goes_to_the_publisher(tmp_path: Path) -> None:
-    published: list[Path] = []
-    write_report(FULL, tmp_path / "a.report.html", published.append)
-    assert published == [tmp_path / "a.report.html"]
+def test_a_staged_report_waits_for_the_commit_point(tmp_path: Path) -> None:
+    uploaded: list[Path] = []
+    with Publication(uploaded.append) as run:
+        write_report(FULL, tmp_path / "a.report.html", run)
+        assert not (tmp_path / "a.report.html").exists()
+        assert run.commit() == [str(tmp_path / "a.report.html")]
+    assert uploaded == [tmp_path / "a.report.html"]
+    assert os.listdir(tmp_path) == ["a.report.html"]
