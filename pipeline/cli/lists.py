@@ -181,7 +181,7 @@ def _clean(args: argparse.Namespace) -> int:
                 work.finish()
     except Interrupted as exc:
         exc.output = named or "the output"
-        exc.kept = str(work.directory) if work is not None and work.kept else None
+        exc.kept = str(work.directory.resolve()) if work is not None and work.kept else None
         raise
     log: Log = args.log
     tell(log, summary, quiet=args.quiet)

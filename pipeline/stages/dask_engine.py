@@ -73,7 +73,7 @@ from pipeline.stages.provenance import RunRecord
 from pipeline.stages.read import ListReader
 from pipeline.stages.runner import StageClock, batch_rows, open_reader
 from pipeline.stages.sinks import Sink, open_outputs
-from pipeline.stages.spill import spill_folder
+from pipeline.stages.spill import named_failures, spill_folder
 from pipeline.stages.steps import answer_table
 from pipeline.stages.summary import (
     Counts,
@@ -131,7 +131,7 @@ def run_clean_dask(
 
 async def _clean(job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster) -> RunSummary:
     try:
-        with spill_folder(spill_parent) as folder:
+        with spill_folder(spill_parent) as folder, named_failures(folder):
             run = DaskRun(cluster, engine)
             return await run.stages(job, engine, folder)
     finally:

@@ -40,7 +40,7 @@ from pipeline.stages.pin import InputPin
 from pipeline.stages.provenance import RunRecord
 from pipeline.stages.read import Choice, ListReader, open_list
 from pipeline.stages.sinks import Sink, open_outputs
-from pipeline.stages.spill import Spill, spill_folder
+from pipeline.stages.spill import Spill, named_failures, spill_folder
 from pipeline.stages.steps import answer_table, decide_rows, normalize, probe_candidates
 from pipeline.stages.summary import (
     Counts,
@@ -116,7 +116,7 @@ def run_clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
 
 async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
     try:
-        with spill_folder(spill_parent) as folder:
+        with spill_folder(spill_parent) as folder, named_failures(folder):
             return await _stages(job, engine, folder)
     finally:
         await engine.dns.close()

@@ -8,7 +8,9 @@ them back. LZ4 compression: fast, and about half the disk.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -17,7 +19,13 @@ from typing import Final
 
 import polars as pl
 
+from pipeline.core.errors import OutputError
+
 _COMPRESSION: Final = "lz4"
+# What a full or read-only disk answers a write: no space, over quota, over the file-size
+# limit (RLIMIT_FSIZE), read-only.
+_FULL: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+_OS_ERROR: Final = re.compile(r"os error (\d+)")  # how polars spells an errno
 
 
 class Spill:
@@ -67,3 +75,27 @@ def spill_folder(parent: Path) -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def named_failures(folder: Path) -> Iterator[None]:
+    """A work file that cannot be written (a full disk) named by the folder it was in: polars'
+    and pyarrow's errors name no path, and the output's own files say theirs already."""
+    try:
+        yield
+    except OSError as exc:
+        code = _errno_of(exc)
+        if exc.filename or code is None or code not in _FULL:
+            raise
+        raise OutputError(
+            f"Cannot write the run's work files in {folder}: {os.strerror(code)}. Nothing was "
+            "replaced. "
+            "Free space there, or point --work-dir at a folder with room."
+        ) from exc
+
+
+def _errno_of(exc: OSError) -> int | None:
+    if exc.errno is not None:
+        return exc.errno
+    found = _OS_ERROR.search(str(exc))
+    return int(found.group(1)) if found else None

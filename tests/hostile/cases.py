@@ -50,6 +50,7 @@ class Run:
     substitute: bool = False  # pass INPUT as bash's `<(cat INPUT)`: a pipe at /dev/fd/N
     feeds: tuple[tuple[str, str], ...] = ()  # (fifo, source): `cat source > fifo` alongside
     file_size_limit: int | None = None  # RLIMIT_FSIZE: a write past it fails (EFBIG)
+    faults: tuple[str, ...] = ()  # more of the launcher's options (--signal-at, --no-space-for)
     timeout: float = 30.0
 
 

@@ -62,6 +62,7 @@ def _command(run: Run, tail: list[str], kill_at_rename: bool) -> list[str]:
         script = '"$0" -m pipeline clean <(cat "$1") "${@:2}"'
         return ["bash", "-c", script, sys.executable, run.input, *tail]
     faults = ["--kill-at-rename"] if kill_at_rename else []
+    faults += run.faults
     if run.file_size_limit is not None:
         faults += ["--file-size-limit", str(run.file_size_limit)]
     if faults:
