@@ -49,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_smtp.py
 	$(BIN)/python bench/bench_contacts.py
 	$(BIN)/python bench/bench_identity.py
+	$(BIN)/python bench/bench_signals.py
 
 # Re-pin after changing dependencies in pyproject.toml.
 lock: $(STAMP)
