@@ -20,12 +20,15 @@ from pipeline.core.engine import (
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.step import PROBEABLE, join_answers
 from pipeline.stages.base import Batch
+from pipeline.stages.consent import consent_of
 from pipeline.stages.write import output_frame
 
 
 def normalize(frame: pl.DataFrame, email_column: str, lists: DomainLists) -> pl.DataFrame:
-    """The work columns of a read batch: EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE."""
-    return classify_addresses(frame.get_column(email_column), lists)
+    """The work columns of a read batch: EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE, and CONSENT
+    (what the export says about sending to the row: :mod:`pipeline.stages.consent`)."""
+    work = classify_addresses(frame.get_column(email_column), lists)
+    return work.with_columns(consent_of(frame))
 
 
 def probe_candidates(work: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
