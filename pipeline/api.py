@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import os
 import tempfile
 from collections.abc import Callable
@@ -33,7 +34,7 @@ import polars as pl
 
 from pipeline.core import assembly
 from pipeline.core.assembly import EngineOptions
-from pipeline.core.config import Config, load_config
+from pipeline.core.config import Config, load_config, service_link_warning, service_links
 from pipeline.core.engine import Engine, verify_once
 from pipeline.service.settings import env_settings
 from pipeline.stages.job import CleanJob, open_input
@@ -43,6 +44,7 @@ from pipeline.stages.summary import RunSummary
 __all__ = ["CleanResult", "Verification", "clean", "verify"]
 
 T = TypeVar("T")
+_log = logging.getLogger("listclean")
 Settings = Config | str | Path | None
 
 
@@ -161,6 +163,8 @@ def _settings(config: Settings) -> Config:
     if isinstance(config, Config):
         return config
     path = Path(config) if config is not None else None
+    if links := service_links(os.environ, env_settings()):
+        _log.warning("%s", service_link_warning(links, env_settings()))
     return load_config(path, os.environ, env_settings())
 
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 
 from pipeline import __version__
 from pipeline.cli import lists, records, service
-from pipeline.cli.common import plan_text
+from pipeline.cli.common import plan_text, warn_service_links
 from pipeline.cli.log import Log, LogFormat
 from pipeline.cli.outcome import print_summary
 from pipeline.core.errors import ListcleanError
@@ -51,6 +51,7 @@ __all__ = ["main", "plan_text", "print_summary"]
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     args.log = log = Log(LogFormat(getattr(args, "log_format", LogFormat.TEXT)))
+    warn_service_links(log)
     try:
         return int(args.handler(args))
     except ListcleanError as exc:

@@ -17,7 +17,14 @@ import platformdirs
 from pipeline.cli.log import Log, duration
 from pipeline.core import assembly
 from pipeline.core.assembly import EngineOptions
-from pipeline.core.config import Config, VerifyConfig, VerifyMode, load_config
+from pipeline.core.config import (
+    Config,
+    VerifyConfig,
+    VerifyMode,
+    load_config,
+    service_link_warning,
+    service_links,
+)
 from pipeline.core.database import Where, store_where
 from pipeline.core.engine import Engine
 from pipeline.core.errors import UsageError
@@ -122,6 +129,13 @@ def config_file(args: argparse.Namespace) -> Path | None:
 def settings(args: argparse.Namespace) -> Config:
     """The settings: defaults, then the file, then ``LISTCLEAN_`` variables (flags come last)."""
     return load_config(config_file(args), os.environ, env_settings())
+
+
+def warn_service_links(log: Log) -> None:
+    """One warning naming the Kubernetes service-link variables the settings ignore, if any."""
+    if links := service_links(os.environ, env_settings()):
+        message = service_link_warning(links, env_settings())
+        log.warning("service_links", message, variables=links)
 
 
 def effective_config(args: argparse.Namespace) -> Config:
