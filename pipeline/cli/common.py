@@ -19,6 +19,7 @@ from pipeline.core import assembly
 from pipeline.core.assembly import EngineOptions
 from pipeline.core.config import (
     Config,
+    InputConfig,
     VerifyConfig,
     VerifyMode,
     load_config,
@@ -26,6 +27,7 @@ from pipeline.core.config import (
     service_links,
 )
 from pipeline.core.database import Where, store_where
+from pipeline.core.encodings import Decoding, codec_name
 from pipeline.core.engine import Engine
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
@@ -129,6 +131,12 @@ def config_file(args: argparse.Namespace) -> Path | None:
 def settings(args: argparse.Namespace) -> Config:
     """The settings: defaults, then the file, then ``LISTCLEAN_`` variables (flags come last)."""
     return load_config(config_file(args), os.environ, env_settings())
+
+
+def decoding_of(flag: str | None, given: InputConfig) -> Decoding:
+    """How a text input's encoding is chosen: --encoding, else [input] encoding, else found."""
+    name = codec_name(flag) if flag else given.encoding
+    return Decoding(name, given.encoding_margin)
 
 
 def warn_service_links(log: Log) -> None:

@@ -8,6 +8,7 @@ settings tables are generated from :func:`settings_table` (``make docs``, checke
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
 import re
@@ -19,6 +20,7 @@ from typing import Any, Final, Literal, TypeVar, get_args, get_origin, get_type_
 
 import phonenumbers
 
+from pipeline.core.encodings import DEFAULT_MARGIN
 from pipeline.core.errors import ConfigError
 
 T = TypeVar("T")
@@ -175,6 +177,34 @@ class ContactsConfig:
     retention_days: int = setting(365, "Days a lookup's audit record is kept.")
 
 
+def _codec(name: str, where: str) -> str:
+    if not name:
+        return name
+    try:
+        return codecs.lookup(name.strip()).name
+    except LookupError:
+        raise ConfigError(
+            f"{where}: {name!r} is not an encoding Python knows (write cp1252, cp1251, cp932, "
+            "utf-8...; empty: detect it)."
+        ) from None
+
+
+@dataclass(frozen=True)
+class InputConfig:
+    encoding: str = setting(
+        "",
+        "Encoding of text inputs (--encoding): cp1252, cp1251, cp932, utf-8...; empty: "
+        "UTF-8 and UTF-16 by their own rules, else the Excel code page detected.",
+        check=_codec,
+    )
+    encoding_margin: float = setting(
+        DEFAULT_MARGIN,
+        "Least score lead of the detected code page over the next one that spells the text "
+        "differently; closer than this, the file is refused as unsure (say --encoding).",
+        minimum=0,
+    )
+
+
 @dataclass(frozen=True)
 class RunConfig:
     memory: int = setting(
@@ -203,6 +233,7 @@ class StorageConfig:
 @dataclass(frozen=True)
 class Config:
     run: RunConfig = field(default_factory=RunConfig)
+    input: InputConfig = field(default_factory=InputConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
