@@ -4,7 +4,8 @@ An export says in its columns (or, for a Mailchimp zip, in the member file a row
 that a person unsubscribed, was cleaned, bounced, opted out, never consented or is not a
 marketing contact. Such a row gets the reason code in the work column ``CONSENT``; the decide
 step (:mod:`pipeline.core.decide`) puts it in REASON and keeps SAFE_TO_SEND false, whatever the
-VERDICT. Both engines call :func:`consent_of` on every read batch (:mod:`pipeline.stages.steps`).
+VERDICT. Both engines call :func:`consent_of` on every read batch, and hold an address back on
+every row once one row holds it back (:mod:`pipeline.stages.steps`).
 
 The columns recognized (headers compared as for the email column: without case, accents, spaces
 or punctuation), first match wins, in this order:

@@ -40,7 +40,13 @@ from pipeline.stages.provenance import RunRecord
 from pipeline.stages.read import Choice, ListReader, open_list
 from pipeline.stages.sinks import Sink, open_outputs
 from pipeline.stages.spill import Spill, spill_folder
-from pipeline.stages.steps import answer_table, decide_rows, normalize, probe_candidates
+from pipeline.stages.steps import (
+    answer_table,
+    decide_rows,
+    held_keys,
+    normalize,
+    probe_candidates,
+)
 from pipeline.stages.summary import (
     Counts,
     NormalizeStats,
@@ -103,6 +109,7 @@ class _Scan:
     spill: Spill
     marker: DuplicateMarker
     domains: dict[str, None] = field(default_factory=dict)  # first-seen order
+    held: list[pl.DataFrame] = field(default_factory=list)  # addresses held back (consent)
     rows: int = 0
     rejected: int = 0
     reading: float = 0.0  # seconds spent reading, the rest of the pass normalizing
@@ -212,6 +219,7 @@ def _scan_with(
             work = normalize(read.frame, reader.email_column, engine.lists)
             scan.marker.add(work.get_column("KEY"))
             scan.domains.update(dict.fromkeys(resolvable_domains(work)))
+            scan.held.append(held_keys(work))
             spill.put(work)
             scan.rows += read.frame.height
             bar.update(read.frame.height + read.rejects.height)
@@ -254,6 +262,7 @@ def _decide_all(
     """Pass 2: every batch read again (the original columns: cheaper to read than to keep),
     joined with its spilled work columns, decided, written and counted."""
     table, answers = tables
+    held = held_keys(pl.concat(scan.held)) if scan.held else None
     tally = Tally()
     scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
     offset = 0
@@ -264,7 +273,7 @@ def _decide_all(
                 raise AssertionError(f"batch {index} read back with other rows than the first")
             marked = Batch(read.frame, _marked(scan, work, offset))
             offset += work.height
-            decided = decide_rows(marked, table, engine.bounces, scope, answers)
+            decided = decide_rows(marked, table, engine.bounces, scope, answers, held)
             sink.write(decided)
             tally.add(decided)
             scan.spill.drop(index)

@@ -237,3 +237,31 @@ def test_a_salesforce_opt_out_is_held_back_end_to_end(
     ]
     assert (summary["safe_to_send"], summary["held_back"]) == (1, 1)
     assert summary["member_rows"] == {}
+
+
+def repeated_person(path: Path) -> None:
+    """A CRM export where one person is on two rows, opted out on the second only."""
+    path.write_text(
+        "Email,Status\r\n"
+        "Ann.Lee@gmail.com,subscribed\r\n"
+        "bob@gmail.com,subscribed\r\n"
+        "ann.lee@gmail.com,unsubscribed\r\n",
+        encoding="utf-8",
+    )
+
+
+def test_a_person_held_back_on_one_row_is_held_back_on_every_row(
+    tmp_path: Path, sample_dns: SandboxDNS
+) -> None:
+    repeated_person(tmp_path / "crm.csv")
+    summary = run(tmp_path, sample_dns, tmp_path / "crm.csv", "--split")
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    assert out.select("REASON", "DUPLICATE", "SAFE_TO_SEND").rows() == [
+        ("unsubscribed", False, False),
+        ("", False, True),
+        ("unsubscribed", True, False),
+    ]
+    assert (summary["safe_to_send"], summary["held_back"]) == (1, 2)
+    assert pl.read_parquet(tmp_path / "out.valid.parquet").get_column("EMAIL").to_list() == [
+        "bob@gmail.com"
+    ]
