@@ -82,6 +82,7 @@ _LATIN_ALPHABETS: Final = tuple(
     )
 )
 _WORD: Final = re.compile(r"\w+")
+_NON_ASCII: Final = re.compile(rb"[\x80-\xff]")
 
 
 @dataclass(frozen=True)
@@ -113,13 +114,18 @@ def codec_name(name: str) -> str:
 
 
 def non_ascii_lines(chunks: Iterable[bytes], limit: int = SAMPLE_BYTES) -> bytes:
-    """The first lines of *chunks* that hold a non-ASCII byte, up to about *limit* bytes."""
+    """The first lines of *chunks* that hold a non-ASCII byte, up to about *limit* bytes (a
+    line cut by a chunk's end counts as two)."""
     kept: list[bytes] = []
     size = 0
     for chunk in chunks:
-        for line in re.findall(rb"[^\n]*[\x80-\xff][^\n]*\n?", chunk):
-            kept.append(line)
-            size += len(line)
+        at = 0
+        while (found := _NON_ASCII.search(chunk, at)) is not None:
+            start = chunk.rfind(b"\n", 0, found.start()) + 1
+            end = chunk.find(b"\n", found.start())
+            at = len(chunk) if end < 0 else end + 1
+            kept.append(chunk[start:at])
+            size += at - start
             if size >= limit:
                 return b"".join(kept)
     return b"".join(kept)
