@@ -186,38 +186,44 @@ def _spoken(frame: pl.DataFrame) -> Iterator[pl.Expr]:
     """One expression per column of *frame* that speaks about consent, in :data:`SIGNALS`'
     order (the member file first)."""
     text = {c: t for c, t in frame.schema.items() if not t.is_nested() and t != pl.Binary}
-    if SOURCE_COLUMN in text:
-        yield _member_file(pl.col(SOURCE_COLUMN).cast(pl.String))
+    member = _member_file(frame.get_column(SOURCE_COLUMN)) if SOURCE_COLUMN in text else None
+    if member is not None:
+        yield member
     folded = {c: fold_header(c) for c in text}
     for signal in SIGNALS:
         names = signal.folded
         for column, name in folded.items():
             if name in names:
-                yield _said(signal, _folded_value(pl.col(column)))
+                yield _said(signal, pl.col(column).cast(pl.String))
 
 
-def _member_file(source: pl.Expr) -> pl.Expr:
-    base = source.str.replace(r"^.*/", "").str.to_lowercase()
-    return pl.coalesce(
-        pl.when(base.str.starts_with(prefix)).then(pl.lit(reason.value))
-        for prefix, reason in MEMBER_FILES.items()
-    )
+def _member_file(source: pl.Series) -> pl.Expr | None:
+    """The reason of each row's member file, judged once per file (a zip has a few)."""
+    said = {}
+    for name in source.cast(pl.String).unique().drop_nulls().to_list():
+        base = name.rsplit("/", 1)[-1].lower()
+        for prefix, reason in MEMBER_FILES.items():
+            if base.startswith(prefix):
+                said[name] = reason.value
+    if not said:
+        return None
+    column = pl.col(SOURCE_COLUMN).cast(pl.String)
+    return column.replace_strict(said, default=None, return_dtype=pl.String)
 
 
-def _folded_value(column: pl.Expr) -> pl.Expr:
-    return column.cast(pl.String).str.to_lowercase().str.replace_all(r"[\W_]+", "")
-
-
-def _said(signal: Signal, value: pl.Expr) -> pl.Expr:
-    filled = value.is_not_null() & (value != "")
+def _said(signal: Signal, raw: pl.Expr) -> pl.Expr:
+    """The reason *signal* gives each value of the column *raw*, null where none."""
+    if _ANY in signal.values:
+        filled = raw.str.strip_chars().fill_null("") != ""
+        return pl.when(filled).then(pl.lit(signal.values[_ANY].value))
+    value = raw.str.to_lowercase().str.replace_all(r"[\W_]+", "")
     if signal.words is not None:
         assert signal.otherwise is not None
+        filled = value.fill_null("") != ""
         named = (
             pl.when(filled & value.str.contains(word, literal=True)).then(pl.lit(reason.value))
             for word, reason in signal.words.items()
         )
         return pl.coalesce(*named, pl.when(filled).then(pl.lit(signal.otherwise.value)))
-    if _ANY in signal.values:
-        return pl.when(filled).then(pl.lit(signal.values[_ANY].value))
     codes = {k: r.value for k, r in signal.values.items()}
     return value.replace_strict(codes, default=None, return_dtype=pl.String)
