@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import os
 import tempfile
 from collections.abc import Callable
@@ -33,7 +34,8 @@ import polars as pl
 
 from pipeline.core import assembly
 from pipeline.core.assembly import EngineOptions
-from pipeline.core.config import Config, load_config
+from pipeline.core.config import Config, load_config, service_link_warning, service_links
+from pipeline.core.encodings import Decoding, codec_name
 from pipeline.core.engine import Engine, verify_once
 from pipeline.service.settings import env_settings
 from pipeline.stages.job import CleanJob, open_input
@@ -43,6 +45,7 @@ from pipeline.stages.summary import RunSummary
 __all__ = ["CleanResult", "Verification", "clean", "verify"]
 
 T = TypeVar("T")
+_log = logging.getLogger("listclean")
 Settings = Config | str | Path | None
 
 
@@ -80,18 +83,26 @@ def clean(
     config: Settings = None,
     cache_dir: str | Path | None = None,
     offline: bool = False,
+    encoding: str | None = None,
 ) -> CleanResult:
     """Clean a list: a polars DataFrame, or the path (or ``s3://`` URL) of a list file.
 
     *email_column* names the column of addresses (default: found by its header or values, as
-    the command line finds it). *config* is a settings file or a Config (default: the defaults
-    and ``LISTCLEAN_`` variables). *cache_dir* holds the caches the command line shares
-    (default: the user's cache directory); *offline* skips DNS. Raises
+    the command line finds it). *encoding* names a text file's encoding (``"cp1251"``; default:
+    the ``input.encoding`` setting, else detected, as the command line does). *config* is a
+    settings file or a Config (default: the defaults and ``LISTCLEAN_`` variables). *cache_dir*
+    holds the caches the command line shares (default: the user's cache directory); *offline*
+    skips DNS. Raises
     :class:`~pipeline.core.errors.ListcleanError` subclasses for what must be fixed first (an
     unreadable list, no email column, a bad setting, an unhealthy resolver).
     """
     settings = _settings(config)
-    return _blocking(lambda: _clean(data, email_column, settings, cache_dir, offline))
+    decoding = Decoding(
+        codec_name(encoding) if encoding else settings.input.encoding,
+        settings.input.encoding_margin,
+    )
+    job = _Asked(email_column, decoding)
+    return _blocking(lambda: _clean(data, job, settings, cache_dir, offline))
 
 
 def verify(
@@ -114,9 +125,17 @@ def verify(
     return _blocking(work)
 
 
+@dataclass(frozen=True)
+class _Asked:
+    """What the caller asked of the reading: the email column, the encoding."""
+
+    email_column: str | None
+    decoding: Decoding
+
+
 def _clean(
     data: pl.DataFrame | str | Path,
-    email_column: str | None,
+    asked: _Asked,
     config: Config,
     cache_dir: str | Path | None,
     offline: bool,
@@ -131,9 +150,9 @@ def _clean(
             name = str(data)
             source = stack.enter_context(open_input(name, config.storage))
         job = CleanJob(
-            source, folder / "out.parquet", email_column, name, memory_mb=config.run.memory
+            source, folder / "out.parquet", asked.email_column, name, memory_mb=config.run.memory
         )
-        job = dataclasses.replace(job, storage=config.storage)
+        job = dataclasses.replace(job, storage=config.storage, decoding=asked.decoding)
         engine = _engine(stack, config, cache_dir, offline)
         summary = run_clean(job, engine, folder)
         frame = pl.read_parquet(job.output)
@@ -161,6 +180,8 @@ def _settings(config: Settings) -> Config:
     if isinstance(config, Config):
         return config
     path = Path(config) if config is not None else None
+    if links := service_links(os.environ, env_settings()):
+        _log.warning("%s", service_link_warning(links, env_settings()))
     return load_config(path, os.environ, env_settings())
 
 

@@ -104,9 +104,11 @@ def _format_asked(argv: Sequence[str]) -> LogFormat:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from pipeline.cli.common import warn_service_links
     from pipeline.core.errors import ListcleanError
 
     log: Log = args.log
+    warn_service_links(log)
     try:
         return int(args.handler(args))
     except ListcleanError as exc:

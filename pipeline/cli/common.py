@@ -17,8 +17,17 @@ import platformdirs
 from pipeline.cli.log import Log, duration
 from pipeline.core import assembly
 from pipeline.core.assembly import EngineOptions
-from pipeline.core.config import Config, VerifyConfig, VerifyMode, load_config
+from pipeline.core.config import (
+    Config,
+    InputConfig,
+    VerifyConfig,
+    VerifyMode,
+    load_config,
+    service_link_warning,
+    service_links,
+)
 from pipeline.core.database import Where, store_where
+from pipeline.core.encodings import Decoding, codec_name
 from pipeline.core.engine import Engine
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Plan
@@ -122,6 +131,19 @@ def config_file(args: argparse.Namespace) -> Path | None:
 def settings(args: argparse.Namespace) -> Config:
     """The settings: defaults, then the file, then ``LISTCLEAN_`` variables (flags come last)."""
     return load_config(config_file(args), os.environ, env_settings())
+
+
+def decoding_of(flag: str | None, given: InputConfig) -> Decoding:
+    """How a text input's encoding is chosen: --encoding, else [input] encoding, else found."""
+    name = codec_name(flag) if flag else given.encoding
+    return Decoding(name, given.encoding_margin)
+
+
+def warn_service_links(log: Log) -> None:
+    """One warning naming the Kubernetes service-link variables the settings ignore, if any."""
+    if links := service_links(os.environ, env_settings()):
+        message = service_link_warning(links, env_settings())
+        log.warning("service_links", message, variables=links)
 
 
 def effective_config(args: argparse.Namespace) -> Config:

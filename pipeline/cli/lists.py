@@ -11,6 +11,7 @@ from pathlib import Path
 from pipeline.cli.common import (
     cache_path,
     common_options,
+    decoding_of,
     effective_config,
     open_engine,
     sandbox_world,
@@ -101,6 +102,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--sheet", metavar="NAME", help="xlsx input: read this sheet (default: the first)"
     )
     clean.add_argument(
+        "--encoding",
+        metavar="NAME",
+        help="a text input's encoding (cp1251, cp932, utf-8...); default [input] encoding, "
+        "else detected",
+    )
+    clean.add_argument(
         "--engine",
         choices=("local", "dask"),
         default="local",
@@ -175,6 +182,7 @@ def _clean(args: argparse.Namespace) -> int:
                 args.member,
                 args.sheet,
                 args.split,
+                decoding_of(args.encoding, config.input),
             )
             summary = _run(args, job, engine, folder.path)
             if work is not None:

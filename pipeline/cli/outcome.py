@@ -81,7 +81,8 @@ def headline(summary: RunSummary) -> str:
     unique = summary.normalized.distinct_addresses
     return (
         f"{unique:,} unique addresses, {summary.safe_to_send:,} safe to send "
-        f"({summary.safe_to_send_share:.1%}); {summary.rows_in:,} rows in, "
+        f"({summary.safe_to_send_share:.1%}), {summary.held_back:,} held back; "
+        f"{summary.rows_in:,} rows in, "
         f"{summary.rows_rejected:,} rejected; written to {summary.output}"
     )
 
@@ -93,6 +94,8 @@ def headline_fields(summary: RunSummary) -> dict[str, object]:
         **{k: record[k] for k in keys},
         "safe_to_send": summary.safe_to_send,
         "safe_to_send_share": summary.safe_to_send_share,
+        "held_back": summary.held_back,
+        "member_rows": summary.member_rows,
         "verdicts_unique": summary.verdicts_unique,
         "verdicts": summary.verdicts,
         "files": summary.files,
@@ -121,9 +124,26 @@ def _business(summary: RunSummary) -> list[str]:
             summary.safe_to_send,
             f"{summary.safe_to_send_share:.1%} of the unique addresses (SAFE_TO_SEND)",
         ),
+        _row(
+            "held back",
+            summary.held_back,
+            "rows the export marks unsubscribed, cleaned, opted out... (never safe to send)",
+        ),
         _row("rows rejected", summary.rows_rejected, f"of {summary.rows_in:,} input rows"),
         "",
+        *_members(summary),
     ]
+
+
+def _members(summary: RunSummary) -> list[str]:
+    """Rows each member of a zip gave, and how many of them are held back."""
+    if not summary.member_rows:
+        return []
+    lines = [f"{'member files':<{_WIDTH}}{'rows':>12}{'held back':>12}"]
+    for name, counts in summary.member_rows.items():
+        rows, held = counts["rows"], counts["held_back"]
+        lines.append(f"{'':<{_WIDTH}}{rows:>12,}{held:>12,}   {name}")
+    return [*lines, ""]
 
 
 def _breakdown(summary: RunSummary) -> list[str]:

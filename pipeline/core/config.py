@@ -8,8 +8,10 @@ settings tables are generated from :func:`settings_table` (``make docs``, checke
 
 from __future__ import annotations
 
+import codecs
 import dataclasses
 import json
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -18,6 +20,7 @@ from typing import Any, Final, Literal, TypeVar, get_args, get_origin, get_type_
 
 import phonenumbers
 
+from pipeline.core.encodings import DEFAULT_MARGIN
 from pipeline.core.errors import ConfigError
 
 T = TypeVar("T")
@@ -174,6 +177,34 @@ class ContactsConfig:
     retention_days: int = setting(365, "Days a lookup's audit record is kept.")
 
 
+def _codec(name: str, where: str) -> str:
+    if not name:
+        return name
+    try:
+        return codecs.lookup(name.strip()).name
+    except LookupError:
+        raise ConfigError(
+            f"{where}: {name!r} is not an encoding Python knows (write cp1252, cp1251, cp932, "
+            "utf-8...; empty: detect it)."
+        ) from None
+
+
+@dataclass(frozen=True)
+class InputConfig:
+    encoding: str = setting(
+        "",
+        "Encoding of text inputs (--encoding): cp1252, cp1251, cp932, utf-8...; empty: "
+        "UTF-8 and UTF-16 by their own rules, else the Excel code page detected.",
+        check=_codec,
+    )
+    encoding_margin: float = setting(
+        DEFAULT_MARGIN,
+        "Least score lead of the detected code page over the next one that spells the text "
+        "differently; closer than this, the file is refused as unsure (say --encoding).",
+        minimum=0,
+    )
+
+
 @dataclass(frozen=True)
 class RunConfig:
     memory: int = setting(
@@ -202,6 +233,7 @@ class StorageConfig:
 @dataclass(frozen=True)
 class Config:
     run: RunConfig = field(default_factory=RunConfig)
+    input: InputConfig = field(default_factory=InputConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
@@ -227,6 +259,59 @@ ENV_PREFIX: Final = "LISTCLEAN_"
 NOT_SETTINGS: Final = frozenset({"LISTCLEAN_API_KEY"})
 
 
+# Kubernetes gives every container variables for each Service of its namespace (unless the pod
+# says enableServiceLinks: false), named after the Service: for "listclean-api",
+# LISTCLEAN_API_SERVICE_HOST, LISTCLEAN_API_SERVICE_PORT[_<port name>],
+# LISTCLEAN_API_PORT=tcp://10.0.0.11:8080 and LISTCLEAN_API_PORT_8080_TCP[_PROTO|_PORT|_ADDR]
+# ("Services", Kubernetes documentation: Discovering services, Environment variables). Any of
+# these shapes is a service link, not a setting: ignored, with a warning (service_links).
+_SERVICE_LINK: Final = re.compile(
+    r"LISTCLEAN(_[A-Z0-9_]+?)?_(SERVICE_HOST|SERVICE_PORT|PORT)(_\w+)?"
+)
+# What Kubernetes puts in <SERVICE>_PORT, where a setting of ours could have the same name
+# (LISTCLEAN_VERIFY_PORT for a Service "listclean-verify"): a URL, never a port number.
+_LINK_VALUE: Final = re.compile(r"(tcp|udp|sctp)://", re.IGNORECASE)
+# Names of ours that Kubernetes now owns: the [service] table's variables are LISTCLEAN_HTTP_*.
+RENAMED: Final = {"LISTCLEAN_SERVICE_": "LISTCLEAN_HTTP_"}
+
+
+def is_service_link(name: str, value: str, settings: Iterable[str] = ()) -> bool:
+    """Whether the variable *name* is one Kubernetes sets for a Service whose name starts with
+    ``listclean`` rather than a setting (*settings*: the names that are settings)."""
+    if not _SERVICE_LINK.fullmatch(name):
+        return False
+    return name not in settings or bool(_LINK_VALUE.match(value.strip()))
+
+
+def service_links(env: Mapping[str, str], settings: Iterable[str]) -> list[str]:
+    """The variables of *env* that are Kubernetes service links (see :func:`is_service_link`),
+    in name order."""
+    known = frozenset(settings)
+    return sorted(var for var in env if is_service_link(var, env[var], known))
+
+
+def service_link_warning(links: Iterable[str], settings: Iterable[str]) -> str:
+    """The one warning for the service-link variables *links*, naming the variable that sets
+    what an old name of ours did (LISTCLEAN_SERVICE_PORT: LISTCLEAN_HTTP_PORT)."""
+    links = list(links)
+    known = frozenset(settings)
+    instead = [f"{var}: use {new}" for var in links if (new := renamed(var)) in known]
+    said = f" ({'; '.join(instead)})" if instead else ""
+    return (
+        f"Ignored {', '.join(links)}: Kubernetes sets such variables for a Service whose name "
+        f"starts with listclean (service links); they are not settings{said}. Set "
+        "enableServiceLinks: false in the pod's spec to keep them out."
+    )
+
+
+def renamed(var: str) -> str:
+    """The name a variable of an older release has now (itself when it was not renamed)."""
+    for old, new in RENAMED.items():
+        if var.startswith(old):
+            return new + var.removeprefix(old)
+    return var
+
+
 def env_names(cls: type[Any], prefix: str = ENV_PREFIX) -> frozenset[str]:
     """The environment variables that set the settings of the table *cls*."""
     return frozenset(var for var, _ in _env_slots(cls, prefix))
@@ -239,17 +324,26 @@ def with_environment(
     applied. A ``LISTCLEAN_`` variable that no setting has (and that is not in *known*) is
     refused, naming it, like an unknown key in a file."""
     slots = dict(_env_slots(type(config), prefix))
+    settings = known | slots.keys()
     for var in sorted(env):
         if not var.startswith(ENV_PREFIX) or var in NOT_SETTINGS or var in known - slots.keys():
             continue
+        if is_service_link(var, env[var], settings):
+            continue  # Kubernetes's, not ours: the front warns once (service_links)
         if var not in slots:
-            raise ConfigError(
-                f"Unknown environment variable {var}: no setting has that name. Settings are "
-                "LISTCLEAN_<SECTION>_<KEY> in upper case, e.g. LISTCLEAN_DNS_TIMEOUT."
-            )
+            raise ConfigError(_unknown(var, settings))
         path, spec = slots[var]
         config = _replaced(config, path, _env_value(env[var], spec, var))
     return config
+
+
+def _unknown(var: str, settings: Iterable[str]) -> str:
+    if (new := renamed(var)) != var and new in settings:
+        return f"The environment variable {var} is now named {new}: rename it."
+    return (
+        f"Unknown environment variable {var}: no setting has that name. Settings are "
+        "LISTCLEAN_<SECTION>_<KEY> in upper case, e.g. LISTCLEAN_DNS_TIMEOUT."
+    )
 
 
 def _env_slots(cls: type[Any], prefix: str) -> Iterator[tuple[str, tuple[tuple[str, ...], Any]]]:

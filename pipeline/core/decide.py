@@ -15,7 +15,15 @@ from pipeline.core.dns import DnsStatus
 from pipeline.core.mailboxes.types import Mailbox
 from pipeline.core.repairs import Repair
 from pipeline.core.schema import ADDRESS_COLUMNS
-from pipeline.core.verdict import Partial, Reason, Verdict, flag_bits, judge, value_bits
+from pipeline.core.verdict import (
+    HELD_BACK,
+    Partial,
+    Reason,
+    Verdict,
+    flag_bits,
+    judge,
+    value_bits,
+)
 
 _SMALL = 10_000  # rows; a service batch is small, a list is not
 
@@ -63,6 +71,8 @@ _SYNTAX_REASONS = {
 }
 # Final address-level answers; each is also a reason code of the same name.
 _MAILBOX_REASONS = {m.value: Reason(m.value) for m in Mailbox if m.is_final}
+# What the list's export says about consent (the CONSENT work column holds the code itself).
+_CONSENT_REASONS = {r.value: r for r in HELD_BACK}
 
 
 @functools.cache
@@ -84,6 +94,7 @@ def reason_bits() -> list[pl.Expr]:
         value_bits(pl.col("DNS_STATUS"), _DNS_REASONS),
         value_bits(pl.col("MAILBOX"), _MAILBOX_REASONS),
         value_bits(pl.col("REPAIR"), _REPAIR_REASONS),
+        value_bits(pl.col("CONSENT"), _CONSENT_REASONS),
         *flag_bits(
             {
                 Reason.IMPLICIT_MX: implicit,
@@ -163,11 +174,23 @@ def _spec_fields(domain_mode: bool) -> dict[str, pl.Expr]:
 def list_fields() -> dict[str, pl.Expr]:
     """The columns a cleaned list has beside the spec's, from a decided row's columns."""
     return dict(
-        # Safe to send: a Valid address, once (the first row that has it).
-        SAFE_TO_SEND=(pl.col("VERDICT") == Verdict.VALID.value) & ~pl.col("DUPLICATE"),
+        # Safe to send: a Valid address, once (the first row that has it), that its export
+        # does not hold back (consent outranks deliverability).
+        SAFE_TO_SEND=(pl.col("VERDICT") == Verdict.VALID.value)
+        & ~pl.col("DUPLICATE")
+        & pl.col("CONSENT").is_null(),
         FREE_PROVIDER=pl.col("FREE_PROVIDER").fill_null(False),
         # What explains the answer: the parser's reason, else the mail server's words.
         DETAIL=pl.when(pl.col("SYNTAX_DETAIL") != "")
         .then(pl.col("SYNTAX_DETAIL"))
         .otherwise(pl.col("MAILBOX_REPLY").fill_null("")),
     )
+
+
+_HELD_BACK_PATTERN = "(^|;)(" + "|".join(r.value for r in HELD_BACK) + ")(;|$)"
+
+
+def held_back(reason: pl.Expr) -> pl.Expr:
+    """Whether an output row is held back from sending, from its REASON: the rule the split
+    files, the summary and the report share (SAFE_TO_SEND is false on every such row)."""
+    return reason.str.contains(_HELD_BACK_PATTERN)

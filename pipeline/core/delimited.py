@@ -1,8 +1,9 @@
 """Delimited text as people export it: its encoding, its delimiter, and every record in it.
 
 Encodings: UTF-8 with or without a BOM; UTF-16 with a BOM, or without one when the zero bytes
-of ASCII text give it away (Excel's "Unicode Text"); otherwise Windows-1252 (what spreadsheet
-programs on Windows write), and Latin-1 as the last resort because it decodes any byte string.
+of ASCII text give it away (Excel's "Unicode Text"); otherwise the Excel code page
+:mod:`pipeline.core.encodings` detects (Windows-1252 in Western Europe, 1251 for Cyrillic, 932
+for Japanese...), or an error when it cannot tell.
 Delimiters: ``,`` ``;`` TAB ``|``, sniffed from the first lines.
 
 :func:`read_rows` is the exact reader: it accounts for every physical line. A record ends at
@@ -23,6 +24,9 @@ from typing import Final
 import polars as pl
 import pyarrow as pa
 
+from pipeline.core.encodings import DEFAULT_MARGIN, detect, non_ascii_lines
+from pipeline.core.errors import InputError
+
 _SNIFF_LINES: Final = 20
 DELIMITERS: Final = (",", ";", "\t", "|")
 # Python's csv stops at 131,072 characters a field by default; the fast reader has no limit.
@@ -36,11 +40,14 @@ _COUNT_CHUNK: Final = 1 << 26  # bytes looked at together when counting records
 @dataclass(frozen=True)
 class Decoded:
     text: str
-    encoding: str  # "utf-8", "utf-16" (with a BOM), "utf-16-le", "utf-16-be", "cp1252", "latin-1"
+    encoding: str  # "utf-8", "utf-16" (with a BOM), "utf-16-le", "utf-16-be", or a code page
     bad_offset: int | None  # where UTF-8 decoding first failed; None for UTF-8 and UTF-16
 
 
-def decode(raw: bytes) -> Decoded:
+def decode(raw: bytes, where: str = "the file") -> Decoded:
+    """*raw* as text: UTF-16 or UTF-8 by their own rules, else in the Excel code page
+    :func:`~pipeline.core.encodings.detect` finds (InputError, naming *where*, when unsure or
+    when a byte is not a character of it)."""
     utf16 = utf16_encoding(raw)
     if utf16 is not None:
         return Decoded(raw.decode(utf16, errors="replace"), utf16, None)
@@ -49,10 +56,15 @@ def decode(raw: bytes) -> Decoded:
         return Decoded(raw.decode("utf-8"), "utf-8", None)
     except UnicodeDecodeError as exc:
         bad = exc.start
+    encoding = detect(non_ascii_lines([raw]), DEFAULT_MARGIN, where)
     try:
-        return Decoded(raw.decode("cp1252"), "cp1252", bad)
-    except UnicodeDecodeError:
-        return Decoded(raw.decode("latin-1"), "latin-1", bad)
+        return Decoded(raw.decode(encoding), encoding, bad)
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{where} is not valid {encoding}, the code page its first lines are in: the byte "
+            f"0x{raw[exc.start]:02x} at offset {exc.start} is not a character of it. Save the "
+            "file as UTF-8."
+        ) from exc
 
 
 def utf16_encoding(raw: bytes) -> str | None:

@@ -142,7 +142,7 @@ def read_table(path: Path, what: str, *, text: bool = False) -> Table:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(f"Cannot read the {what} {path}: {exc.strerror}.") from exc
-    decoded = decode(raw).text
+    decoded = decode(raw, f"The {what} {path}").text
     found = read_rows(decoded, sniff_delimiter(decoded[:_SNIFF_CHARS]))
     rows = [(line, cells) for line, cells in found.rows if any(c.strip() for c in cells)]
     columns = {name: [cells[i] for _, cells in rows] for i, name in enumerate(found.header)}

@@ -73,6 +73,13 @@ class Reason(enum.StrEnum):
     FIXABLE_SEVERAL = "fixable_several"
     FIXABLE_SPACES = "fixable_spaces"
     FIXABLE_COMMA = "fixable_comma"
+    # Consent: what the list's own export says about the person (pipeline.stages.consent).
+    UNSUBSCRIBED = "unsubscribed"
+    CLEANED = "cleaned"
+    BOUNCED = "bounced"
+    OPTED_OUT = "opted_out"
+    NO_CONSENT = "no_consent"
+    NON_MARKETING = "non_marketing"
 
 
 @dataclass(frozen=True)
@@ -152,9 +159,22 @@ PENALTIES: Mapping[Reason, float] = {
     Reason.SMTPUTF8: 0.9,  # needs SMTPUTF8 (RFC 6531) on every hop; not all servers have it
 }
 
+# Consent outranks deliverability: a row its export marks unsubscribed, cleaned, bounced or
+# opted out is never SAFE_TO_SEND, whatever its VERDICT. These codes say why it is held back;
+# VERDICT and SCORE stay what the checks found (the address may well be deliverable).
+HELD_BACK: tuple[Reason, ...] = (
+    Reason.UNSUBSCRIBED,
+    Reason.CLEANED,
+    Reason.BOUNCED,
+    Reason.OPTED_OUT,
+    Reason.NO_CONSENT,
+    Reason.NON_MARKETING,
+)
+
 # Codes that inform without moving VERDICT or SCORE. not_verified_budget: the row keeps its
 # domain-level verdict. mailbox_ok raises the ceiling instead (VERIFIED_VALID).
 FLAGS_ONLY: tuple[Reason, ...] = (
+    *HELD_BACK,
     Reason.FIXABLE_INVISIBLE,
     Reason.FIXABLE_MAILTO,
     Reason.FIXABLE_DISPLAY_NAME,
@@ -176,8 +196,13 @@ BANDS: Mapping[Verdict, tuple[float, float]] = {
 _RANK = {Verdict.VALID: 0, Verdict.RISKY: 1, Verdict.INVALID: 2}
 _BY_RANK = [Verdict.VALID, Verdict.RISKY, Verdict.INVALID]
 
-# The order codes appear in REASON: what decided first, flags last.
-REASON_ORDER: tuple[Reason, ...] = (*RULES, *PENALTIES, *FLAGS_ONLY)
+# The order codes appear in REASON: why a row is held back first, then what decided, flags last.
+REASON_ORDER: tuple[Reason, ...] = (
+    *HELD_BACK,
+    *RULES,
+    *PENALTIES,
+    *(r for r in FLAGS_ONLY if r not in HELD_BACK),
+)
 
 
 # Each reason is one bit of a row's reason set (REASON_ORDER: what decided first, flags last).
@@ -308,8 +333,12 @@ def _judged_by_reasons(
             for name, part in parts.items()
         },
     }
+    # No rows (an empty partition of the Dask engine): polars ignores return_dtype for an
+    # empty mapping, which would leave VERDICT a column of integers.
     looked_up = {
         name: pl.col("_REASONS").replace_strict(mapping, return_dtype=dtype)
+        if mapping
+        else pl.lit(None, dtype)
         for name, (mapping, dtype) in columns.items()
     }
     return keyed.with_columns(

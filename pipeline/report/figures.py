@@ -131,6 +131,7 @@ def headline(summary: Mapping[str, Any]) -> tuple[Headline, ...]:
         (figure(summary, "rows_in", "Rows in"), None),
         (figure(summary, "distinct_addresses", "Unique addresses", Unit.ADDRESSES), None),
         (figure(summary, "safe_to_send", "Safe to send", Unit.ADDRESSES), share),
+        (figure(summary, "held_back", "Held back (consent)"), None),
         (figure(summary, "duplicates", "Duplicate rows"), None),
         (figure(summary, "rows_rejected", "Rejected rows"), None),
     ]
@@ -168,6 +169,7 @@ def charts(summary: Mapping[str, Any]) -> list[Chart]:
         typo_chart(summary),
         simple_chart("repairs", "Repairs suggested", counts_of(summary.get("repairs")), "Repair"),
         simple_chart("rejects_by_reason", "Rejected rows", rejects_of(summary), "Why"),
+        member_chart(summary),
         stage_chart(summary),
     ]
 
@@ -228,6 +230,23 @@ def simple_chart(
     """One bar per key, largest first (ties by name, so the page is stable)."""
     ranked = tuple(Bar(k, (n,)) for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     return Chart(key, title, ("rows",), ranked, note=note, category=category)
+
+
+MEMBER_SERIES = ("not held back", "held back")
+
+
+def member_chart(summary: Mapping[str, Any]) -> Chart:
+    """Rows each member of a zip gave, and how many of them its export holds back."""
+    bars = []
+    for member, item in mapping_of(summary.get("member_rows")).items():
+        counts = mapping_of(item)
+        rows, held = count_of(counts.get("rows")), count_of(counts.get("held_back"))
+        if isinstance(member, str) and rows is not None:
+            held = min(held or 0, rows)
+            bars.append(Bar(member, (rows - held, held), total=rows))
+    note = "Held back: rows the export marks unsubscribed, cleaned, opted out... (never safe)."
+    series = MEMBER_SERIES
+    return Chart("member_rows", "Member files", series, tuple(bars), note=note, category="File")
 
 
 def rejects_of(summary: Mapping[str, Any]) -> dict[str, int]:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pipeline import __version__
 from pipeline.core.schema import SPEC_COLUMNS
-from pipeline.core.verdict import Reason, Verdict
+from pipeline.core.verdict import HELD_BACK, Reason, Verdict
 from pipeline.service.errors import ALL_PROBLEMS
 from pipeline.service.protocol import MAX_HEADERS, MAX_LINE_BYTES
 from pipeline.service.settings import ServiceConfig
@@ -57,8 +57,9 @@ def email_result_schema() -> dict[str, Any]:
         properties[name] = prop
     properties["REASON"] = {
         "type": "string",
+        # The consent codes come from a list's own columns: a single address never has them.
         "description": "Reason codes joined by ';' (extension): "
-        + ", ".join(r.value for r in Reason)
+        + ", ".join(r.value for r in Reason if r not in HELD_BACK)
         + ".",
     }
     return {

@@ -33,6 +33,10 @@ from pipeline.core.errors import ConfigError
 from pipeline.core.postgres import is_url
 
 ENGINE_SECTIONS = ("dns", "cache", "lists", "verify", "api", "bounces", "contacts")
+# The [service] table's variables: LISTCLEAN_HTTP_HOST, LISTCLEAN_HTTP_PORT... Its section's
+# own name would give LISTCLEAN_SERVICE_HOST and LISTCLEAN_SERVICE_PORT, which Kubernetes sets
+# for a Service named "listclean" (see pipeline.core.config.is_service_link).
+HTTP_PREFIX = f"{ENV_PREFIX}HTTP_"
 
 
 def _proxies(proxies: tuple[str, ...], where: str) -> tuple[str, ...]:
@@ -140,7 +144,7 @@ def env_settings() -> frozenset[str]:
     """Every ``LISTCLEAN_`` variable that sets a setting, the service's and the engine's."""
     return (
         env_names(Config)
-        | env_names(HttpConfig, f"{ENV_PREFIX}SERVICE_")
+        | env_names(HttpConfig, HTTP_PREFIX)
         | env_names(AnonymousConfig, f"{ENV_PREFIX}ANONYMOUS_")
     )
 
@@ -148,14 +152,15 @@ def env_settings() -> frozenset[str]:
 def load_service_config(path: Path | None, env: Mapping[str, str] | None = None) -> ServiceConfig:
     """The file's settings over the defaults, then ``LISTCLEAN_`` variables over those: the
     engine's as for the command line (``LISTCLEAN_DNS_TIMEOUT``), the service's under
-    ``LISTCLEAN_SERVICE_`` and ``LISTCLEAN_ANONYMOUS_`` (plans come from the file only)."""
+    ``LISTCLEAN_HTTP_`` (the ``[service]`` table) and ``LISTCLEAN_ANONYMOUS_`` (plans come from
+    the file only)."""
     config = _from_file(path)
     env = env or {}
     known = env_settings()
     return dataclasses.replace(
         config,
         engine=with_environment(config.engine, env, known=known),
-        service=with_environment(config.service, env, f"{ENV_PREFIX}SERVICE_", known),
+        service=with_environment(config.service, env, HTTP_PREFIX, known),
         anonymous=with_environment(config.anonymous, env, f"{ENV_PREFIX}ANONYMOUS_", known),
     )
 

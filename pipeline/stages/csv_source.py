@@ -1,9 +1,10 @@
 """A delimited-text list, read batch by batch in bounded memory.
 
 Before the first batch the file is made plain UTF-8: a UTF-8 file (BOM or not) is read as it
-is; UTF-16, or text that is not valid UTF-8 (then cp1252, or Latin-1, with a warning naming the
-first bad byte), is transcoded once into a UTF-8 copy in the run's spill folder. Its records are
-counted without parsing it (:func:`~pipeline.core.delimited.count_records_in`).
+is; UTF-16, text in the encoding ``--encoding`` names, or text that is not valid UTF-8 (then
+in the Excel code page :mod:`pipeline.core.encodings` detects, with a warning naming the first
+bad byte; refused when unsure) is transcoded once into a UTF-8 copy in the run's spill folder.
+Its records are counted without parsing it (:func:`~pipeline.core.delimited.count_records_in`).
 
 Batches come from polars' batched reader while that reader can be trusted: it reads every record
 as a row, so the rows it returns must add up to the records counted. When they do not (a ragged
@@ -27,6 +28,7 @@ from typing import Final
 import polars as pl
 
 from pipeline.core.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
+from pipeline.core.encodings import Decoding, detect, non_ascii_lines
 from pipeline.core.errors import InputError
 from pipeline.stages.footers import EMPTY_ROW, blank_text, filler_kind
 
@@ -43,10 +45,14 @@ class ReadAgain(Exception):
 class CsvSource:
     """A CSV (or ``;`` TAB ``|`` delimited) list as UTF-8, its header, and its batches."""
 
-    def __init__(self, path: Path, spill: Path, label: str | None = None) -> None:
+    def __init__(
+        self, path: Path, spill: Path, label: str | None = None, decoding: Decoding | None = None
+    ) -> None:
         self.path = path
         self.label = label or str(path)  # how messages name it (an archive member, say)
-        self.text, self.encoding, self.warnings = _as_utf8(path, spill, self.label)
+        self.text, self.encoding, self.warnings = _as_utf8(
+            path, spill, self.label, decoding or Decoding()
+        )
         self.records = count_records_in(_chunks(self.text))
         head = _head(self.text)
         if not head.strip():
@@ -145,8 +151,14 @@ def unique_names(header: list[str]) -> list[str]:
     return names
 
 
-def _as_utf8(path: Path, spill: Path, label: str) -> tuple[Path, str, tuple[str, ...]]:
+def _as_utf8(
+    path: Path, spill: Path, label: str, decoding: Decoding
+) -> tuple[Path, str, tuple[str, ...]]:
     """*path* if it is UTF-8, else a UTF-8 copy of it in *spill*; the encoding; warnings."""
+    if decoding.encoding:
+        if decoding.encoding in ("utf-8", "utf-8-sig") and _first_bad_utf8(path) is None:
+            return path, "utf-8", ()
+        return _transcode(path, spill, decoding.encoding, label), decoding.encoding, ()
     with path.open("rb") as handle:
         head = handle.read(_SNIFF)
     utf16 = utf16_encoding(head[: len(head) - len(head) % 2])
@@ -155,12 +167,13 @@ def _as_utf8(path: Path, spill: Path, label: str) -> tuple[Path, str, tuple[str,
     bad = _first_bad_utf8(path)
     if bad is None:
         return path, "utf-8", ()
-    encoding = "cp1252" if _decodes(path, "cp1252") else "latin-1"
+    encoding = detect(non_ascii_lines(_chunks(path)), decoding.margin, label)
     warning = (
-        f"{label} is not valid UTF-8 (first bad byte at offset {bad}); read it as {encoding}. "
-        "Save the file as UTF-8 to silence this warning."
+        f"{label} is not valid UTF-8 (first bad byte at offset {bad}); read it as {encoding}, "
+        "the code page it is written in. Save the file as UTF-8, or say --encoding "
+        f"{encoding}, to silence this warning."
     )
-    return _transcode(path, spill, encoding), encoding, (warning,)
+    return _transcode(path, spill, encoding, label), encoding, (warning,)
 
 
 def _first_bad_utf8(path: Path) -> int | None:
@@ -179,23 +192,25 @@ def _first_bad_utf8(path: Path) -> int | None:
     return None
 
 
-def _decodes(path: Path, encoding: str) -> bool:
-    decoder = codecs.getincrementaldecoder(encoding)()
-    try:
-        for chunk in _chunks(path):
-            decoder.decode(chunk)
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def _transcode(path: Path, spill: Path, encoding: str) -> Path:
+def _transcode(path: Path, spill: Path, encoding: str, strict: str = "") -> Path:
+    """A UTF-8 copy of *path* in *spill*. With *strict* (how messages name the file) a byte
+    the encoding cannot decode is an InputError, never a replacement character in the output;
+    without, UTF-16's stray bytes are replaced."""
     target = spill / f"{path.name}.utf8.csv"  # one per file: an archive's members are several
-    decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+    decoder = codecs.getincrementaldecoder(encoding)(errors="strict" if strict else "replace")
+    offset = 0
     with target.open("wb") as out:
-        for chunk in _chunks(path):
-            out.write(decoder.decode(chunk).encode("utf-8"))
-        out.write(decoder.decode(b"", final=True).encode("utf-8"))
+        try:
+            for chunk in _chunks(path):
+                out.write(decoder.decode(chunk).encode("utf-8"))
+                offset += len(chunk)
+            out.write(decoder.decode(b"", final=True).encode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{strict} is not valid {encoding}: the byte 0x{exc.object[exc.start]:02x} at "
+                f"offset {offset + exc.start} is not a character of it. Name the file's "
+                "encoding with --encoding NAME, or save it as UTF-8."
+            ) from exc
     return target
 
 

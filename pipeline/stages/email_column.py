@@ -32,7 +32,7 @@ CONTENT_SHARE: Final = 0.8
 ADDRESS_LIKE: Final = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
 
-def _fold(header: str) -> str:
+def fold_header(header: str) -> str:
     """*header* without case, accents, spaces or punctuation: "Correo electrónico" and
     "CORREO_ELECTRONICO" fold alike."""
     decomposed = unicodedata.normalize("NFKD", header.casefold())
@@ -65,7 +65,7 @@ _NAMES: Final = (
     "Електронна пошта", "E-posta", "E-posta adresi", "メールアドレス", "メール",
     "电子邮件", "电子邮箱", "邮箱", "電子郵件", "이메일", "이메일 주소",
 )  # fmt: skip
-EMAIL_NAMES: Final = tuple(dict.fromkeys(_fold(name) for name in _NAMES))  # folded, in order
+EMAIL_NAMES: Final = tuple(dict.fromkeys(fold_header(name) for name in _NAMES))  # folded, in order
 
 
 Rule = Literal["flag", "name", "content"]
@@ -95,7 +95,7 @@ def by_name(columns: Sequence[str]) -> EmailColumn | None:
     """The column whose header is the most preferred of :data:`EMAIL_NAMES`, if any."""
     folded: dict[str, str] = {}
     for column in columns:
-        folded.setdefault(_fold(column), column)
+        folded.setdefault(fold_header(column), column)
     for name in EMAIL_NAMES:
         if name in folded:
             column = folded[name]

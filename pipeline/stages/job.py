@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from pipeline.core.config import StorageConfig
+from pipeline.core.encodings import Decoding
 from pipeline.core.errors import InputError, OutputError, UsageError
 from pipeline.stages.formats import OutputFormat, stem_of
 from pipeline.stages.objects import (
@@ -62,6 +63,7 @@ class CleanJob:
     member: str | None = None  # the one archive member to read (zip input)
     sheet: str | None = None  # the one workbook sheet to read (xlsx input)
     split: bool = False  # also write the rows of each verdict to a file of their own
+    decoding: Decoding = field(default_factory=Decoding)  # a text input's encoding: said, or found
 
     @property
     def paths(self) -> OutputPaths:

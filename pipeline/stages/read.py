@@ -16,13 +16,14 @@ folder.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Final, Protocol
 
 import polars as pl
 
 from pipeline.core.config import StorageConfig
+from pipeline.core.encodings import Decoding
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS, SOURCE_COLUMN
 from pipeline.core.tables import (
@@ -92,10 +93,12 @@ class ReadBatch:
 
 @dataclass(frozen=True)
 class Choice:
-    """How to read an input that holds several lists: which member, which sheet."""
+    """How to read an input that holds several lists: which member, which sheet; and how a
+    text input's encoding is chosen (said, or detected)."""
 
     member: str | None = None
     sheet: str | None = None
+    decoding: Decoding = field(default_factory=Decoding)
 
 
 class ListReader:
@@ -198,14 +201,17 @@ def _open_file(
     if kind is FileKind.PARQUET:
         return ParquetSource([path]), replace(_PARQUET, compression=compression)
     if kind is FileKind.TEXT:
-        source = CsvSource(path, spill, label)
+        source = CsvSource(path, spill, label, choice.decoding)
         return source, SourceInfo("csv", compression, rows_known=source.records is not None)
     packed = compression_of(kind)
     if packed is not None and not compression:
         return _open_file(decompress(path, kind, spill), spill, choice, label, packed)
     if kind is FileKind.ZIP and not compression:
         members = zip_members(path, spill, choice.member)
-        parts = [Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}")) for m in members]
+        parts = [
+            Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}", choice.decoding))
+            for m in members
+        ]
         info = SourceInfo("zip", members=tuple(m.name for m in members))
         return MemberSource(parts), info
     if kind is FileKind.XLSX and not compression:

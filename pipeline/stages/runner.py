@@ -41,7 +41,13 @@ from pipeline.stages.provenance import RunRecord
 from pipeline.stages.read import Choice, ListReader, open_list
 from pipeline.stages.sinks import Sink, open_outputs
 from pipeline.stages.spill import Spill, named_failures, spill_folder
-from pipeline.stages.steps import answer_table, decide_rows, normalize, probe_candidates
+from pipeline.stages.steps import (
+    answer_table,
+    decide_rows,
+    held_keys,
+    normalize,
+    probe_candidates,
+)
 from pipeline.stages.summary import (
     Counts,
     NormalizeStats,
@@ -62,7 +68,7 @@ _MAX_ROWS = 1_000_000
 
 def open_reader(job: CleanJob, folder: Path) -> ListReader:
     """The job's list, opened; refused before any work when the output cannot hold it."""
-    choice = Choice(job.member, job.sheet)
+    choice = Choice(job.member, job.sheet, job.decoding)
     name = job.name or str(job.input)
     reader = open_list(name, job.input, folder, job.email_column, job.storage, choice)
     check_capacity(job.format, reader.known_rows)
@@ -104,6 +110,7 @@ class _Scan:
     spill: Spill
     marker: DuplicateMarker
     domains: dict[str, None] = field(default_factory=dict)  # first-seen order
+    held: list[pl.DataFrame] = field(default_factory=list)  # addresses held back (consent)
     rows: int = 0
     rejected: int = 0
     reading: float = 0.0  # seconds spent reading, the rest of the pass normalizing
@@ -219,6 +226,7 @@ def _scan_with(
             work = normalize(read.frame, reader.email_column, engine.lists)
             scan.marker.add(work.get_column("KEY"))
             scan.domains.update(dict.fromkeys(resolvable_domains(work)))
+            scan.held.append(held_keys(work))
             spill.put(work)
             scan.rows += read.frame.height
             bar.update(read.frame.height + read.rejects.height)
@@ -261,6 +269,7 @@ def _decide_all(
     """Pass 2: every batch read again (the original columns: cheaper to read than to keep),
     joined with its spilled work columns, decided, written and counted."""
     table, answers = tables
+    held = held_keys(pl.concat(scan.held)) if scan.held else None
     tally = Tally()
     scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
     offset = 0
@@ -271,7 +280,7 @@ def _decide_all(
                 raise AssertionError(f"batch {index} read back with other rows than the first")
             marked = Batch(read.frame, _marked(scan, work, offset))
             offset += work.height
-            decided = decide_rows(marked, table, engine.bounces, scope, answers)
+            decided = decide_rows(marked, table, engine.bounces, scope, answers, held)
             sink.write(decided)
             tally.add(decided)
             scan.spill.drop(index)

@@ -26,6 +26,7 @@ from typing import IO, Any, Final, Protocol, Self
 import polars as pl
 import xlsxwriter
 
+from pipeline.core.decide import held_back
 from pipeline.core.errors import UsageError
 from pipeline.core.publish import Publication, tmp_of
 from pipeline.core.schema import SCHEMA_VERSION
@@ -83,14 +84,15 @@ def open_outputs(
     split: bool = False,
 ) -> Sink:
     """The output's sink; with *split*, one that also writes each verdict's rows to a file of
-    their own (``list.clean.valid.parquet``...), in the output's format."""
+    their own (``list.clean.valid.parquet``...), in the output's format, and the rows the
+    list's export holds back from sending to ``.suppressed``, never to ``.valid``."""
     full = open_sink(paths, originals, csv_bom)
     if not split:
         return full
     parts: dict[str, Sink] = {}
     try:
-        for role, verdict in SPLIT.items():
-            parts[verdict] = open_sink(paths.of_split(role), originals, csv_bom)
+        for role in SPLIT:
+            parts[role] = open_sink(paths.of_split(role), originals, csv_bom)
     except BaseException:
         for sink in (full, *parts.values()):
             sink.close()
@@ -98,13 +100,21 @@ def open_outputs(
     return SplitSink(full, parts)
 
 
+def split_rows(role: str) -> pl.Expr:
+    """Which output rows --split writes to the file of *role*: each row to exactly one file,
+    a held-back row (consent) to ``suppressed`` whatever its VERDICT."""
+    held = held_back(pl.col("REASON"))
+    verdict = SPLIT[role]
+    return held if verdict is None else (pl.col("VERDICT") == verdict) & ~held
+
+
 class SplitSink:
-    """The full output, and the rows of each verdict in a sink of their own, all published
-    at the end of the run."""
+    """The full output, and the rows of each split role in a sink of their own, all published
+    at the end of the run (each one written, if empty, with every column)."""
 
     def __init__(self, full: Sink, parts: Mapping[str, Sink]) -> None:
         self._full = full
-        self._parts = dict(parts)  # VERDICT -> sink
+        self._parts = dict(parts)  # role -> sink
 
     @property
     def _all(self) -> list[Sink]:
@@ -112,8 +122,8 @@ class SplitSink:
 
     def write(self, frame: pl.DataFrame) -> None:
         self._full.write(frame)
-        for verdict, sink in self._parts.items():
-            sink.write(frame.filter(pl.col("VERDICT") == verdict))
+        for role, sink in self._parts.items():
+            sink.write(frame.filter(split_rows(role)))
 
     def note(self, facts: Mapping[str, Any]) -> None:
         for sink in self._all:

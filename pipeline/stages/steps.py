@@ -20,12 +20,15 @@ from pipeline.core.engine import (
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.step import PROBEABLE, join_answers
 from pipeline.stages.base import Batch
+from pipeline.stages.consent import consent_of
 from pipeline.stages.write import output_frame
 
 
 def normalize(frame: pl.DataFrame, email_column: str, lists: DomainLists) -> pl.DataFrame:
-    """The work columns of a read batch: EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE."""
-    return classify_addresses(frame.get_column(email_column), lists)
+    """The work columns of a read batch: EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE, and CONSENT
+    (what the export says about sending to the row: :mod:`pipeline.stages.consent`)."""
+    work = classify_addresses(frame.get_column(email_column), lists)
+    return work.with_columns(consent_of(frame))
 
 
 def probe_candidates(work: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
@@ -39,16 +42,37 @@ def answer_table(checked: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
     return checked.select("KEY", *answered).unique("KEY", keep="first")
 
 
+def held_keys(work: pl.DataFrame) -> pl.DataFrame:
+    """KEY and CONSENT of the addresses *work* holds back from sending, each once (its first
+    row's reason)."""
+    held = work.filter(pl.col("CONSENT").is_not_null() & (pl.col("KEY") != ""))
+    return held.select("KEY", "CONSENT").unique("KEY", keep="first", maintain_order=True)
+
+
+def with_held(work: pl.DataFrame, held: pl.DataFrame) -> pl.DataFrame:
+    """*work* with CONSENT on every row of an address that *held* holds back: a person who
+    unsubscribed on one row of the list is not mailed on another."""
+    if held.is_empty():
+        return work
+    held = held.rename({"CONSENT": "_HELD"})
+    found = work.join(held, on="KEY", how="left", maintain_order="left")
+    return found.with_columns(pl.coalesce("CONSENT", "_HELD").alias("CONSENT")).drop("_HELD")
+
+
 def decide_rows(
     batch: Batch,
     table: pl.DataFrame,
     bounces: BounceSource | None,
     scope: BounceScope | None,
     answers: pl.DataFrame | None,
+    held: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The output rows of *batch* (work with DUPLICATE): domain answers, bounce flags and
-    address answers joined by DOMAIN and KEY, then decided."""
-    work = attach_bounces(bounces, attach_domains(batch.work, table), scope)
+    address answers joined by DOMAIN and KEY, the consent of every row of an address (*held*:
+    the whole list's held-back addresses; None: those of *batch*, which holds every row of its
+    addresses, as a Dask partition does), then decided."""
+    work = with_held(batch.work, held_keys(batch.work) if held is None else held)
+    work = attach_bounces(bounces, attach_domains(work, table), scope)
     if answers is not None:
         work = join_answers(work, answers)
     decided = decide(with_address_columns(work))

@@ -5,7 +5,10 @@ beside the output, ``summary.json`` and the HTML report (:func:`stage_summaries`
 Rows and unique addresses are told apart everywhere: ``verdicts`` counts rows, and
 ``verdicts_unique`` counts each distinct address once (its first row), so it sums to
 ``distinct_addresses``. ``safe_to_send`` is the number of rows with SAFE_TO_SEND true (Valid,
-the address's first row) and ``safe_to_send_share`` its share of the distinct addresses.
+the address's first row, not held back) and ``safe_to_send_share`` its share of the distinct
+addresses. ``held_back`` counts the rows the list's own export holds back from sending
+(unsubscribed, cleaned, opted out...: :func:`pipeline.core.decide.held_back`, the rule the split
+files use too), and ``member_rows`` the rows each member of a zip gave, with those held back.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
+from pipeline.core.decide import held_back
 from pipeline.core.engine import DomainStats
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.publish import Publication
 from pipeline.core.repairs import Repair
-from pipeline.core.schema import SCHEMA_VERSION
+from pipeline.core.schema import SCHEMA_VERSION, SOURCE_COLUMN
 from pipeline.core.verdict import Reason, Verdict
 from pipeline.report import write_report
 from pipeline.stages.base import StageSummary
@@ -58,6 +62,9 @@ class Tally:
         self.verdicts_unique: Counter[str] = Counter()
         self.reasons: Counter[str] = Counter()  # rows per REASON string
         self.safe_to_send = 0
+        self.held_back = 0
+        # SOURCE_FILE value -> [rows, rows held back] (a zip's members)
+        self.members: dict[str, list[int]] = {}
         self._domains: list[pl.DataFrame] = []
         self._typos: Counter[tuple[str, str]] = Counter()
 
@@ -66,15 +73,23 @@ class Tally:
         # One pass for the verdicts (of rows and of unique addresses), the reasons and the
         # safe-to-send count: a few hundred groups at most (verdict x REASON string x unique).
         unique = (~pl.col("DUPLICATE") & (pl.col("EMAIL") != "")).alias("unique")
-        groups = rows.group_by("VERDICT", "REASON", unique).agg(
-            pl.len(), pl.col("SAFE_TO_SEND").sum()
+        source = pl.col(SOURCE_COLUMN) if SOURCE_COLUMN in rows.columns else pl.lit(None, pl.String)
+        groups = rows.group_by("VERDICT", "REASON", unique, source.alias("source")).agg(
+            pl.len(),
+            pl.col("SAFE_TO_SEND").sum(),
+            held_back(pl.col("REASON")).first().alias("held"),
         )
-        for verdict, reason, is_unique, n, safe in groups.iter_rows():
+        for verdict, reason, is_unique, member, n, safe, held in groups.iter_rows():
             self.verdicts[verdict] += n
             self.reasons[reason] += n
             if is_unique:
                 self.verdicts_unique[verdict] += n
             self.safe_to_send += safe
+            self.held_back += n if held else 0
+            if member is not None:
+                counts = self.members.setdefault(member, [0, 0])
+                counts[0] += n
+                counts[1] += n if held else 0
         per_verdict = ((pl.col("VERDICT") == v).sum().alias(v) for v in _VERDICTS)
         per_domain = rows.filter(pl.col("DOMAIN") != "").group_by("DOMAIN")
         self._domains.append(per_domain.agg(pl.len().alias("rows"), *per_verdict))
@@ -144,6 +159,8 @@ class RunSummary:
     verdicts_unique: dict[str, int]
     reasons: dict[str, int]
     safe_to_send: int
+    held_back: int  # rows the list's export holds back from sending (consent)
+    member_rows: dict[str, dict[str, int]]  # zip member -> {"rows": n, "held_back": n}
     top_domains: list[dict[str, Any]]
     typo_fixes: list[dict[str, Any]]
     rejects_by_reason: dict[str, int]
@@ -195,6 +212,8 @@ class RunSummary:
             "distinct_addresses": self.normalized.distinct_addresses,
             "safe_to_send": self.safe_to_send,
             "safe_to_send_share": self.safe_to_send_share,
+            "held_back": self.held_back,
+            "member_rows": self.member_rows,
             "duplicates": self.normalized.duplicates,
             "rows_out": self.rows_out,
             "rows_rejected": self.rows_rejected,
@@ -280,6 +299,8 @@ def summarize(
         verdicts_unique=_ranked(tally.verdicts_unique),
         reasons=tally.reason_counts(),
         safe_to_send=tally.safe_to_send,
+        held_back=tally.held_back,
+        member_rows=member_rows(tally, reader.info.members),
         top_domains=tally.top_domains(),
         typo_fixes=tally.typo_fixes(),
         rejects_by_reason=_ranked(counts.rejects_by_reason),
@@ -288,6 +309,14 @@ def summarize(
         warnings=list(reader.warnings),
         **described(reader, job),
     )
+
+
+def member_rows(tally: Tally, members: tuple[str, ...]) -> dict[str, dict[str, int]]:
+    """Rows and rows held back per member of a zip input, in the archive's order (every member
+    read, one that gave no row too); empty for any other input, whose SOURCE_FILE column, if it
+    has one, is its own."""
+    counts = {m: tally.members.get(m, [0, 0]) for m in members}
+    return {m: {"rows": rows, "held_back": held} for m, (rows, held) in counts.items()}
 
 
 def described(reader: ListReader, job: CleanJob) -> dict[str, Any]:

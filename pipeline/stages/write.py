@@ -51,13 +51,16 @@ _DICTIONARY: Final = ["VERDICT", "DOMAIN_VERDICT", "REASON", "DOMAIN", "MX"]
 T = TypeVar("T")
 
 
-SPLIT: Final = {"valid": "Valid", "risky": "Risky", "invalid": "Invalid"}  # file role: VERDICT
+# --split's files by role: the rows of one VERDICT, or (None) the rows the list's export holds
+# back from sending (unsubscribed, cleaned...), which go there whatever their VERDICT.
+SPLIT: Final = {"valid": "Valid", "risky": "Risky", "invalid": "Invalid", "suppressed": None}
 
 
 def companions(name: str) -> dict[str, str]:
     """The names of the files a run writes for the output *name*, by role: ``list.clean.parquet``
     has ``list.clean.rejects.csv``, ``.summary.json``, ``.report.html`` and, with ``--split``,
-    ``list.clean.valid.parquet``, ``.risky.parquet`` and ``.invalid.parquet``."""
+    ``list.clean.valid.parquet``, ``.risky.parquet``, ``.invalid.parquet`` and
+    ``.suppressed.parquet``."""
     stem = stem_of(name)
     suffix = name[len(stem) :]
     return {
@@ -75,7 +78,7 @@ class OutputPaths:
     rejects: Path
     summary: Path
     report: Path
-    split: dict[str, Path]  # role (valid, risky, invalid) -> where --split writes its rows
+    split: dict[str, Path]  # role (valid, risky, invalid, suppressed) -> where --split writes
     dataset: bool = False
     upload: Upload | None = None  # where each file goes once complete (an object store)
     format: OutputFormat = OutputFormat.PARQUET
@@ -111,7 +114,7 @@ class OutputPaths:
         return {**base, **(self.split if split else {})}
 
     def of_split(self, role: str) -> OutputPaths:
-        """Where the rows of one verdict go with --split: a whole output of its own."""
+        """Where the rows of one role go with --split: a whole output of its own."""
         return dataclasses.replace(self, parquet=self.split[role])
 
     def name(self, path: Path) -> str:

@@ -13,12 +13,13 @@ from html.parser import HTMLParser
 from typing import Any
 
 VERDICTS = ("Valid", "Risky", "Invalid")
-STACKED = ("verdicts", "top_domains")  # charts whose tables have a total column
+STACKED = ("verdicts", "top_domains", "member_rows")  # charts whose tables have a total column
 FIGURES = (
     "rows_in",
     "distinct_addresses",
     "safe_to_send",
     "safe_to_send_share",
+    "held_back",
     "duplicates",
     "rows_rejected",
     "rows_out",
@@ -49,6 +50,9 @@ def bars(summary: Mapping[str, Any]) -> dict[BarKey, float]:
     for chart in SIMPLE:
         for label, rows in summary.get(chart, {}).items():
             _single(found, chart, label, "rows", rows)
+    for member, item in summary.get("member_rows", {}).items():
+        parts = {"not held back": item["rows"] - item["held_back"], "held back": item["held_back"]}
+        _stack(found, "member_rows", member, parts, item["rows"], tuple(parts))
     for item in summary.get("top_domains", []):
         _stack(found, "top_domains", item["domain"], item, item["rows"])
     for item in summary.get("typo_fixes", []):
@@ -80,8 +84,15 @@ def facts(summary: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
-def _stack(found: dict[BarKey, float], chart: str, bar: str, parts: Any, total: float) -> None:
-    for verdict in VERDICTS:
+def _stack(
+    found: dict[BarKey, float],
+    chart: str,
+    bar: str,
+    parts: Any,
+    total: float,
+    series: tuple[str, ...] = VERDICTS,
+) -> None:
+    for verdict in series:
         found[(chart, bar, verdict)] = parts.get(verdict, 0)
     found[(chart, bar, "total")] = total
 

@@ -54,7 +54,7 @@ def test_anonymous_callers_are_counted_per_address_across_instances(
     store_at: StoreAt, tmp_path: Path
 ) -> None:
     env = {
-        "LISTCLEAN_SERVICE_TRUSTED_PROXIES": '["127.0.0.1"]',
+        "LISTCLEAN_HTTP_TRUSTED_PROXIES": '["127.0.0.1"]',
         "LISTCLEAN_ANONYMOUS_EMAIL_PER_DAY": "100",
     }
     addresses = ["203.0.113.7", "198.51.100.9"]

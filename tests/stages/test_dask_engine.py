@@ -18,6 +18,13 @@ from pipeline.cli import main
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
 from tests.conftest import SAMPLE_CSV
+from tests.stages.test_consent import (
+    CLEANED,
+    SUBSCRIBED,
+    UNSUBSCRIBED,
+    mailchimp_zip,
+    repeated_person,
+)
 from tests.stages.test_streaming import messy_list
 
 SANDBOX = str(SANDBOX_SETTINGS)
@@ -147,3 +154,23 @@ def test_a_remote_cluster_refuses_local_paths(
     assert main(["clean", str(source), "--scheduler", "tcp://127.0.0.1:9"]) == 2
     assert "--engine dask" in capsys.readouterr().err
     assert not (tmp_path / "o.parquet").exists()
+
+
+def test_consent_is_kept_by_the_dask_engine(cluster: Client, tmp_path: Path) -> None:
+    """A Mailchimp export through both engines: the same rows held back, the same counts."""
+    mailchimp_zip(tmp_path / "export.zip")
+    local = clean(tmp_path, tmp_path / "export.zip", "local.parquet", "cache-local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean(tmp_path, tmp_path / "export.zip", "dask.parquet", "cache-dask", *dask)
+    same(local, spread)
+    assert spread["held_back"] == UNSUBSCRIBED + CLEANED and spread["safe_to_send"] == SUBSCRIBED
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+    # A person held back on one row of a list is held back on every row, in both engines.
+    repeated_person(tmp_path / "crm.csv")
+    local = clean(tmp_path, tmp_path / "crm.csv", "local2.parquet", "cache-local")
+    spread = clean(tmp_path, tmp_path / "crm.csv", "dask2.parquet", "cache-dask", *dask)
+    same(local, spread)
+    assert spread["held_back"] == 2
+    expected = pl.read_parquet(tmp_path / "local2.parquet")
+    assert pl.read_parquet(tmp_path / "dask2.parquet").equals(expected)
