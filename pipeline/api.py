@@ -133,7 +133,7 @@ def _clean(
         job = CleanJob(
             source, folder / "out.parquet", email_column, name, memory_mb=config.run.memory
         )
-        job = dataclasses.replace(job, storage=config.storage)
+        job = dataclasses.replace(job, storage=config.storage, read=config.read)
         engine = _engine(stack, config, cache_dir, offline)
         summary = run_clean(job, engine, folder)
         frame = pl.read_parquet(job.output)

@@ -172,6 +172,7 @@ def _clean(args: argparse.Namespace) -> int:
             args.member,
             args.sheet,
             args.split,
+            config.read,
         )
         summary = _run(args, job, engine, folder.path)
         if work is not None:

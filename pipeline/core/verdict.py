@@ -308,8 +308,12 @@ def _judged_by_reasons(
             for name, part in parts.items()
         },
     }
+    # An empty frame has no masks, and replace_strict with an empty mapping keeps the input's
+    # type (UInt64) whatever return_dtype says (polars 2.1): a null of the type instead.
     looked_up = {
         name: pl.col("_REASONS").replace_strict(mapping, return_dtype=dtype)
+        if mapping
+        else pl.lit(None, dtype)
         for name, (mapping, dtype) in columns.items()
     }
     return keyed.with_columns(

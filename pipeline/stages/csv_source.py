@@ -14,6 +14,11 @@ every line and puts what it cannot use in the rejects, with the line and the raw
 Rows that are not records (empty rows, report footers: :mod:`pipeline.stages.footers`) go to
 the rejects with their line and raw text too, so a file that has any is read by the exact
 reader, which knows both.
+
+A record with a field longer than ``read.max_field_bytes`` is never read: it is found at the
+byte level first (:mod:`pipeline.core.long_fields`), the file is copied into the spill folder
+without it (a ``""`` stands in, one line), and the exact reader puts it in the rejects as
+``field_too_long`` with its line in the file and its first bytes as the raw text.
 """
 
 from __future__ import annotations
@@ -28,12 +33,14 @@ import polars as pl
 
 from pipeline.core.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
 from pipeline.core.errors import InputError
+from pipeline.core.long_fields import SetAside, copy_without, long_records
 from pipeline.stages.footers import EMPTY_ROW, blank_text, filler_kind
 
 REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
 _CHUNK: Final = 1 << 24  # bytes read at a time
 _SNIFF: Final = 1 << 16
 _BOM: Final = b"\xef\xbb\xbf"
+FIELD_TOO_LONG: Final = "field_too_long"
 
 
 class ReadAgain(Exception):
@@ -43,18 +50,40 @@ class ReadAgain(Exception):
 class CsvSource:
     """A CSV (or ``;`` TAB ``|`` delimited) list as UTF-8, its header, and its batches."""
 
-    def __init__(self, path: Path, spill: Path, label: str | None = None) -> None:
+    def __init__(
+        self, path: Path, spill: Path, label: str | None = None, max_field: int = 0
+    ) -> None:
+        """*max_field*: the bytes a field may hold (``read.max_field_bytes``); 0: any."""
         self.path = path
         self.label = label or str(path)  # how messages name it (an archive member, say)
         self.text, self.encoding, self.warnings = _as_utf8(path, spill, self.label)
-        self.records = count_records_in(_chunks(self.text))
         head = _head(self.text)
         if not head.strip():
             raise InputError(f"{self.label} is empty: there is no header row and no address in it.")
         self.delimiter = sniff_delimiter(head)
+        self.aside = self._set_aside(spill, max_field)
+        self.records = count_records_in(_chunks(self.text))
         with _lines(self.text) as lines:
             self.columns = unique_names(Table(lines, self.delimiter).header)
-        self.exact = self.records is None  # quotes that do not pair up: no count to check
+        # Quotes that do not pair up leave no count to check; records set aside need the
+        # exact reader to put them in the rejects in their place.
+        self.exact = self.records is None or bool(self.aside.spans)
+
+    def _set_aside(self, spill: Path, limit: int) -> SetAside:
+        """The records with a field over *limit* bytes, and self.text copied without them."""
+        spans = long_records(self.text, self.delimiter, limit)
+        if spans and spans[0].start <= len(_BOM):
+            raise InputError(
+                f"The header row of {self.label} has a field of {spans[0].field:,} bytes, "
+                f"longer than read.max_field_bytes ({limit:,}). Check that the file is a list "
+                "with a header row; if its header is really that long, raise "
+                "read.max_field_bytes."
+            )
+        if spans:
+            target = spill / f"{self.text.name}.fields.csv"
+            copy_without(self.text, spans, target)
+            self.text = target
+        return SetAside(spans)
 
     @property
     def schema(self) -> dict[str, pl.DataType]:
@@ -97,18 +126,27 @@ class CsvSource:
             raise ReadAgain
 
     def _exact(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+        aside = self.aside
         with _lines(self.text) as lines:
             table = Table(lines, self.delimiter)
             kept: list[tuple[int, list[str | None], str]] = []
             rejects: list[tuple[int, str, str]] = []
-            for line, cells, raw in table:
-                if isinstance(cells, str):
+            left = {span.line for span in aside.spans}  # set aside, not yet in the rejects
+            for at, cells, raw in table:
+                line, span = aside.line_in_file(at), aside.span_at(at)
+                if span is not None and span.line in left:
+                    left.discard(span.line)
+                    rejects.append((span.line, FIELD_TOO_LONG, span.raw))
+                elif isinstance(cells, str):
                     rejects.append((line, EMPTY_ROW if blank_text(raw) else cells, raw))
                 else:
                     kept.append((line, [cell or None for cell in cells], raw))  # "" is null
                 if len(kept) >= rows:
                     yield self._split(kept, rejects)
                     kept, rejects = [], []
+            # A stand-in that the reader took into another record (after a quote that never
+            # closes) is still a record of the file: it is counted, last.
+            rejects += [(s.line, FIELD_TOO_LONG, s.raw) for s in aside.spans if s.line in left]
             if kept or rejects:
                 yield self._split(kept, rejects)
 

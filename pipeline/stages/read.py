@@ -16,13 +16,13 @@ folder.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Final, Protocol
 
 import polars as pl
 
-from pipeline.core.config import StorageConfig
+from pipeline.core.config import ReadConfig, StorageConfig
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS, SOURCE_COLUMN
 from pipeline.core.tables import (
@@ -45,7 +45,7 @@ from pipeline.stages.objects import (
     read_head as read_object_head,
 )
 from pipeline.stages.parquet_source import ParquetSource, is_dataset, shards
-from pipeline.stages.unpack import compression_of, decompress, zip_members
+from pipeline.stages.unpack import compression_of, decompress, workbook_budget, zip_members
 from pipeline.stages.workbook import workbook_to_csv
 
 _WHAT: Final = "input file"
@@ -92,10 +92,12 @@ class ReadBatch:
 
 @dataclass(frozen=True)
 class Choice:
-    """How to read an input that holds several lists: which member, which sheet."""
+    """How to read an input that holds several lists (which member, which sheet), and the
+    limits it is read within (the ``[read]`` settings)."""
 
     member: str | None = None
     sheet: str | None = None
+    limits: ReadConfig = field(default_factory=ReadConfig)
 
 
 class ListReader:
@@ -197,20 +199,26 @@ def _open_file(
     kind = file_kind(path, read_head(path, HEAD_BYTES, _WHAT))
     if kind is FileKind.PARQUET:
         return ParquetSource([path]), replace(_PARQUET, compression=compression)
+    limits = choice.limits
+    longest = limits.max_field_bytes
     if kind is FileKind.TEXT:
-        source = CsvSource(path, spill, label)
+        source = CsvSource(path, spill, label, longest)
         return source, SourceInfo("csv", compression, rows_known=source.records is not None)
     packed = compression_of(kind)
     if packed is not None and not compression:
-        return _open_file(decompress(path, kind, spill), spill, choice, label, packed)
+        return _open_file(decompress(path, kind, spill, limits), spill, choice, label, packed)
     if kind is FileKind.ZIP and not compression:
-        members = zip_members(path, spill, choice.member)
-        parts = [Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}")) for m in members]
+        members = zip_members(path, spill, choice.member, limits)
+        parts = [
+            Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}", longest)) for m in members
+        ]
         info = SourceInfo("zip", members=tuple(m.name for m in members))
         return MemberSource(parts), info
     if kind is FileKind.XLSX and not compression:
+        workbook_budget(path, spill, limits)
         sheet, name = workbook_to_csv(path, spill, choice.sheet)
-        return CsvSource(sheet, spill, f"{label} (sheet {name!r})"), SourceInfo("xlsx", sheet=name)
+        labelled = f"{label} (sheet {name!r})"
+        return CsvSource(sheet, spill, labelled, longest), SourceInfo("xlsx", sheet=name)
     raise refuse_kind(Path(label), kind, _WHAT)
 
 

@@ -10,6 +10,14 @@ A zip archive's lists are its CSV members (``.csv``, ``.tsv``, ``.txt``: Mailchi
 export as a zip of ``subscribed_``, ``unsubscribed_`` and ``cleaned_`` CSV files), in the order
 of the archive; folders, macOS metadata (``__MACOSX/``, ``._*``) and other files are passed
 over. ``--member NAME`` picks one (by its path in the archive, or its file name).
+
+Unpacking is bounded (the ``[read]`` settings, :class:`Budget`): the bytes that come out are
+counted as they are written, and an input that expands beyond the least of its limits (a ratio
+to its own size, an absolute size, a share of the free disk under the spill folder) is refused
+there, so a decompression bomb never fills the disk. A zip's members are also checked against
+the sizes its directory declares before anything is unpacked (zipfile never hands out more than
+a member declares), which is how an Excel workbook, a zip too, is checked before openpyxl
+reads it.
 """
 
 from __future__ import annotations
@@ -25,12 +33,59 @@ from typing import Any, Final
 
 import pyarrow as pa
 
+from pipeline.core.config import ReadConfig
 from pipeline.core.errors import InputError
 from pipeline.core.tables import FileKind
 
 _COPY: Final = 1 << 22
 _LIST_SUFFIXES: Final = (".csv", ".tsv", ".txt")
 _COMPRESSIONS: Final = {FileKind.GZIP: "gzip", FileKind.BZIP2: "bzip2", FileKind.ZSTD: "zstd"}
+# The ratio is not held against the first bytes: a small file that packs well is no bomb.
+RATIO_FLOOR: Final = 16 * 2**20
+
+
+class Budget:
+    """The bytes a packed input may expand to: the least of ``read.max_unpack_ratio`` times
+    its size (never under :data:`RATIO_FLOOR`), ``read.max_unpacked_bytes`` and
+    ``read.max_unpack_disk_share`` of the disk free under *spill* now. :meth:`take` counts
+    what comes out and refuses the input (InputError) as soon as it passes the limit."""
+
+    def __init__(self, path: Path, what: str, spill: Path, limits: ReadConfig) -> None:
+        self._path, self._what = path, what
+        packed = path.stat().st_size
+        self.packed = packed
+        candidates = []
+        if limits.max_unpack_ratio:
+            ratio = max(int(limits.max_unpack_ratio * packed), RATIO_FLOOR)
+            shown = f"{limits.max_unpack_ratio:g} times its {packed:,} bytes"
+            candidates.append((ratio, "read.max_unpack_ratio", shown))
+        if limits.max_unpacked_bytes:
+            candidates.append((limits.max_unpacked_bytes, "read.max_unpacked_bytes", ""))
+        if limits.max_unpack_disk_share:
+            free = shutil.disk_usage(spill).free
+            shown = f"{limits.max_unpack_disk_share:.0%} of the {free:,} bytes free under {spill}"
+            candidates.append(
+                (int(free * limits.max_unpack_disk_share), "read.max_unpack_disk_share", shown)
+            )
+        self.limit, self.setting, self._shown = min(candidates, default=(0, "", ""))
+        self.used = 0
+
+    def take(self, size: int) -> None:
+        """*size* more bytes came out; InputError when that passes the limit."""
+        self.used += size
+        if self.limit and self.used > self.limit:
+            raise self.refusal()
+
+    def refusal(self) -> InputError:
+        why = f" ({self._shown})" if self._shown else ""
+        variable = "LISTCLEAN_" + self.setting.replace(".", "_").upper()
+        return InputError(
+            f"The {self._what} {self._path} expands beyond the limit: more than "
+            f"{self.limit:,} bytes would come out of it{why}, set by {self.setting}. "
+            "Nothing more was unpacked. A list that packs this well is most likely a "
+            f"decompression bomb; if this one is real, raise {self.setting} (in the [read] "
+            f"table of --config, or {variable})."
+        )
 
 
 def compression_of(kind: FileKind) -> str | None:
@@ -38,19 +93,31 @@ def compression_of(kind: FileKind) -> str | None:
     return _COMPRESSIONS.get(kind)
 
 
-def decompress(path: Path, kind: FileKind, spill: Path) -> Path:
-    """*path* decompressed, streamed, into *spill*; InputError when it is corrupt or cut."""
+def decompress(path: Path, kind: FileKind, spill: Path, limits: ReadConfig) -> Path:
+    """*path* decompressed, streamed, into *spill*; InputError when it is corrupt or cut, or
+    expands beyond its :class:`Budget`."""
     target = spill / "input.unpacked"
+    name = _COMPRESSIONS[kind]
+    budget = Budget(path, f"{name} file", spill, limits)
     try:
         with _opened(kind, path) as source, target.open("wb") as out:
-            shutil.copyfileobj(source, out, _COPY)
-    except (OSError, EOFError, zlib.error, pa.ArrowException) as exc:
+            _copy(source, out, budget)
+    except (OSError, EOFError, zlib.error, pa.ArrowException, InputError) as exc:
         target.unlink(missing_ok=True)
-        name = _COMPRESSIONS[kind]
+        if isinstance(exc, InputError):
+            raise
         raise InputError(
             f"Cannot decompress {path} ({name}): {exc}. Check that the file is complete."
         ) from exc
     return target
+
+
+def _copy(source: Any, out: Any, budget: Budget) -> None:
+    """*source* into *out* a bounded piece at a time, counted against *budget* before each
+    piece is written (a piece is at most :data:`_COPY` bytes, whatever it unpacks from)."""
+    while piece := source.read(_COPY):
+        budget.take(len(piece))
+        out.write(piece)
 
 
 def _opened(kind: FileKind, path: Path) -> Any:
@@ -68,18 +135,42 @@ class Member:
     path: Path  # its unpacked copy
 
 
-def zip_members(path: Path, spill: Path, wanted: str | None) -> list[Member]:
-    """The list members of the zip *path* (or only *wanted*), each unpacked into *spill*."""
+def zip_members(path: Path, spill: Path, wanted: str | None, limits: ReadConfig) -> list[Member]:
+    """The list members of the zip *path* (or only *wanted*), each unpacked into *spill*,
+    together within the archive's :class:`Budget`."""
+    budget = Budget(path, "zip archive", spill, limits)
     try:
         with zipfile.ZipFile(path) as archive:
             infos = _chosen(path, archive.infolist(), wanted)
+            check_declared(infos, budget)
             folder = spill / "members"
             folder.mkdir(exist_ok=True)
             return [
-                _extract(archive, info, folder / f"{n:04d}", path) for n, info in enumerate(infos)
+                _extract(archive, info, folder / f"{n:04d}", (path, budget))
+                for n, info in enumerate(infos)
             ]
     except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
         raise InputError(f"Cannot read the zip archive {path}: {exc}.") from exc
+
+
+def check_declared(infos: list[zipfile.ZipInfo], budget: Budget) -> None:
+    """InputError, before anything is unpacked, when the sizes the archive declares for
+    *infos* already pass *budget*. zipfile stops a member at its declared size (and then
+    fails its CRC check), so a member cannot bring more than it declares."""
+    if budget.limit and sum(info.file_size for info in infos) > budget.limit:
+        raise budget.refusal()
+
+
+def workbook_budget(path: Path, spill: Path, limits: ReadConfig) -> None:
+    """An Excel workbook (a zip of XML parts) whose parts declare more than its
+    :class:`Budget` is refused before openpyxl reads it; what it does not declare, zipfile
+    does not unpack."""
+    budget = Budget(path, "Excel workbook", spill, limits)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            check_declared(archive.infolist(), budget)
+    except zipfile.BadZipFile as exc:
+        raise InputError(f"Cannot read the Excel workbook {path}: {exc}.") from exc
 
 
 def _chosen(path: Path, infos: list[zipfile.ZipInfo], wanted: str | None) -> list[zipfile.ZipInfo]:
@@ -110,7 +201,10 @@ def _metadata(name: str) -> bool:
     return "__MACOSX" in parts or any(p.startswith(".") for p in parts)
 
 
-def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, path: Path) -> Member:
+def _extract(
+    archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, within: tuple[Path, Budget]
+) -> Member:
+    path, budget = within
     if info.flag_bits & 0x1:  # APPNOTE §4.4.4: bit 0, the member is encrypted
         raise InputError(
             f"The member {info.filename!r} of {path} is encrypted. Extract it with its "
@@ -118,7 +212,7 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path, path
         )
     try:
         with archive.open(info) as source, target.open("wb") as out:
-            shutil.copyfileobj(source, out, _COPY)
+            _copy(source, out, budget)
     except NotImplementedError as exc:  # a compression method zipfile does not know
         raise InputError(
             f"Cannot unpack the member {info.filename!r} of {path}: {exc}. Extract it with "
