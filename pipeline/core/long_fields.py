@@ -8,16 +8,20 @@ byte is inside quotes is the parity of the quotes before it (RFC 4180 §2: a quo
 quoted field is doubled), as :func:`~pipeline.core.delimited.count_records` counts records.
 Memory: one chunk and the positions found in it.
 
-A stray quote (``Ja"ne``) makes parity take the rest of the file for one quoted field. The
-exact reader takes a quoted stretch over :data:`~pipeline.core.delimited.MAX_RECORD_LINES`
-lines for a quote that never closes and reads on at the next line, so such a stretch is not
-set aside whole: only those of its physical lines that are longer than the limit are.
+A stray quote (``Ja"ne``, ``O"Brien``) makes parity take what follows, up to the next one, for
+a quoted field, where the readers take the quote for text. So a long record is set aside whole
+only when its quotes are those of RFC 4180 fields: each opening quote starts a field (or
+doubles a quote) and each closing one ends a field (or is doubled). A record that is not, is
+not trusted: only those of its physical lines that are themselves longer than the limit are
+set aside, and the readers deal with its quotes as they do in any file.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
+import functools
+import operator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -25,12 +29,8 @@ from typing import BinaryIO, Final
 import polars as pl
 import pyarrow as pa
 
-from pipeline.core.delimited import MAX_RECORD_LINES
-
 _CHUNK: Final = 1 << 24  # bytes looked at together
 _QUOTE: Final = ord('"')
-_LF: Final = ord("\n")
-_CR: Final = ord("\r")
 RAW_PREFIX: Final = 1_000  # bytes of a long record kept for the rejects file
 
 
@@ -69,36 +69,68 @@ class _Gaps:
             self.found.append((self.start, size))
 
 
-def long_records(path: Path, delimiter: str, limit: int) -> list[Span]:
+def long_records(path: Path, delimiter: str, limit: int, chunk: int = _CHUNK) -> list[Span]:
     """The records of the UTF-8 delimited file *path* with a field longer than *limit* bytes,
-    in file order (see the module's doc); [] when *limit* is 0 (no limit)."""
+    in file order (see the module's doc); [] when *limit* is 0 (no limit). The file is read
+    *chunk* bytes at a time."""
     if not limit:
         return []
+    # A stretch within one chunk is shorter than the chunk: when that is within the limit,
+    # only the stretches that cross from one chunk to the next need looking at, and those
+    # end at a chunk's first bound and start after its last.
+    every = limit < chunk
     fields, records, lines = _Gaps(limit), _Gaps(limit), _Gaps(limit)
-    starts: list[int] = []  # physical lines before each chunk
-    parity, ended_cr, size, counted = 0, False, 0, 0
-    for chunk in _chunks(path):
-        if ended_cr and chunk[:1] == b"\n":
-            counted -= 1  # a CRLF split between two chunks ends one line
-        starts.append(counted)
-        counted += _line_ends(chunk)
-        ended_cr = chunk.endswith(b"\r")
-        data = _bytes(chunk)
-        quotes = (data == _QUOTE).arg_true()
-        ends = (data == _LF) | (data == _CR)
-        if parity or quotes.len():
-            outside = _outside(quotes, parity)
-            records.feed(outside(ends.arg_true()), size)
-            fields.feed(outside((ends | (data == ord(delimiter))).arg_true()), size)
-        else:
-            records.feed(ends.arg_true(), size)
-            fields.feed((ends | (data == ord(delimiter))).arg_true(), size)
-        lines.feed(ends.arg_true(), size)
-        parity = (parity + quotes.len()) % 2
-        size += len(chunk)
+    parity, size = 0, 0
+    with path.open("rb") as handle:
+        while piece := handle.read(chunk):
+            ends = _Bounds(piece, every)
+            records.feed(ends.find(b"\r\n", parity), size)
+            fields.feed(ends.find(b"\r\n" + delimiter.encode(), parity), size)
+            lines.feed(ends.find(b"\r\n", None), size)
+            parity = (parity + ends.quotes) % 2
+            size += len(piece)
     for gaps in (fields, records, lines):
         gaps.finish(size)
-    return list(_spans(path, _Found(fields.found, records.found, lines.found), starts))
+    if not fields.found:
+        return []
+    return list(_spans(path, _Found(fields.found, records.found, lines.found), chunk, delimiter))
+
+
+class _Bounds:
+    """Where in one chunk fields or records end: every such byte, or (*every* false) only the
+    first and the last, found in a window at either end when the chunk has them there."""
+
+    def __init__(self, piece: bytes, every: bool) -> None:
+        self._piece, self._every = piece, every
+        self._window = max(len(piece) // 64, 1 << 16)
+        self.quotes = piece.count(b'"')
+
+    def find(self, chars: bytes, parity: int | None) -> pl.Series:
+        """The positions of *chars* outside quotes (*parity*: quotes open at the chunk's
+        start; None: quotes do not count)."""
+        size = len(self._piece)
+        if self._every or size <= 2 * self._window:
+            return self._outside(chars, 0, size, parity)
+        head = self._outside(chars, 0, self._window, parity)
+        tail_from = size - self._window
+        tail_parity = parity
+        if parity is not None:
+            tail_parity = (parity + self.quotes - self._piece.count(b'"', tail_from)) % 2
+        tail = self._outside(chars, tail_from, size, tail_parity)
+        if head.is_empty() or tail.is_empty():  # a long stretch at an end: look at it all
+            whole = self._outside(chars, 0, size, parity)
+            return whole.gather([0, whole.len() - 1]) if whole.len() else whole
+        return pl.concat([head.head(1), tail.tail(1)])
+
+    def _outside(self, chars: bytes, low: int, high: int, parity: int | None) -> pl.Series:
+        data = _bytes(self._piece, low, high)
+        found = functools.reduce(operator.or_, (data == c for c in chars))
+        hits = found.arg_true().cast(pl.Int64) + low
+        if parity is None or (not parity and b'"' not in self._piece[low:high]):
+            return hits
+        quotes = (data == _QUOTE).arg_true().cast(pl.Int64) + low
+        before = quotes.search_sorted(hits, side="left") + parity
+        return hits.filter(before % 2 == 0)
 
 
 @dataclass(frozen=True)
@@ -108,40 +140,71 @@ class _Found:
     lines: list[tuple[int, int]]
 
 
-def _spans(path: Path, found: _Found, starts: list[int]) -> Iterator[Span]:
-    """The spans to set aside: each record holding a long field, unless it runs over more
-    lines than a quoted field may (then its long physical lines)."""
+def _spans(path: Path, found: _Found, chunk: int, delimiter: str) -> Iterator[Span]:
+    """The spans to set aside: each record holding a long field whose quotes are those of
+    RFC 4180 fields; of any other, its long physical lines."""
+    longest = {
+        (start, end): max((e - s for s, e in found.fields if start <= s <= end), default=0)
+        for start, end in found.records
+    }
+    held = [record for record, field in longest.items() if field]
+    offsets = [o for record in held for o in record] + [s for s, _ in found.lines]
+    line_of = _lines_at(path, offsets, chunk)
     with path.open("rb") as handle:
-        for start, end in found.records:
-            longest = max((e - s for s, e in found.fields if start <= s <= end), default=0)
-            if not longest:
-                continue
-            first = _line_at(handle, start, starts)
-            spanned = _line_at(handle, end, starts) - first + 1
-            if spanned <= MAX_RECORD_LINES:
-                yield Span(start, end, first, spanned, longest, _raw(handle, start, end))
+        for start, end in held:
+            if _well_quoted(handle, (start, end), delimiter, chunk):
+                raw, lines = _raw(handle, start, end), line_of[end] - line_of[start] + 1
+                yield Span(start, end, line_of[start], lines, longest[start, end], raw)
                 continue
             for s, e in found.lines:
                 if start <= s < end:
-                    yield Span(s, e, _line_at(handle, s, starts), 1, e - s, _raw(handle, s, e))
+                    yield Span(s, e, line_of[s], 1, e - s, _raw(handle, s, e))
 
 
-def _outside(quotes: pl.Series, parity: int) -> Callable[[pl.Series], pl.Series]:
-    """A filter of positions down to those outside quotes (*parity*: quotes open before)."""
+def _well_quoted(handle: BinaryIO, span: tuple[int, int], delimiter: str, chunk: int) -> bool:
+    """Whether every quote of the record at *span* opens a field or closes one (RFC 4180
+    §2), a doubled quote counting as two: an opening quote follows a delimiter, a line
+    end, the record's start or a quote; a closing one comes before one of those or the end
+    of the file. Read a chunk at a time."""
+    start, end = span
+    edge = (ord(delimiter), ord("\n"), ord("\r"), _QUOTE)
+    parity, after_edge, position = 0, True, start
+    while position < end:
+        size = min(chunk, end - position)
+        handle.seek(position)
+        piece = handle.read(size + 1)  # and the byte after, which a closing quote comes before
+        data = _bytes(piece, 0, len(piece))
+        quotes = (data.head(size) == _QUOTE).arg_true().cast(pl.Int64)
+        if quotes.len():
+            edges = data.is_in(edge)
+            before = edges.shift(1, fill_value=after_edge).gather(quotes)
+            following = edges.shift(-1, fill_value=True).gather(quotes)
+            opening = (pl.int_range(quotes.len(), eager=True) + parity) % 2 == 0
+            if not (opening & before | ~opening & following).all():
+                return False
+            parity = (parity + quotes.len()) % 2
+        after_edge = piece[size - 1] in edge
+        position += size
+    return True
 
-    def keep(positions: pl.Series) -> pl.Series:
-        before = quotes.search_sorted(positions, side="left") + parity
-        return positions.filter(before % 2 == 0)
 
-    return keep
-
-
-def _line_at(handle: BinaryIO, offset: int, starts: list[int]) -> int:
-    """The physical line (from 1) that the byte at *offset* is on."""
-    index = min(offset // _CHUNK, len(starts) - 1)
-    handle.seek(index * _CHUNK)
-    before = handle.read(offset - index * _CHUNK)
-    return starts[index] + _line_ends(before) + 1
+def _lines_at(path: Path, offsets: list[int], chunk: int) -> dict[int, int]:
+    """The physical line (from 1) of the byte at each of *offsets*, in one pass."""
+    wanted = sorted(set(offsets))
+    lines: dict[int, int] = {}
+    counted, position, split, index = 0, 0, False, 0
+    with path.open("rb") as handle:
+        while index < len(wanted) and (piece := handle.read(chunk)):
+            fix = int(split and piece[:1] == b"\n")  # a CRLF split between chunks: one end
+            while index < len(wanted) and wanted[index] <= position + len(piece):
+                cut = wanted[index] - position
+                lines[wanted[index]] = counted + _line_ends(piece[:cut]) - (fix if cut else 0) + 1
+                index += 1
+            counted += _line_ends(piece) - fix
+            split = piece.endswith(b"\r")
+            position += len(piece)
+    lines.update(dict.fromkeys(wanted[index:], counted + 1))
+    return lines
 
 
 def _raw(handle: BinaryIO, start: int, end: int) -> str:
@@ -156,16 +219,12 @@ def _line_ends(data: bytes) -> int:
     return data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
 
 
-def _bytes(chunk: bytes) -> pl.Series:
-    data = pl.from_arrow(pa.Array.from_buffers(pa.uint8(), len(chunk), [None, pa.py_buffer(chunk)]))
+def _bytes(piece: bytes, low: int, high: int) -> pl.Series:
+    """Bytes *low* to *high* of *piece* as a Series of UInt8, without a copy."""
+    buffer = pa.py_buffer(piece).slice(low, high - low)
+    data = pl.from_arrow(pa.Array.from_buffers(pa.uint8(), high - low, [None, buffer]))
     assert isinstance(data, pl.Series)
     return data
-
-
-def _chunks(path: Path) -> Iterator[bytes]:
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            yield chunk
 
 
 class SetAside:

@@ -206,16 +206,18 @@ def _open_file(
         return source, SourceInfo("csv", compression, rows_known=source.records is not None)
     packed = compression_of(kind)
     if packed is not None and not compression:
-        return _open_file(decompress(path, kind, spill, limits), spill, choice, label, packed)
+        return _open_file(
+            decompress(path, kind, spill, limits, label), spill, choice, label, packed
+        )
     if kind is FileKind.ZIP and not compression:
-        members = zip_members(path, spill, choice.member, limits)
+        members = zip_members(path, spill, choice.member, limits, label)
         parts = [
             Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}", longest)) for m in members
         ]
         info = SourceInfo("zip", members=tuple(m.name for m in members))
         return MemberSource(parts), info
     if kind is FileKind.XLSX and not compression:
-        workbook_budget(path, spill, limits)
+        workbook_budget(path, spill, limits, label)
         sheet, name = workbook_to_csv(path, spill, choice.sheet)
         labelled = f"{label} (sheet {name!r})"
         return CsvSource(sheet, spill, labelled, longest), SourceInfo("xlsx", sheet=name)

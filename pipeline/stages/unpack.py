@@ -50,41 +50,67 @@ class Budget:
     ``read.max_unpack_disk_share`` of the disk free under *spill* now. :meth:`take` counts
     what comes out and refuses the input (InputError) as soon as it passes the limit."""
 
-    def __init__(self, path: Path, what: str, spill: Path, limits: ReadConfig) -> None:
-        self._path, self._what = path, what
+    def __init__(
+        self, path: Path, what: str, spill: Path, limits: ReadConfig, label: str = ""
+    ) -> None:
+        """*label*: how the message names the input, when not by *path* (an object's URL)."""
+        self._path, self._what = label or path, what
         packed = path.stat().st_size
-        self.packed = packed
-        candidates = []
+        limits_found: list[tuple[int, str, str, str]] = []  # (bytes, setting, why, advice)
         if limits.max_unpack_ratio:
-            ratio = max(int(limits.max_unpack_ratio * packed), RATIO_FLOOR)
-            shown = f"{limits.max_unpack_ratio:g} times its {packed:,} bytes"
-            candidates.append((ratio, "read.max_unpack_ratio", shown))
+            times = f"{limits.max_unpack_ratio:g}"
+            limits_found.append(
+                (
+                    max(int(limits.max_unpack_ratio * packed), RATIO_FLOOR),
+                    "read.max_unpack_ratio",
+                    f"{times} times its {packed:,} bytes, and never under 16 MiB",
+                    "A list that packs this well is most likely a decompression bomb; if this "
+                    "one is real, raise",
+                )
+            )
         if limits.max_unpacked_bytes:
-            candidates.append((limits.max_unpacked_bytes, "read.max_unpacked_bytes", ""))
+            limits_found.append(
+                (
+                    limits.max_unpacked_bytes,
+                    "read.max_unpacked_bytes",
+                    "",
+                    "If the list is really that large, raise",
+                )
+            )
         if limits.max_unpack_disk_share:
             free = shutil.disk_usage(spill).free
-            shown = f"{limits.max_unpack_disk_share:.0%} of the {free:,} bytes free under {spill}"
-            candidates.append(
-                (int(free * limits.max_unpack_disk_share), "read.max_unpack_disk_share", shown)
+            limits_found.append(
+                (
+                    int(free * limits.max_unpack_disk_share),
+                    "read.max_unpack_disk_share",
+                    f"{limits.max_unpack_disk_share:.0%} of the {free:,} bytes free under {spill}",
+                    "Free disk space there, choose another folder with --work-dir, or raise",
+                )
             )
-        self.limit, self.setting, self._shown = min(candidates, default=(0, "", ""))
+        # None: no limit (every setting 0); a limit of 0 bytes (a full disk) is one.
+        self._least = min(limits_found, default=None)
+        self.limit = self._least[0] if self._least else None
         self.used = 0
+
+    def passed(self, size: int) -> bool:
+        """Whether *size* bytes are more than the limit."""
+        return self.limit is not None and size > self.limit
 
     def take(self, size: int) -> None:
         """*size* more bytes came out; InputError when that passes the limit."""
         self.used += size
-        if self.limit and self.used > self.limit:
+        if self.passed(self.used):
             raise self.refusal()
 
     def refusal(self) -> InputError:
-        why = f" ({self._shown})" if self._shown else ""
-        variable = "LISTCLEAN_" + self.setting.replace(".", "_").upper()
+        assert self._least is not None, "only a limit can be passed"
+        limit, setting, why, advice = self._least
+        shown = f"{setting}: {why}" if why else setting
+        variable = "LISTCLEAN_" + setting.replace(".", "_").upper()
         return InputError(
-            f"The {self._what} {self._path} expands beyond the limit: more than "
-            f"{self.limit:,} bytes would come out of it{why}, set by {self.setting}. "
-            "Nothing more was unpacked. A list that packs this well is most likely a "
-            f"decompression bomb; if this one is real, raise {self.setting} (in the [read] "
-            f"table of --config, or {variable})."
+            f"The {self._what} {self._path} expands beyond the limit: more than {limit:,} bytes "
+            f"would come out of it ({shown}). Nothing more was unpacked. {advice} {setting} "
+            f"(in the [read] table of --config, or {variable})."
         )
 
 
@@ -93,12 +119,14 @@ def compression_of(kind: FileKind) -> str | None:
     return _COMPRESSIONS.get(kind)
 
 
-def decompress(path: Path, kind: FileKind, spill: Path, limits: ReadConfig) -> Path:
-    """*path* decompressed, streamed, into *spill*; InputError when it is corrupt or cut, or
-    expands beyond its :class:`Budget`."""
+def decompress(
+    path: Path, kind: FileKind, spill: Path, limits: ReadConfig, label: str = ""
+) -> Path:
+    """*path* (named *label* in messages) decompressed, streamed, into *spill*; InputError
+    when it is corrupt or cut, or expands beyond its :class:`Budget`."""
     target = spill / "input.unpacked"
     name = _COMPRESSIONS[kind]
-    budget = Budget(path, f"{name} file", spill, limits)
+    budget = Budget(path, f"{name} file", spill, limits, label)
     try:
         with _opened(kind, path) as source, target.open("wb") as out:
             _copy(source, out, budget)
@@ -135,10 +163,12 @@ class Member:
     path: Path  # its unpacked copy
 
 
-def zip_members(path: Path, spill: Path, wanted: str | None, limits: ReadConfig) -> list[Member]:
+def zip_members(
+    path: Path, spill: Path, wanted: str | None, limits: ReadConfig, label: str = ""
+) -> list[Member]:
     """The list members of the zip *path* (or only *wanted*), each unpacked into *spill*,
-    together within the archive's :class:`Budget`."""
-    budget = Budget(path, "zip archive", spill, limits)
+    together within the archive's :class:`Budget` (*label*: its name in that message)."""
+    budget = Budget(path, "zip archive", spill, limits, label)
     try:
         with zipfile.ZipFile(path) as archive:
             infos = _chosen(path, archive.infolist(), wanted)
@@ -157,15 +187,15 @@ def check_declared(infos: list[zipfile.ZipInfo], budget: Budget) -> None:
     """InputError, before anything is unpacked, when the sizes the archive declares for
     *infos* already pass *budget*. zipfile stops a member at its declared size (and then
     fails its CRC check), so a member cannot bring more than it declares."""
-    if budget.limit and sum(info.file_size for info in infos) > budget.limit:
+    if budget.passed(sum(info.file_size for info in infos)):
         raise budget.refusal()
 
 
-def workbook_budget(path: Path, spill: Path, limits: ReadConfig) -> None:
+def workbook_budget(path: Path, spill: Path, limits: ReadConfig, label: str = "") -> None:
     """An Excel workbook (a zip of XML parts) whose parts declare more than its
     :class:`Budget` is refused before openpyxl reads it; what it does not declare, zipfile
     does not unpack."""
-    budget = Budget(path, "Excel workbook", spill, limits)
+    budget = Budget(path, "Excel workbook", spill, limits, label)
     try:
         with zipfile.ZipFile(path) as archive:
             check_declared(archive.infolist(), budget)
