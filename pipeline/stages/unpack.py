@@ -44,6 +44,37 @@ _COMPRESSIONS: Final = {FileKind.GZIP: "gzip", FileKind.BZIP2: "bzip2", FileKind
 RATIO_FLOOR: Final = 16 * 2**20
 
 
+@dataclass(frozen=True)
+class Limit:
+    """One limit on what an input may expand to, and what its message says."""
+
+    size: int  # bytes
+    setting: str  # the setting that sets it
+    why: str  # how it follows from the setting ("" when it is the setting's value)
+    advice: str  # what to do, before "raise <setting>"
+
+
+def limits_of(limits: ReadConfig, packed: int, spill: Path) -> list[Limit]:
+    """The limits the ``[read]`` settings put on an input of *packed* bytes unpacked into
+    *spill* (none for a setting of 0)."""
+    found = []
+    if limits.max_unpack_ratio:
+        size = max(int(limits.max_unpack_ratio * packed), RATIO_FLOOR)
+        why = f"{limits.max_unpack_ratio:g} times its {packed:,} bytes, and never under 16 MiB"
+        bomb = "A list that packs this well is most likely a decompression bomb; if this one is "
+        found.append(Limit(size, "read.max_unpack_ratio", why, bomb + "real, raise"))
+    if limits.max_unpacked_bytes:
+        advice = "If the list is really that large, raise"
+        found.append(Limit(limits.max_unpacked_bytes, "read.max_unpacked_bytes", "", advice))
+    if limits.max_unpack_disk_share:
+        free = shutil.disk_usage(spill).free
+        share = limits.max_unpack_disk_share
+        why = f"{share:.0%} of the {free:,} bytes free under {spill}"
+        advice = "Free disk space there, choose another folder with --work-dir, or raise"
+        found.append(Limit(int(free * share), "read.max_unpack_disk_share", why, advice))
+    return found
+
+
 class Budget:
     """The bytes a packed input may expand to: the least of ``read.max_unpack_ratio`` times
     its size (never under :data:`RATIO_FLOOR`), ``read.max_unpacked_bytes`` and
@@ -55,46 +86,14 @@ class Budget:
     ) -> None:
         """*label*: how the message names the input, when not by *path* (an object's URL)."""
         self._path, self._what = label or path, what
-        packed = path.stat().st_size
-        limits_found: list[tuple[int, str, str, str]] = []  # (bytes, setting, why, advice)
-        if limits.max_unpack_ratio:
-            times = f"{limits.max_unpack_ratio:g}"
-            limits_found.append(
-                (
-                    max(int(limits.max_unpack_ratio * packed), RATIO_FLOOR),
-                    "read.max_unpack_ratio",
-                    f"{times} times its {packed:,} bytes, and never under 16 MiB",
-                    "A list that packs this well is most likely a decompression bomb; if this "
-                    "one is real, raise",
-                )
-            )
-        if limits.max_unpacked_bytes:
-            limits_found.append(
-                (
-                    limits.max_unpacked_bytes,
-                    "read.max_unpacked_bytes",
-                    "",
-                    "If the list is really that large, raise",
-                )
-            )
-        if limits.max_unpack_disk_share:
-            free = shutil.disk_usage(spill).free
-            limits_found.append(
-                (
-                    int(free * limits.max_unpack_disk_share),
-                    "read.max_unpack_disk_share",
-                    f"{limits.max_unpack_disk_share:.0%} of the {free:,} bytes free under {spill}",
-                    "Free disk space there, choose another folder with --work-dir, or raise",
-                )
-            )
         # None: no limit (every setting 0); a limit of 0 bytes (a full disk) is one.
-        self._least = min(limits_found, default=None)
-        self.limit = self._least[0] if self._least else None
+        found = limits_of(limits, path.stat().st_size, spill)
+        self.limit = min(found, key=lambda limit: limit.size) if found else None
         self.used = 0
 
     def passed(self, size: int) -> bool:
         """Whether *size* bytes are more than the limit."""
-        return self.limit is not None and size > self.limit
+        return self.limit is not None and size > self.limit.size
 
     def take(self, size: int) -> None:
         """*size* more bytes came out; InputError when that passes the limit."""
@@ -103,14 +102,14 @@ class Budget:
             raise self.refusal()
 
     def refusal(self) -> InputError:
-        assert self._least is not None, "only a limit can be passed"
-        limit, setting, why, advice = self._least
-        shown = f"{setting}: {why}" if why else setting
-        variable = "LISTCLEAN_" + setting.replace(".", "_").upper()
+        assert self.limit is not None, "only a limit can be passed"
+        limit = self.limit
+        shown = f"{limit.setting}: {limit.why}" if limit.why else limit.setting
+        variable = "LISTCLEAN_" + limit.setting.replace(".", "_").upper()
         return InputError(
-            f"The {self._what} {self._path} expands beyond the limit: more than {limit:,} bytes "
-            f"would come out of it ({shown}). Nothing more was unpacked. {advice} {setting} "
-            f"(in the [read] table of --config, or {variable})."
+            f"The {self._what} {self._path} expands beyond the limit: more than "
+            f"{limit.size:,} bytes would come out of it ({shown}). Nothing more was unpacked. "
+            f"{limit.advice} {limit.setting} (in the [read] table of --config, or {variable})."
         )
 
 
