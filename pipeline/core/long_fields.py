@@ -6,7 +6,8 @@ looks at its bytes a chunk at a time and finds every record holding a field long
 limit. A field ends at the delimiter or a line end (LF, CR) outside double quotes; whether a
 byte is inside quotes is the parity of the quotes before it (RFC 4180 §2: a quote inside a
 quoted field is doubled), as :func:`~pipeline.core.delimited.count_records` counts records.
-Memory: one chunk and the positions found in it.
+Memory: one chunk (16 MiB) and the few positions looked at in it; under a limit below the
+chunk's size, every position counts, and the chunks are 1 MiB.
 
 A stray quote (``Ja"ne``, ``O"Brien``) makes parity take what follows, up to the next one, for
 a quoted field, where the readers take the quote for text. So a long record is set aside whole
@@ -30,6 +31,9 @@ import polars as pl
 import pyarrow as pa
 
 _CHUNK: Final = 1 << 24  # bytes looked at together
+# Bytes looked at together where every position counts (a small limit, a long record's
+# quotes): positions are 8 bytes each, so a piece of delimiters costs 8 times its size.
+_PIECE: Final = 1 << 20
 _QUOTE: Final = ord('"')
 RAW_PREFIX: Final = 1_000  # bytes of a long record kept for the rejects file
 
@@ -77,7 +81,9 @@ def long_records(path: Path, delimiter: str, limit: int, chunk: int = _CHUNK) ->
         return []
     # A stretch within one chunk is shorter than the chunk: when that is within the limit,
     # only the stretches that cross from one chunk to the next need looking at, and those
-    # end at a chunk's first bound and start after its last.
+    # end at a chunk's first bound and start after its last. Under a small limit, every
+    # bound counts: the chunks are smaller.
+    chunk = min(chunk, max(limit, _PIECE))
     every = limit < chunk
     fields, records, lines = _Gaps(limit), _Gaps(limit), _Gaps(limit)
     parity, size = 0, 0
@@ -152,7 +158,7 @@ def _spans(path: Path, found: _Found, chunk: int, delimiter: str) -> Iterator[Sp
     line_of = _lines_at(path, offsets, chunk)
     with path.open("rb") as handle:
         for start, end in held:
-            if _well_quoted(handle, (start, end), delimiter, chunk):
+            if _well_quoted(handle, (start, end), delimiter, _PIECE):
                 raw, lines = _raw(handle, start, end), line_of[end] - line_of[start] + 1
                 yield Span(start, end, line_of[start], lines, longest[start, end], raw)
                 continue
