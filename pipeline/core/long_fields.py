@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import bisect
 import functools
+import io
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import Any, BinaryIO, Final
 
 import polars as pl
 import pyarrow as pa
@@ -234,14 +235,14 @@ def _bytes(piece: bytes, low: int, high: int) -> pl.Series:
 
 
 class SetAside:
-    """The spans of a file taken out of its copy (:func:`copy_without`), each replaced by
-    ``""``: one record on one line, so the copy's lines after a span come earlier by the
-    lines it spanned, less one. Maps the copy's line numbers back to the file's."""
+    """The spans of a file taken out of what the readers read (:class:`Without`), each
+    replaced by ``""``: one record on one line, so the lines after a span come earlier by the
+    lines it spanned, less one. Maps the lines read back to the file's."""
 
     def __init__(self, spans: list[Span]) -> None:
         self.spans = spans
-        self._at: dict[int, Span] = {}  # a span by its line in the copy
-        self._lines: list[int] = []  # each span's line in the copy
+        self._at: dict[int, Span] = {}  # a span by its line as read
+        self._lines: list[int] = []  # each span's line as read
         self._lost: list[int] = []  # the lines lost up to and with it
         lost = 0
         for span in spans:
@@ -252,33 +253,57 @@ class SetAside:
             self._lost.append(lost)
 
     def span_at(self, line: int) -> Span | None:
-        """The span whose stand-in is the record at *line* of the copy, if any."""
+        """The span whose stand-in is the record read at *line*, if any."""
         return self._at.get(line)
 
     def line_in_file(self, line: int) -> int:
-        """The file's line number of the copy's *line*."""
+        """The file's line number of the line read as *line*."""
         before = bisect.bisect_left(self._lines, line)  # the spans on earlier lines
         return line + (self._lost[before - 1] if before else 0)
 
 
-def copy_without(path: Path, spans: list[Span], target: Path) -> None:
-    """*path* copied to *target* a chunk at a time, each of *spans* replaced by ``""``."""
-    with path.open("rb") as source, target.open("wb") as out:
+class Without(io.RawIOBase):
+    """The bytes of the file at *path* with each of *spans* replaced by ``""``, read as a
+    stream: what the readers read instead of the file, with no copy of it on disk."""
+
+    def __init__(self, path: Path, spans: list[Span]) -> None:
+        super().__init__()
+        self._file = path.open("rb")
+        self._pieces: list[bytes | tuple[int, int | None]] = []  # stand-ins, file ranges
         position = 0
         for span in spans:
-            _copy_range(source, out, span.start - position)
-            out.write(b'""')
-            source.seek(span.end)
+            self._pieces += [(position, span.start), b'""']
             position = span.end
-        _copy_range(source, out, None)
+        self._pieces.append((position, None))  # to the end
+        self._pieces.reverse()  # taken from the end
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._pieces:
+            piece = self._pieces.pop()
+            if isinstance(piece, bytes):
+                size = min(len(buffer), len(piece))
+                buffer[:size] = piece[:size]
+                if piece[size:]:
+                    self._pieces.append(piece[size:])
+                return size
+            start, end = piece
+            wanted = len(buffer) if end is None else min(len(buffer), end - start)
+            self._file.seek(start)
+            size = self._file.readinto(memoryview(buffer)[:wanted]) if wanted else 0
+            if size and (end is None or start + size < end):
+                self._pieces.append((start + size, end))
+            if size:
+                return size
+        return 0
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
 
 
-def _copy_range(source: BinaryIO, out: BinaryIO, size: int | None) -> None:
-    """*size* bytes (None: the rest) from *source* to *out*, a chunk at a time."""
-    while size is None or size > 0:
-        piece = source.read(_CHUNK if size is None else min(_CHUNK, size))
-        if not piece:
-            return
-        out.write(piece)
-        if size is not None:
-            size -= len(piece)
+def size_without(path: Path, spans: list[Span]) -> int:
+    """The bytes of :class:`Without` over *path* and *spans*."""
+    return path.stat().st_size - sum(s.end - s.start - 2 for s in spans)

@@ -16,8 +16,8 @@ the rejects with their line and raw text too, so a file that has any is read by 
 reader, which knows both.
 
 A record with a field longer than ``read.max_field_bytes`` is never read: it is found at the
-byte level first (:mod:`pipeline.core.long_fields`), the file is copied into the spill folder
-without it (a ``""`` stands in, one line), and the exact reader puts it in the rejects as
+byte level first (:mod:`pipeline.core.long_fields`), the file is read through a stream that
+leaves it out (a ``""`` stands in, one line), and the exact reader puts it in the rejects as
 ``field_too_long`` with its line in the file and its first bytes as the raw text.
 """
 
@@ -25,15 +25,16 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import polars as pl
 
 from pipeline.core.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
 from pipeline.core.errors import InputError
-from pipeline.core.long_fields import SetAside, copy_without, long_records
+from pipeline.core.long_fields import SetAside, Without, long_records, size_without
 from pipeline.stages.footers import EMPTY_ROW, blank_text, filler_kind
 
 REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
@@ -61,16 +62,17 @@ class CsvSource:
         if not head.strip():
             raise InputError(f"{self.label} is empty: there is no header row and no address in it.")
         self.delimiter = sniff_delimiter(head)
-        self.aside = self._set_aside(spill, max_field)
-        self.records = count_records_in(_chunks(self.text))
-        with _lines(self.text) as lines:
+        self.aside = self._set_aside(max_field)
+        with self._bytes() as stream:
+            self.records = count_records_in(_chunks(stream))
+        with self._lines() as lines:
             self.columns = unique_names(Table(lines, self.delimiter).header)
         # Quotes that do not pair up leave no count to check; records set aside need the
         # exact reader to put them in the rejects in their place.
         self.exact = self.records is None or bool(self.aside.spans)
 
-    def _set_aside(self, spill: Path, limit: int) -> SetAside:
-        """The records with a field over *limit* bytes, and self.text copied without them."""
+    def _set_aside(self, limit: int) -> SetAside:
+        """The records with a field over *limit* bytes, which the readers do not read."""
         spans = long_records(self.text, self.delimiter, limit)
         if spans and spans[0].start <= len(_BOM):
             raise InputError(
@@ -79,11 +81,23 @@ class CsvSource:
                 "with a header row; if its header is really that long, raise "
                 "read.max_field_bytes."
             )
-        if spans:
-            target = spill / f"{self.text.name}.fields.csv"
-            copy_without(self.text, spans, target)
-            self.text = target
         return SetAside(spans)
+
+    def _bytes(self) -> BinaryIO:
+        """The bytes the readers read: the file's, less the records set aside."""
+        if not self.aside.spans:
+            return self.text.open("rb")
+        return io.BufferedReader(Without(self.text, self.aside.spans), _CHUNK)
+
+    @contextlib.contextmanager
+    def _lines(self) -> Iterator[Iterator[str]]:
+        """The physical lines read (LF, CRLF and lone CR all end one), BOM dropped."""
+        with io.TextIOWrapper(self._bytes(), encoding="utf-8-sig", newline="") as text:
+            yield iter(text)
+
+    @property
+    def _size(self) -> int:
+        return size_without(self.text, self.aside.spans)
 
     @property
     def schema(self) -> dict[str, pl.DataType]:
@@ -97,11 +111,11 @@ class CsvSource:
     def expected_rows(self) -> int:
         if self.records is not None:
             return max(0, self.records - 1)
-        return int(self.text.stat().st_size / 50)
+        return int(self._size / 50)
 
     @property
     def bytes_per_row(self) -> float:
-        return self.text.stat().st_size / max(1, (self.records or 2) - 1)
+        return self._size / max(1, (self.records or 2) - 1)
 
     def batches(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
         """(rows, rejects) of at most *rows* rows each, in file order."""
@@ -127,7 +141,7 @@ class CsvSource:
 
     def _exact(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
         aside = self.aside
-        with _lines(self.text) as lines:
+        with self._lines() as lines:
             table = Table(lines, self.delimiter)
             kept: list[tuple[int, list[str | None], str]] = []
             rejects: list[tuple[int, str, str]] = []
@@ -237,9 +251,11 @@ def _transcode(path: Path, spill: Path, encoding: str) -> Path:
     return target
 
 
-def _chunks(path: Path) -> Iterator[bytes]:
-    """The file's bytes, a chunk at a time, without a leading UTF-8 BOM."""
-    with path.open("rb") as handle:
+def _chunks(source: Path | BinaryIO) -> Iterator[bytes]:
+    """The bytes of a file (or of a stream, left open), a chunk at a time, without a leading
+    UTF-8 BOM."""
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(source.open("rb")) if isinstance(source, Path) else source
         first = True
         while chunk := handle.read(_CHUNK):
             yield chunk.removeprefix(_BOM) if first else chunk
@@ -249,10 +265,3 @@ def _chunks(path: Path) -> Iterator[bytes]:
 def _head(path: Path) -> str:
     with path.open("rb") as handle:
         return handle.read(_SNIFF).removeprefix(_BOM).decode("utf-8", errors="ignore")
-
-
-@contextlib.contextmanager
-def _lines(path: Path) -> Iterator[Iterator[str]]:
-    """The UTF-8 file's physical lines (LF, CRLF and lone CR all end one), BOM dropped."""
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        yield iter(handle)

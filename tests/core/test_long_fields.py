@@ -1,13 +1,14 @@
 """Records with a field over the limit, found in the bytes without reading them
-(:mod:`pipeline.core.long_fields`), and the copy of a file without them."""
+(:mod:`pipeline.core.long_fields`), and a file read without them."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import pytest
 
-from pipeline.core.long_fields import RAW_PREFIX, SetAside, copy_without, long_records
+from pipeline.core.long_fields import RAW_PREFIX, SetAside, Without, long_records, size_without
 
 HEADER = b"name,email\n"
 LONG = b"z" * 60  # over the limit of 40 these cases use
@@ -88,13 +89,23 @@ def test_big_chunks_look_only_at_their_edges(tmp_path: Path, end: bytes) -> None
     assert [(s.line, s.lines) for s in edges] == [(5_002, 4_001), (24_002, 1)]
 
 
-def test_the_copy_without_them_and_its_lines(tmp_path: Path) -> None:
+@pytest.mark.parametrize("buffer", [1, 2, 3, 7, 4096])
+def test_the_file_read_without_them_and_its_lines(tmp_path: Path, buffer: int) -> None:
     path = tmp_path / "list.csv"
     path.write_bytes(HEADER + QUOTED + b",a@x.com\nBob,b@x.com\n" + LONG + b",c@x.com\nD,d\n")
     spans = long_records(path, ",", 40)
-    copy = tmp_path / "copy.csv"
-    copy_without(path, spans, copy)
-    assert copy.read_bytes() == HEADER + b'""\nBob,b@x.com\n""\nD,d\n'
+    expected = HEADER + b'""\nBob,b@x.com\n""\nD,d\n'
+    with io.BufferedReader(Without(path, spans), buffer) as stream:
+        assert b"".join(iter(lambda: stream.read(buffer), b"")) == expected
+    assert size_without(path, spans) == len(expected)
     aside = SetAside(spans)
     assert [aside.line_in_file(n) for n in range(1, 6)] == [1, 2, 4, 5, 6]
     assert [s.line for n in range(1, 6) if (s := aside.span_at(n))] == [2, 5]
+
+
+def test_a_span_at_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "list.csv"
+    path.write_bytes(HEADER + b"Ann,a@x.com\nBob," + LONG)
+    spans = long_records(path, ",", 40)
+    with io.BufferedReader(Without(path, spans)) as stream:
+        assert stream.read() == HEADER + b'Ann,a@x.com\n""'
