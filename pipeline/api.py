@@ -152,7 +152,9 @@ def _clean(
         job = CleanJob(
             source, folder / "out.parquet", asked.email_column, name, memory_mb=config.run.memory
         )
-        job = dataclasses.replace(job, storage=config.storage, decoding=asked.decoding)
+        job = dataclasses.replace(
+            job, storage=config.storage, decoding=asked.decoding, read=config.read
+        )
         engine = _engine(stack, config, cache_dir, offline)
         summary = run_clean(job, engine, folder)
         frame = pl.read_parquet(job.output)

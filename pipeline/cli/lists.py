@@ -182,7 +182,8 @@ def _clean(args: argparse.Namespace) -> int:
                 args.member,
                 args.sheet,
                 args.split,
-                decoding_of(args.encoding, config.input),
+                decoding=decoding_of(args.encoding, config.input),
+                read=config.read,
             )
             summary = _run(args, job, engine, folder.path)
             if work is not None:

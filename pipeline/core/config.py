@@ -221,6 +221,45 @@ class RunConfig:
     )
 
 
+def share(value: float, where: str) -> float:
+    """*value* as a share of a whole: at most 1."""
+    if value > 1:
+        raise ConfigError(f"{where} is a share (0 to 1, e.g. 0.1 for 10%), got {value!r}.")
+    return value
+
+
+@dataclass(frozen=True)
+class ReadConfig:
+    # A decompression bomb packs far better than any list: CSV exports pack 4-10 times with
+    # gzip, bzip2 or Zstandard, and even mostly-empty columns stay under 100; runs of one byte
+    # pack 1,000 (gzip) to a million times (bzip2). 100 is Apache POI's limit for the parts
+    # of an Office file (ZipSecureFile, minimum inflate ratio 0.01).
+    max_unpack_ratio: float = setting(
+        100.0,
+        "Times its own size a gzip, bzip2 or Zstandard input, a zip archive or an Excel workbook "
+        "may expand to (checked once 16 MiB have come out); 0: no limit.",
+        minimum=0,
+    )
+    max_unpacked_bytes: int = setting(
+        16 * 2**30,
+        "Bytes a packed input (gzip, bzip2, Zstandard, zip, xlsx) may expand to; 0: no limit.",
+        minimum=0,
+    )
+    max_unpack_disk_share: float = setting(
+        0.1,
+        "Share of the disk space free under the work folder (when the run starts) that "
+        "unpacking an input may fill; 0: no limit.",
+        minimum=0,
+        check=share,
+    )
+    max_field_bytes: int = setting(
+        16 * 2**20,
+        "Bytes one CSV field may hold (quotes included); a record with a longer field goes to "
+        "the rejects as field_too_long, unread; 0: no limit.",
+        minimum=0,
+    )
+
+
 @dataclass(frozen=True)
 class StorageConfig:
     endpoint_url: str = setting(
@@ -234,6 +273,7 @@ class StorageConfig:
 class Config:
     run: RunConfig = field(default_factory=RunConfig)
     input: InputConfig = field(default_factory=InputConfig)
+    read: ReadConfig = field(default_factory=ReadConfig)
     storage: StorageConfig = field(default_factory=StorageConfig)
     dns: DnsConfig = field(default_factory=DnsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)

@@ -333,8 +333,8 @@ def _judged_by_reasons(
             for name, part in parts.items()
         },
     }
-    # No rows (an empty partition of the Dask engine): polars ignores return_dtype for an
-    # empty mapping, which would leave VERDICT a column of integers.
+    # An empty frame has no masks, and replace_strict with an empty mapping keeps the input's
+    # type (UInt64) whatever return_dtype says (polars 2.1): a null of the type instead.
     looked_up = {
         name: pl.col("_REASONS").replace_strict(mapping, return_dtype=dtype)
         if mapping

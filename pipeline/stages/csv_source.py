@@ -15,27 +15,35 @@ every line and puts what it cannot use in the rejects, with the line and the raw
 Rows that are not records (empty rows, report footers: :mod:`pipeline.stages.footers`) go to
 the rejects with their line and raw text too, so a file that has any is read by the exact
 reader, which knows both.
+
+A record with a field longer than ``read.max_field_bytes`` is never read: it is found at the
+byte level first (:mod:`pipeline.core.long_fields`), the file is read through a stream that
+leaves it out (a ``""`` stands in, one line), and the exact reader puts it in the rejects as
+``field_too_long`` with its line in the file and its first bytes as the raw text.
 """
 
 from __future__ import annotations
 
 import codecs
 import contextlib
+import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 import polars as pl
 
 from pipeline.core.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
 from pipeline.core.encodings import Decoding, detect, non_ascii_lines
 from pipeline.core.errors import InputError
+from pipeline.core.long_fields import SetAside, Without, long_records, size_without
 from pipeline.stages.footers import EMPTY_ROW, blank_text, filler_kind
 
 REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
 _CHUNK: Final = 1 << 24  # bytes read at a time
 _SNIFF: Final = 1 << 16
 _BOM: Final = b"\xef\xbb\xbf"
+FIELD_TOO_LONG: Final = "field_too_long"
 
 
 class ReadAgain(Exception):
@@ -46,21 +54,60 @@ class CsvSource:
     """A CSV (or ``;`` TAB ``|`` delimited) list as UTF-8, its header, and its batches."""
 
     def __init__(
-        self, path: Path, spill: Path, label: str | None = None, decoding: Decoding | None = None
+        self,
+        path: Path,
+        spill: Path,
+        label: str | None = None,
+        decoding: Decoding | None = None,
+        max_field: int = 0,
     ) -> None:
+        """*decoding*: how a file that is not UTF-8 is read (said, or detected); *max_field*:
+        the bytes a field may hold (``read.max_field_bytes``); 0: any."""
         self.path = path
         self.label = label or str(path)  # how messages name it (an archive member, say)
         self.text, self.encoding, self.warnings = _as_utf8(
             path, spill, self.label, decoding or Decoding()
         )
-        self.records = count_records_in(_chunks(self.text))
         head = _head(self.text)
         if not head.strip():
             raise InputError(f"{self.label} is empty: there is no header row and no address in it.")
         self.delimiter = sniff_delimiter(head)
-        with _lines(self.text) as lines:
+        self.aside = self._set_aside(max_field)
+        with self._bytes() as stream:
+            self.records = count_records_in(_chunks(stream))
+        with self._lines() as lines:
             self.columns = unique_names(Table(lines, self.delimiter).header)
-        self.exact = self.records is None  # quotes that do not pair up: no count to check
+        # Quotes that do not pair up leave no count to check; records set aside need the
+        # exact reader to put them in the rejects in their place.
+        self.exact = self.records is None or bool(self.aside.spans)
+
+    def _set_aside(self, limit: int) -> SetAside:
+        """The records with a field over *limit* bytes, which the readers do not read."""
+        spans = long_records(self.text, self.delimiter, limit)
+        if spans and spans[0].start <= len(_BOM):
+            raise InputError(
+                f"The header row of {self.label} has a field of {spans[0].field:,} bytes, "
+                f"longer than read.max_field_bytes ({limit:,}). Check that the file is a list "
+                "with a header row; if its header is really that long, raise "
+                "read.max_field_bytes."
+            )
+        return SetAside(spans)
+
+    def _bytes(self) -> BinaryIO:
+        """The bytes the readers read: the file's, less the records set aside."""
+        if not self.aside.spans:
+            return self.text.open("rb")
+        return io.BufferedReader(Without(self.text, self.aside.spans), _CHUNK)
+
+    @contextlib.contextmanager
+    def _lines(self) -> Iterator[Iterator[str]]:
+        """The physical lines read (LF, CRLF and lone CR all end one), BOM dropped."""
+        with io.TextIOWrapper(self._bytes(), encoding="utf-8-sig", newline="") as text:
+            yield iter(text)
+
+    @property
+    def _size(self) -> int:
+        return size_without(self.text, self.aside.spans)
 
     @property
     def schema(self) -> dict[str, pl.DataType]:
@@ -74,11 +121,11 @@ class CsvSource:
     def expected_rows(self) -> int:
         if self.records is not None:
             return max(0, self.records - 1)
-        return int(self.text.stat().st_size / 50)
+        return int(self._size / 50)
 
     @property
     def bytes_per_row(self) -> float:
-        return self.text.stat().st_size / max(1, (self.records or 2) - 1)
+        return self._size / max(1, (self.records or 2) - 1)
 
     def batches(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
         """(rows, rejects) of at most *rows* rows each, in file order."""
@@ -103,18 +150,27 @@ class CsvSource:
             raise ReadAgain
 
     def _exact(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
-        with _lines(self.text) as lines:
+        aside = self.aside
+        with self._lines() as lines:
             table = Table(lines, self.delimiter)
             kept: list[tuple[int, list[str | None], str]] = []
             rejects: list[tuple[int, str, str]] = []
-            for line, cells, raw in table:
-                if isinstance(cells, str):
+            left = {span.line for span in aside.spans}  # set aside, not yet in the rejects
+            for at, cells, raw in table:
+                line, span = aside.line_in_file(at), aside.span_at(at)
+                if span is not None and span.line in left:
+                    left.discard(span.line)
+                    rejects.append((span.line, FIELD_TOO_LONG, span.raw))
+                elif isinstance(cells, str):
                     rejects.append((line, EMPTY_ROW if blank_text(raw) else cells, raw))
                 else:
                     kept.append((line, [cell or None for cell in cells], raw))  # "" is null
                 if len(kept) >= rows:
                     yield self._split(kept, rejects)
                     kept, rejects = [], []
+            # A stand-in that the reader took into another record (after a quote that never
+            # closes) is still a record of the file: it is counted, last.
+            rejects += [(s.line, FIELD_TOO_LONG, s.raw) for s in aside.spans if s.line in left]
             if kept or rejects:
                 yield self._split(kept, rejects)
 
@@ -214,9 +270,11 @@ def _transcode(path: Path, spill: Path, encoding: str, strict: str = "") -> Path
     return target
 
 
-def _chunks(path: Path) -> Iterator[bytes]:
-    """The file's bytes, a chunk at a time, without a leading UTF-8 BOM."""
-    with path.open("rb") as handle:
+def _chunks(source: Path | BinaryIO) -> Iterator[bytes]:
+    """The bytes of a file (or of a stream, left open), a chunk at a time, without a leading
+    UTF-8 BOM."""
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(source.open("rb")) if isinstance(source, Path) else source
         first = True
         while chunk := handle.read(_CHUNK):
             yield chunk.removeprefix(_BOM) if first else chunk
@@ -226,10 +284,3 @@ def _chunks(path: Path) -> Iterator[bytes]:
 def _head(path: Path) -> str:
     with path.open("rb") as handle:
         return handle.read(_SNIFF).removeprefix(_BOM).decode("utf-8", errors="ignore")
-
-
-@contextlib.contextmanager
-def _lines(path: Path) -> Iterator[Iterator[str]]:
-    """The UTF-8 file's physical lines (LF, CRLF and lone CR all end one), BOM dropped."""
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        yield iter(handle)

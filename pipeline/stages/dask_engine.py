@@ -279,6 +279,8 @@ class DaskRun:
                     return scan
                 rejects.write(read.rejects)
                 scan.rejected += read.rejects.height
+                if not read.frame.height:  # every record of it a reject: nothing to decide
+                    continue
                 index = len(scan.batches)
                 scan.batches.append(
                     self.submit(

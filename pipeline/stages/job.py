@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from pipeline.core.config import StorageConfig
+from pipeline.core.config import ReadConfig, StorageConfig
 from pipeline.core.encodings import Decoding
 from pipeline.core.errors import InputError, OutputError, UsageError
 from pipeline.stages.formats import OutputFormat, stem_of
@@ -64,6 +64,7 @@ class CleanJob:
     sheet: str | None = None  # the one workbook sheet to read (xlsx input)
     split: bool = False  # also write the rows of each verdict to a file of their own
     decoding: Decoding = field(default_factory=Decoding)  # a text input's encoding: said, or found
+    read: ReadConfig = field(default_factory=ReadConfig)  # limits on unpacking, field sizes
 
     @property
     def paths(self) -> OutputPaths:

@@ -59,6 +59,7 @@ class ParquetSource:
         self.warnings: tuple[str, ...] = ()
         self.exact = False
         self._schema = self._open(files[0]).schema_arrow
+        _check_names(files[0], self._schema.names)
         empty = pl.from_arrow(self._schema.empty_table())
         assert isinstance(empty, pl.DataFrame)
         self._polars_schema = dict(empty.schema)
@@ -117,6 +118,19 @@ class ParquetSource:
             )
         handle.seek(0)
         return _parquet_file(handle, shard)
+
+
+def _check_names(shard: Shard, names: list[str]) -> None:
+    """A Parquet file may hold two columns of one name (pyarrow writes them); a list may not:
+    which of them holds the addresses, and which name would each have in the output?"""
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        shown = ", ".join(repr(name) for name in twice)
+        raise InputError(
+            f"The Parquet file {shard} has more than one column named {shown}: a list's column "
+            "names must be unique. Rename or drop the extra columns where the file is made, "
+            "and write it again."
+        )
 
 
 def _parquet_file(source: object, shard: Shard) -> pq.ParquetFile:

@@ -22,7 +22,7 @@ from typing import Final, Protocol
 
 import polars as pl
 
-from pipeline.core.config import StorageConfig
+from pipeline.core.config import ReadConfig, StorageConfig
 from pipeline.core.encodings import Decoding
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS, SOURCE_COLUMN
@@ -46,7 +46,7 @@ from pipeline.stages.objects import (
     read_head as read_object_head,
 )
 from pipeline.stages.parquet_source import ParquetSource, is_dataset, shards
-from pipeline.stages.unpack import compression_of, decompress, zip_members
+from pipeline.stages.unpack import compression_of, decompress, workbook_budget, zip_members
 from pipeline.stages.workbook import workbook_to_csv
 
 _WHAT: Final = "input file"
@@ -93,12 +93,14 @@ class ReadBatch:
 
 @dataclass(frozen=True)
 class Choice:
-    """How to read an input that holds several lists: which member, which sheet; and how a
-    text input's encoding is chosen (said, or detected)."""
+    """How to read an input that holds several lists (which member, which sheet), how a text
+    input's encoding is chosen (said, or detected), and the limits it is read within (the
+    ``[read]`` settings)."""
 
     member: str | None = None
     sheet: str | None = None
     decoding: Decoding = field(default_factory=Decoding)
+    limits: ReadConfig = field(default_factory=ReadConfig)
 
 
 class ListReader:
@@ -200,23 +202,29 @@ def _open_file(
     kind = file_kind(path, read_head(path, HEAD_BYTES, _WHAT))
     if kind is FileKind.PARQUET:
         return ParquetSource([path]), replace(_PARQUET, compression=compression)
+    limits = choice.limits
+    longest = limits.max_field_bytes
     if kind is FileKind.TEXT:
-        source = CsvSource(path, spill, label, choice.decoding)
+        source = CsvSource(path, spill, label, choice.decoding, longest)
         return source, SourceInfo("csv", compression, rows_known=source.records is not None)
     packed = compression_of(kind)
     if packed is not None and not compression:
-        return _open_file(decompress(path, kind, spill), spill, choice, label, packed)
+        return _open_file(
+            decompress(path, kind, spill, limits, label), spill, choice, label, packed
+        )
     if kind is FileKind.ZIP and not compression:
-        members = zip_members(path, spill, choice.member)
+        members = zip_members(path, spill, choice.member, limits, label)
         parts = [
-            Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}", choice.decoding))
+            Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}", choice.decoding, longest))
             for m in members
         ]
         info = SourceInfo("zip", members=tuple(m.name for m in members))
         return MemberSource(parts), info
     if kind is FileKind.XLSX and not compression:
+        workbook_budget(path, spill, limits, label)
         sheet, name = workbook_to_csv(path, spill, choice.sheet)
-        return CsvSource(sheet, spill, f"{label} (sheet {name!r})"), SourceInfo("xlsx", sheet=name)
+        labelled = f"{label} (sheet {name!r})"
+        return CsvSource(sheet, spill, labelled, max_field=longest), SourceInfo("xlsx", sheet=name)
     raise refuse_kind(Path(label), kind, _WHAT)
 
 

@@ -41,6 +41,8 @@ def test_values_override_defaults(tmp_path: Path) -> None:
         ("[dns\n", "not valid TOML"),
         ('[verify]\nmode = "smtpp"\n', "mode must be one of 'none', 'smtp', 'api', got 'smtpp'"),
         ('[contacts]\nregion = "XX"\n', r"contacts\]: region 'XX' is no country"),
+        ("[read]\nmax_unpack_disk_share = 10\n", r"is a share \(0 to 1"),
+        ("[read]\nmax_field_bytes = -1\n", "max_field_bytes must be at least 0"),
     ],
 )
 def test_mistakes_are_named(tmp_path: Path, text: str, message: str) -> None:

@@ -66,6 +66,13 @@ def test_score_is_always_inside_the_band_of_the_verdict() -> None:
         assert low <= score <= high, (verdict, score)
 
 
+def test_an_empty_frame_keeps_the_columns_types() -> None:
+    """A batch of no rows (a stretch of a list that was all rejects) is judged too."""
+    frame = pl.DataFrame({r.value: pl.Series([], dtype=pl.Boolean) for r in ALL})
+    out = judge(frame, BITS).select("VERDICT", "SCORE", "REASON")
+    assert out.schema == {"VERDICT": pl.String, "SCORE": pl.Float64, "REASON": pl.String}
+
+
 def test_reason_lists_codes_in_table_order() -> None:
     assert decide(Reason.ROLE, Reason.SMTPUTF8, Reason.NO_DOMAIN)["REASON"] == (
         "no_domain;role;smtputf8"

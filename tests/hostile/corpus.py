@@ -113,7 +113,14 @@ def _huge() -> list[Case]:
     in_ragged = ("A,a@gmail.com", f"B,b@gmail.com,{HUGE}", "C,c@gmail.com", "D,d@gmail.com")
     many_fields = ("A,a@gmail.com", "B," + "," * 20_000, "C,c@gmail.com")
     wide = ",".join(f"c{i}" for i in range(5_000))
+    # Over read.max_field_bytes (16 MiB): rejected unread, the rest of the list read.
+    over_limit = ("Ann,ann@gmail.com", f"Bob,{'b' * (17 << 20)}@yahoo.com", "Cat,cat@outlook.com")
     return [
+        file_case(
+            "field_over_16_mib",
+            _utf8(HEADER, over_limit),
+            _ok(over_limit, "ann@gmail.com", "cat@outlook.com", rejected=("field_too_long",)),
+        ),
         file_case("huge_field_in_good_row", _utf8(HEADER, good), _ok(good)),
         file_case(
             "huge_field_after_ragged_row",
@@ -160,7 +167,17 @@ def _filler() -> list[Case]:
     # A footer line naming an address is never taken for a footer.
     signed = (*GOOD, '"Exported by ann@gmail.com"')
     three = 3 * ("empty_row",)
+    # Every data row blank, or delimiters only: records all the same, each an empty_row reject
+    # (this was a traceback at write time: an empty batch).
+    no_data = ("", "", "")
+    only_delimiters = (";", ";;", ";;;")
     return [
+        file_case("data_rows_all_blank", _utf8(HEADER, no_data), Accept(3, rejected=three)),
+        file_case(
+            "data_rows_all_delimiters",
+            _utf8("name;email", only_delimiters),
+            Accept(3, rejected=three),
+        ),
         file_case("blank_lines", _utf8(HEADER, blank), _ok(blank, rejected=three)),
         file_case("whitespace_only_rows", _utf8(HEADER, spaces), _ok(spaces, rejected=three)),
         file_case(

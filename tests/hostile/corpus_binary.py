@@ -36,6 +36,13 @@ def _big_parquet() -> bytes:
     return sink.getvalue()
 
 
+def _two_emails() -> bytes:
+    sink = io.BytesIO()
+    table = pa.table([NAMES, pa.array(ADDRESSES), pa.array(ADDRESSES)], ["name", "email", "email"])
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
 def _feather() -> bytes:
     sink = io.BytesIO()
     feather.write_feather(pa.table({"email": ADDRESSES}), sink)
@@ -54,8 +61,9 @@ _NS = "http://schemas.openxmlformats.org"
 _REL = f"{_NS}/officeDocument/2006/relationships"
 
 
-def _xlsx() -> bytes:
-    """The smallest workbook Excel opens (ECMA-376 part 1): one sheet of inline strings."""
+def _xlsx(extra: dict[str, str] | None = None) -> bytes:
+    """The smallest workbook Excel opens (ECMA-376 part 1): one sheet of inline strings (and
+    *extra* parts)."""
     rows = "".join(
         f'<row r="{i}"><c r="A{i}" t="inlineStr"><is><t>{value}</t></is></c></row>'
         for i, value in enumerate(["email", *ADDRESSES], start=1)
@@ -81,6 +89,7 @@ def _xlsx() -> bytes:
             'Target="worksheets/sheet1.xml"/></Relationships>',
             "xl/worksheets/sheet1.xml": f'<worksheet xmlns="{_NS}/spreadsheetml/2006/main">'
             f"<sheetData>{rows}</sheetData></worksheet>",
+            **(extra or {}),
         }
     )
 
@@ -129,6 +138,12 @@ def _parquet_cases() -> list[Case]:
             "list.parquet",
         ),
         file_case(
+            "parquet_two_email_columns",
+            _two_emails(),
+            Refuse(r"(?i)more than one column named 'email'.*rename"),
+            "list.parquet",
+        ),
+        file_case(
             "parquet_zero_rows",
             _parquet(pa.array([], pa.string()), rows=0),
             Accept(0),
@@ -151,6 +166,23 @@ _MAILCHIMP = {
     ),
     "__MACOSX/._subscribed_members_export_1a2b.csv": "\x00\x05\x16\x07",
 }
+
+
+# 20 MiB of one byte after a header: a few kB packed. The default limits refuse it once
+# 16 MiB have come out (read.max_unpack_ratio), and say so without blaming the file.
+_BOMB = "email\n" + "0" * (20 << 20)
+BOMB = r"(?i)^(?!.*complete).*expands beyond the limit.*read\.max_unpack_ratio"
+
+
+def _bomb_cases() -> list[Case]:
+    data = _BOMB.encode()
+    return [
+        file_case("gzip_bomb", gzip.compress(data), Refuse(BOMB), "list.csv.gz"),
+        file_case("bzip2_bomb", bz2.compress(data), Refuse(BOMB), "list.csv.bz2"),
+        file_case("zstd_bomb", pa.compress(data, "zstd", asbytes=True), Refuse(BOMB), "l.zst"),
+        file_case("zip_bomb", _zip({"list.csv": _BOMB}), Refuse(BOMB), "list.zip"),
+        file_case("xlsx_bomb", _xlsx({"xl/media/pad.bin": _BOMB}), Refuse(BOMB), "list.xlsx"),
+    ]
 
 
 def _packed_cases() -> list[Case]:
@@ -203,4 +235,4 @@ def _packed_cases() -> list[Case]:
     ]
 
 
-BINARY_CASES: tuple[Case, ...] = (*_parquet_cases(), *_packed_cases())
+BINARY_CASES: tuple[Case, ...] = (*_parquet_cases(), *_packed_cases(), *_bomb_cases())

@@ -15,8 +15,11 @@ import pytest
 from distributed import Client, LocalCluster
 
 from pipeline.cli import main
+from pipeline.core.config import ReadConfig
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
+from pipeline.stages.read import Choice, open_list
+from pipeline.stages.runner import batch_rows
 from tests.conftest import SAMPLE_CSV
 from tests.stages.test_consent import (
     CLEANED,
@@ -116,6 +119,37 @@ def test_the_dask_engine_gives_the_local_answers(cluster: Client, tmp_path: Path
     again = clean(tmp_path, source, "again.parquet", "cache-dask", *dask, sandbox=False)
     assert again["dns_queries"] == 0 and again["cache_hits"] == local["distinct_domains"]
     assert pl.read_parquet(tmp_path / "again.parquet").equals(expected)
+
+
+LONG = ReadConfig(max_field_bytes=2_000)
+
+
+def test_a_last_batch_of_rejects_only(cluster: Client, tmp_path: Path) -> None:
+    """A list of exactly one batch of rows and then blank rows: its second batch has rejects
+    and no row, which neither engine may trip on; a field over read.max_field_bytes is
+    rejected in its place by both."""
+    blank, row = 3, "N{:06d}," + "n" * 1_980 + ",user{:06d}@gmail.com\n"
+    rows = 1_000
+    for _ in range(5):  # the batch size follows from the bytes per row, which follow from it
+        size = len("name,about,email\n") + rows * len(row.format(0, 0)) + blank
+        rows = batch_rows(64, size / (rows + blank))
+    long = "Bob,about," + "b" * 3_000 + "@x.com\n"
+    text = "name,about,email\n" + long + "".join(row.format(i, i) for i in range(rows - 1))
+    source = tmp_path / "list.csv"
+    source.write_text(text + "\n" * blank)
+    reader = open_list(str(source), source, tmp_path, None, choice=Choice(limits=LONG))
+    heights = [b.frame.height for b in reader.batches(batch_rows(64, reader.bytes_per_row))]
+    assert len(heights) > 1 and heights[-1] == 0, heights  # the case this test is about
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LISTCLEAN_READ_MAX_FIELD_BYTES", str(LONG.max_field_bytes))
+        local = clean(tmp_path, source, "local.parquet", "cache", "--offline", sandbox=False)
+        spread = clean(tmp_path, source, "dask.parquet", "cache", *dask, sandbox=False)
+    same(local, spread)
+    assert (local["rows_in"], local["rows_out"]) == (rows + blank, rows - 1)
+    assert local["rejects_by_reason"] == {"empty_row": blank, "field_too_long": 1}
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
 
 
 def test_smtp_checks_spread_by_provider_spend_the_local_budget(
