@@ -39,8 +39,8 @@ import polars as pl
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipeline.core.domains.suggest import suggest_domain  # noqa: E402
 from pipeline.core.lists import load_lists  # noqa: E402
-from pipeline.core.suggest import suggest_domain  # noqa: E402
 from pipeline.sandbox.evaluation.names import (  # noqa: E402
     NEAR_PROVIDER,
     TYPO_TARGETS,

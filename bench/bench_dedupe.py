@@ -42,7 +42,7 @@ sys.path.insert(0, str(HERE))
 
 from generate import chunks, company_domains  # noqa: E402
 
-from pipeline.stages.dedupe import DuplicateMarker  # noqa: E402
+from pipeline.stages.state.dedupe import DuplicateMarker  # noqa: E402
 
 MIB = 1024 * 1024
 

@@ -279,7 +279,7 @@ async def run_project(
     args: argparse.Namespace, dns_address: str, port: int, gen: Generated
 ) -> tuple[dict[str, Any], dict[str, str]]:
     from pipeline.core.config import DnsConfig, VerifyConfig
-    from pipeline.core.dns import DnsStatus, Resolver
+    from pipeline.core.domains.dns import DnsStatus, Resolver
     from pipeline.core.lists import load_lists
     from pipeline.core.mailboxes.prober import Budget, Prober, Target
     from pipeline.core.mailboxes.smtp import SmtpSettings
@@ -332,7 +332,7 @@ async def run_project(
 async def resolve_first_mx(dns_address: str, domains: set[str]) -> dict[str, str]:
     """Each domain's first MX host's first loopback address (done before the naive run)."""
     from pipeline.core.config import DnsConfig
-    from pipeline.core.dns import DnsStatus, Resolver, host_addresses, mail_hosts
+    from pipeline.core.domains.dns import DnsStatus, Resolver, host_addresses, mail_hosts
 
     resolver = Resolver(DnsConfig(nameservers=(dns_address,), timeout=2.0))
     gate = asyncio.Semaphore(100)

@@ -1,6 +1,6 @@
 """The Python API: ``from pipeline import clean, verify``.
 
-Both run the engine the command line runs (:mod:`pipeline.core.assembly` builds it, the
+Both run the engine the command line runs (:mod:`pipeline.core.assembly.build` builds it, the
 streaming runner of :mod:`pipeline.stages.runner` cleans a list), with the same settings:
 the defaults, then ``LISTCLEAN_<SECTION>_<KEY>`` environment variables, or a settings file or a
 :class:`~pipeline.core.config.Config` you pass. They are plain functions that block until the
@@ -32,11 +32,11 @@ from typing import TypedDict, TypeVar, cast
 import platformdirs
 import polars as pl
 
-from pipeline.core import assembly
-from pipeline.core.assembly import EngineOptions
+from pipeline.core.assembly import build as assembly
+from pipeline.core.assembly.build import EngineOptions
 from pipeline.core.config import Config, load_config, service_link_warning, service_links
-from pipeline.core.encodings import Decoding, codec_name
 from pipeline.core.engine import Engine, verify_once
+from pipeline.core.files.encodings import Decoding, codec_name
 from pipeline.service.settings import env_settings
 from pipeline.stages.job import CleanJob, open_input
 from pipeline.stages.runner import run_clean

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.core.address import parse_address
+from pipeline.core.addresses.syntax import parse_address
+from pipeline.core.assembly.forget import Request, forget
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.bounces.types import BounceEvent, BounceKind
 from pipeline.core.config import BouncesConfig, ContactsConfig, VerifyConfig
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.forget import Request, forget
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.types import Mailbox, MailboxResult, RemoteAnswer
 from pipeline.core.verdict import Verdict

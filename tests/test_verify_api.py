@@ -329,7 +329,7 @@ def test_against_our_own_service(tmp_path: Path) -> None:
             assert key is not None
             import time as _time
 
-            from pipeline.core.windows import Window, window_bounds
+            from pipeline.core.clock import Window, window_bounds
 
             start, _ = window_bounds(Window.MONTH, _time.time())
             assert store.used(f"key:{key.key_id}", "email-month", start) == 100

@@ -25,7 +25,7 @@
 Exit codes: 0 ok, 1 unexpected error or a failed ``doctor`` check, 2 bad usage or input,
 3 resolver unhealthy or no outbound SMTP, 4 every file written but the results crossed a
 ``--fail-on-*`` share, 130 stopped by SIGINT, 143 stopped by SIGTERM
-(:mod:`pipeline.core.signals`).
+(:mod:`pipeline.stages.signals`).
 
 One module per concern: :mod:`.common` holds the options and helpers the commands share,
 :mod:`.log` what a command writes on standard error (text or JSON, progress), :mod:`.outcome`
@@ -42,7 +42,7 @@ from collections.abc import Sequence
 
 from pipeline import __version__
 from pipeline.cli.log import Log, LogFormat
-from pipeline.core.signals import Interrupted, handled
+from pipeline.stages.signals import Interrupted, handled
 
 __all__ = ["main"]
 

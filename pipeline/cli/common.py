@@ -15,8 +15,8 @@ from typing import get_args
 import platformdirs
 
 from pipeline.cli.log import Log, duration
-from pipeline.core import assembly
-from pipeline.core.assembly import EngineOptions
+from pipeline.core.assembly import build as assembly
+from pipeline.core.assembly.build import EngineOptions
 from pipeline.core.config import (
     Config,
     InputConfig,
@@ -26,16 +26,16 @@ from pipeline.core.config import (
     service_link_warning,
     service_links,
 )
-from pipeline.core.database import Where, store_where
-from pipeline.core.encodings import Decoding, codec_name
+from pipeline.core.db.database import Where, store_where
 from pipeline.core.engine import Engine
 from pipeline.core.errors import UsageError
+from pipeline.core.files.encodings import Decoding, codec_name
 from pipeline.core.mailboxes.types import Plan
 from pipeline.core.text import invalid_at
 from pipeline.core.verdict import Reason
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
 from pipeline.service.settings import env_settings
-from pipeline.stages.workdir import WorkDir
+from pipeline.stages.state.workdir import WorkDir
 
 
 def utf8_text(value: str) -> str:
@@ -238,7 +238,7 @@ def bounce_ledger_path(args: argparse.Namespace, config: Config) -> Where:
 
 @contextlib.contextmanager
 def open_engine(args: argparse.Namespace, work: WorkDir | None = None) -> Iterator[Engine]:
-    """The engine the command's arguments describe (see :mod:`pipeline.core.assembly`)."""
+    """The engine the command's arguments describe (see :mod:`pipeline.core.assembly.build`)."""
     with contextlib.ExitStack() as stack:
         config = sandbox_world(stack, args, effective_config(args))
         quiet = args.quiet

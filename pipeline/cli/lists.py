@@ -22,14 +22,12 @@ from pipeline.cli.common import (
 )
 from pipeline.cli.log import Log, LogFormat
 from pipeline.cli.outcome import judge, share, tell
+from pipeline.core.assembly.doctor import run_doctor
 from pipeline.core.config import Config
-from pipeline.core.doctor import run_doctor
 from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
-from pipeline.core.signals import Interrupted
-from pipeline.stages.formats import OutputFormat, choose_format
 from pipeline.stages.job import (
     CleanJob,
     check_location,
@@ -39,9 +37,11 @@ from pipeline.stages.job import (
 )
 from pipeline.stages.objects import Upload, is_object_url, local_path
 from pipeline.stages.runner import run_clean
+from pipeline.stages.signals import Interrupted
+from pipeline.stages.state.workdir import WorkDir, check_work_dir, fingerprint, work_folder
 from pipeline.stages.summary import RunSummary
-from pipeline.stages.workdir import WorkDir, check_work_dir, fingerprint, work_folder
-from pipeline.stages.write import default_output
+from pipeline.stages.write.formats import OutputFormat, choose_format
+from pipeline.stages.write.outputs import default_output
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -248,7 +248,7 @@ def _check_engine(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
     if args.engine == "local":
         return run_clean(job, engine, folder)
-    from pipeline.stages.dask_engine import connect, run_clean_dask
+    from pipeline.stages.dask.engine import connect, run_clean_dask
 
     with connect(args.scheduler, args.dask_workers) as cluster:
         return run_clean_dask(job, engine, folder, cluster)

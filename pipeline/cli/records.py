@@ -12,14 +12,14 @@ import time
 from pathlib import Path
 
 from pipeline.cli.common import bounce_ledger_path, cache_path, settings, utf8_path, utf8_text
+from pipeline.core.assembly.forget import Request, forget
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.database import Where, exists, is_url, store_where
+from pipeline.core.db.database import Where, exists, is_url, store_where
+from pipeline.core.db.sqlite import beside_domain_cache
 from pipeline.core.errors import UsageError
-from pipeline.core.forget import Request, forget
 from pipeline.core.mailboxes.cache import MailboxCache
-from pipeline.core.sqlite import beside_domain_cache
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -156,7 +156,8 @@ def _contacts_import(args: argparse.Namespace) -> int:
 
 
 def _contacts_forget(args: argparse.Namespace) -> int:
-    """Suppress or erase a person in every store that holds them (see pipeline.core.forget)."""
+    """Suppress or erase a person in every store that holds them (see
+    pipeline.core.assembly.forget)."""
     if not (args.email or args.phone):
         raise UsageError("Name the person by --email, by --phone or both (--name may follow).")
     config = settings(args)

@@ -24,7 +24,7 @@ from pipeline.cli.common import (
 )
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.database import Where, is_url
+from pipeline.core.db.database import Where, is_url
 from pipeline.core.errors import UsageError
 from pipeline.service.settings import ServiceConfig, load_service_config, with_shared_state
 from pipeline.service.state import ServiceState, open_state

@@ -20,8 +20,8 @@ from typing import Any, Final, Literal, TypeVar, get_args, get_origin, get_type_
 
 import phonenumbers
 
-from pipeline.core.encodings import DEFAULT_MARGIN
 from pipeline.core.errors import ConfigError
+from pipeline.core.files.encodings import DEFAULT_MARGIN
 
 T = TypeVar("T")
 

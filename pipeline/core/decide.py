@@ -10,10 +10,10 @@ import functools
 
 import polars as pl
 
-from pipeline.core.address import Syntax
-from pipeline.core.dns import DnsStatus
+from pipeline.core.addresses.repairs import Repair
+from pipeline.core.addresses.syntax import Syntax
+from pipeline.core.domains.dns import DnsStatus
 from pipeline.core.mailboxes.types import Mailbox
-from pipeline.core.repairs import Repair
 from pipeline.core.schema import ADDRESS_COLUMNS
 from pipeline.core.verdict import (
     HELD_BACK,

@@ -58,7 +58,7 @@ ADDRESS_COLUMNS: Mapping[str, type[pl.DataType]] = {
     "LEDGER_LAST_HARD_AT": pl.Float64,
     "LEDGER_DELIVERED": pl.Boolean,  # delivered to since its last hard bounce: it exists
     # Why the list's own export holds the row back from sending (a consent reason code, see
-    # pipeline.stages.consent), null when it does not; never set by the service.
+    # pipeline.stages.read.consent), null when it does not; never set by the service.
     "CONSENT": pl.String,
 }
 

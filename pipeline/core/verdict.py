@@ -66,14 +66,14 @@ class Reason(enum.StrEnum):
     MAILBOX_OK = "mailbox_ok"
     API_VERIFIED = "api_verified"
     NOT_VERIFIED_BUDGET = "not_verified_budget"
-    # A broken cell that holds an address: SUGGESTION has it (pipeline.core.repairs).
+    # A broken cell that holds an address: SUGGESTION has it (pipeline.core.addresses.repairs).
     FIXABLE_INVISIBLE = "fixable_invisible"
     FIXABLE_MAILTO = "fixable_mailto"
     FIXABLE_DISPLAY_NAME = "fixable_display_name"
     FIXABLE_SEVERAL = "fixable_several"
     FIXABLE_SPACES = "fixable_spaces"
     FIXABLE_COMMA = "fixable_comma"
-    # Consent: what the list's own export says about the person (pipeline.stages.consent).
+    # Consent: what the list's own export says about the person (pipeline.stages.read.consent).
     UNSUBSCRIBED = "unsubscribed"
     CLEANED = "cleaned"
     BOUNCED = "bounced"

@@ -25,9 +25,9 @@ from pathlib import Path
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from pipeline.core.assembly import EngineOptions, open_engine
+from pipeline.core.assembly.build import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.database import Where, store_where
+from pipeline.core.db.database import Where, store_where
 from pipeline.core.engine import Engine, verify_many_json
 from pipeline.core.text import failure_line, for_log
 from pipeline.service.batcher import MicroBatcher

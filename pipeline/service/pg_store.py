@@ -11,7 +11,7 @@ several hosts behind a load balancer:
   they count is sent: a counted request survives a crash of the instance or of the server.
 - The running service awaits these statements (:class:`PostgresLiveState`): those of one
   turn of its event loop travel together in one round trip and one transaction from one
-  worker thread (:class:`~pipeline.core.postgres.LoopStatements`), each take still its own
+  worker thread (:class:`~pipeline.core.db.postgres.LoopStatements`), each take still its own
   conditional statement, and the loop serves other requests while they do.
 - Keys are looked up on every request, not remembered: another instance (or ``listclean keys
   revoke`` on any host) may have revoked one a moment ago, and one indexed look-up is cheaper
@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from pipeline.core.database import OwnsDatabase
-from pipeline.core.postgres import LoopStatements, PostgresDb
+from pipeline.core.db.database import OwnsDatabase
+from pipeline.core.db.postgres import LoopStatements, PostgresDb
 from pipeline.service.store import ApiKey, new_key, sha, unknown_key
 
 SCHEMA: Final = (
@@ -126,7 +126,7 @@ def _key(row: Sequence[Any]) -> ApiKey:
 
 class PostgresLiveState:
     """The state as the running service uses it: each statement awaited on the loop, those of
-    one turn sent together (:class:`~pipeline.core.postgres.LoopStatements`)."""
+    one turn sent together (:class:`~pipeline.core.db.postgres.LoopStatements`)."""
 
     def __init__(self, url: str) -> None:
         self._store = PostgresServiceStore(url, size=LIVE_CONNECTIONS)

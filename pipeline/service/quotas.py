@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline.core.windows import Window, window_bounds
+from pipeline.core.clock import Window, window_bounds
 from pipeline.service.settings import ServiceConfig
 from pipeline.service.state import LiveState
 from pipeline.service.store import ApiKey

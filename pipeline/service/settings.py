@@ -29,8 +29,8 @@ from pipeline.core.config import (
     setting,
     with_environment,
 )
+from pipeline.core.db.postgres import is_url
 from pipeline.core.errors import ConfigError
-from pipeline.core.postgres import is_url
 
 ENGINE_SECTIONS = ("dns", "cache", "lists", "verify", "api", "bounces", "contacts")
 # The [service] table's variables: LISTCLEAN_HTTP_HOST, LISTCLEAN_HTTP_PORT... Its section's

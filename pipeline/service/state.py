@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-from pipeline.core.database import Where, is_url
+from pipeline.core.db.database import Where, is_url
 from pipeline.core.text import failure_line
 from pipeline.service.pg_store import PostgresLiveState, PostgresServiceStore
 from pipeline.service.store import ApiKey, ServiceStore

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipeline.core.db.sqlite import SqliteFile
 from pipeline.core.errors import StoreError, UsageError
-from pipeline.core.sqlite import SqliteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_keys (

@@ -26,9 +26,8 @@ from pathlib import Path
 from typing import BinaryIO, Final
 
 from pipeline.core.config import ReadConfig, StorageConfig
-from pipeline.core.encodings import Decoding
 from pipeline.core.errors import InputError, OutputError, UsageError
-from pipeline.stages.formats import OutputFormat, stem_of
+from pipeline.core.files.encodings import Decoding
 from pipeline.stages.objects import (
     Upload,
     check_location,
@@ -38,8 +37,9 @@ from pipeline.stages.objects import (
     is_remote_dataset,
     read_head,
 )
-from pipeline.stages.parquet_source import is_dataset
-from pipeline.stages.write import OutputPaths, companions
+from pipeline.stages.read.parquet_source import is_dataset
+from pipeline.stages.write.formats import OutputFormat, stem_of
+from pipeline.stages.write.outputs import OutputPaths, companions
 
 __all__ = ["CleanJob", "check_location", "check_output", "open_input", "remote_output"]
 

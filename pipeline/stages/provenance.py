@@ -41,7 +41,7 @@ from pipeline.stages.objects import (
     local_path,
     remote_shards,
 )
-from pipeline.stages.parquet_source import is_dataset, shards
+from pipeline.stages.read.parquet_source import is_dataset, shards
 
 if TYPE_CHECKING:
     from pipeline.stages.job import CleanJob

@@ -4,8 +4,8 @@ A run is one event loop and two passes over the list, so memory depends on the b
 on the list's length:
 
 1. **scan**: each batch is read and normalized; its addresses go to the out-of-core duplicate
-   marker (:mod:`pipeline.stages.dedupe`), its domains to the run's set of distinct domains, and
-   the batch itself to the spill folder. Rejects go straight to the rejects file.
+   marker (:mod:`pipeline.stages.state.dedupe`), its domains to the run's set of distinct
+   domains, and the batch itself to the spill folder. Rejects go straight to the rejects file.
 2. **between**: each distinct domain is checked once (cache, then DNS; answers are cached as they
    arrive). With ``--verify``, the distinct addresses worth asking are gathered from the spill
    and answered in the priority order and within the budget of the address step.
@@ -28,19 +28,19 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from pipeline.core.engine import BounceScope, Engine, check_domains, resolvable_domains
+from pipeline.core.bounces.step import BounceScope
+from pipeline.core.domains.step import check_domains, resolvable_domains
+from pipeline.core.engine import Engine
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.base import Batch, StageSummary
-from pipeline.stages.csv_source import ReadAgain
-from pipeline.stages.dedupe import DuplicateMarker
-from pipeline.stages.formats import check_capacity
 from pipeline.stages.job import CleanJob
-from pipeline.stages.pin import InputPin
 from pipeline.stages.provenance import RunRecord
-from pipeline.stages.read import Choice, ListReader, open_list
-from pipeline.stages.sinks import Sink, open_outputs
-from pipeline.stages.spill import Spill, named_failures, spill_folder
+from pipeline.stages.read.csv_source import ReadAgain
+from pipeline.stages.read.pin import InputPin
+from pipeline.stages.read.reader import Choice, ListReader, open_list
+from pipeline.stages.state.dedupe import DuplicateMarker
+from pipeline.stages.state.spill import Spill, named_failures, spill_folder
 from pipeline.stages.steps import (
     answer_table,
     decide_rows,
@@ -57,7 +57,9 @@ from pipeline.stages.summary import (
     stage_summaries,
     summarize,
 )
-from pipeline.stages.write import RejectsSink
+from pipeline.stages.write.formats import check_capacity
+from pipeline.stages.write.outputs import RejectsSink
+from pipeline.stages.write.sinks import Sink, open_outputs
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -153,7 +155,7 @@ async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
             time.perf_counter() - started - scan.reading,
             normalized,
         )
-        table, dom = await check_domains(engine, list(scan.domains))
+        table, dom = await check_domains(engine.domains, list(scan.domains))
         clock.lap("domains", scan.rows, scan.rows, dom)
         answers, checks = await _check_addresses(engine, scan, table)
         clock.lap("verify", scan.rows, scan.rows, checks)

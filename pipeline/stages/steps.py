@@ -1,7 +1,7 @@
 """The steps both engines run on a stretch of rows, written once.
 
 The local runner runs them on each batch of its spill; the Dask adapter
-(:mod:`pipeline.stages.dask_engine`) on each domain partition of a list, on its workers. A
+(:mod:`pipeline.stages.dask.engine`) on each domain partition of a list, on its workers. A
 stretch is a :class:`~pipeline.stages.base.Batch`: the input's own columns and our work columns.
 """
 
@@ -9,24 +9,20 @@ from __future__ import annotations
 
 import polars as pl
 
+from pipeline.core.addresses.step import classify_addresses
+from pipeline.core.bounces.step import BounceScope, BounceSource, attach_bounces
 from pipeline.core.decide import decide, with_address_columns
-from pipeline.core.engine import (
-    BounceScope,
-    BounceSource,
-    attach_bounces,
-    attach_domains,
-    classify_addresses,
-)
+from pipeline.core.domains.step import attach_domains
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.step import PROBEABLE, join_answers
 from pipeline.stages.base import Batch
-from pipeline.stages.consent import consent_of
-from pipeline.stages.write import output_frame
+from pipeline.stages.read.consent import consent_of
+from pipeline.stages.write.outputs import output_frame
 
 
 def normalize(frame: pl.DataFrame, email_column: str, lists: DomainLists) -> pl.DataFrame:
     """The work columns of a read batch: EMAIL, LOCAL, DOMAIN, KEY, SYNTAX, ROLE, and CONSENT
-    (what the export says about sending to the row: :mod:`pipeline.stages.consent`)."""
+    (what the export says about sending to the row: :mod:`pipeline.stages.read.consent`)."""
     work = classify_addresses(frame.get_column(email_column), lists)
     return work.with_columns(consent_of(frame))
 

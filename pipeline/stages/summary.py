@@ -22,23 +22,23 @@ from typing import TYPE_CHECKING, Any, Final
 
 import polars as pl
 
+from pipeline.core.addresses.repairs import Repair
 from pipeline.core.decide import held_back
-from pipeline.core.engine import DomainStats
+from pipeline.core.domains.step import DomainStats
 from pipeline.core.mailboxes.types import CheckStats
-from pipeline.core.publish import Publication
-from pipeline.core.repairs import Repair
 from pipeline.core.schema import SCHEMA_VERSION, SOURCE_COLUMN
 from pipeline.core.verdict import Reason, Verdict
-from pipeline.report import write_report
+from pipeline.report import render_report
 from pipeline.stages.base import StageSummary
 from pipeline.stages.provenance import RunFacts
-from pipeline.stages.read import SourceInfo
-from pipeline.stages.write import OutputPaths, stage_summary, sweep_stale
+from pipeline.stages.read.reader import SourceInfo
+from pipeline.stages.write.outputs import OutputPaths, stage_summary, sweep_stale
+from pipeline.stages.write.publish import Publication
 
 if TYPE_CHECKING:
-    from pipeline.stages.email_column import EmailColumn
     from pipeline.stages.job import CleanJob
-    from pipeline.stages.read import ListReader
+    from pipeline.stages.read.email_column import EmailColumn
+    from pipeline.stages.read.reader import ListReader
 
 TOP_DOMAINS: Final = 20  # domains listed in top_domains (and charted in the report)
 TOP_TYPOS: Final = 20
@@ -336,7 +336,7 @@ def stage_summaries(summary: RunSummary, paths: OutputPaths, into: Publication) 
     published after every other file, the summary last."""
     record = summary.as_dict()
     sweep_stale(paths.report)
-    write_report(record, paths.report, into)
+    into.write_text(paths.report, render_report(record))
     stage_summary(record, paths.summary, into)
 
 

@@ -6,13 +6,8 @@ import sys
 import polars as pl
 import pytest
 
-from pipeline.core.address import (
-    ParsedAddress,
-    Syntax,
-    normalize_column,
-    normalize_domain,
-    parse_address,
-)
+from pipeline.core.addresses.normalize import normalize_column
+from pipeline.core.addresses.syntax import ParsedAddress, Syntax, normalize_domain, parse_address
 
 OK = Syntax.OK
 UTF8 = Syntax.SMTPUTF8

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.core.dns import DnsAnswer, DnsStatus, Resolver, check_health, lookup_domains
+from pipeline.core.domains.dns import DnsAnswer, DnsStatus, Resolver, check_health, lookup_domains
 from pipeline.core.errors import ResolverUnhealthyError
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from tests.conftest import fast_dns

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.config import CacheConfig
-from pipeline.core.dns import DnsAnswer, DnsStatus
-from pipeline.core.domain_cache import DomainCache
+from pipeline.core.domains.cache import DomainCache
+from pipeline.core.domains.dns import DnsAnswer, DnsStatus
 from pipeline.core.errors import StoreError
 
 CONFIG = CacheConfig(ttl_good=1000, ttl_negative=100, ttl_temporary=10)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core import assembly
-from pipeline.core.assembly import EngineOptions
+from pipeline.core.assembly import build as assembly
+from pipeline.core.assembly.build import EngineOptions
 from pipeline.core.config import Config, load_config
+from pipeline.core.domains.exchanges import Routing, is_address
 from pipeline.core.engine import verify_many
-from pipeline.core.exchanges import Routing, is_address
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from pipeline.sandbox.files import SANDBOX_SETTINGS
 from pipeline.sandbox.smtp_server import SandboxSMTP

@@ -1,5 +1,5 @@
 """Records with a field over the limit, found in the bytes without reading them
-(:mod:`pipeline.core.long_fields`), and a file read without them."""
+(:mod:`pipeline.core.files.long_fields`), and a file read without them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.long_fields import RAW_PREFIX, SetAside, Without, long_records, size_without
+from pipeline.core.files.long_fields import (
+    RAW_PREFIX,
+    SetAside,
+    Without,
+    long_records,
+    size_without,
+)
 
 HEADER = b"name,email\n"
 LONG = b"z" * 60  # over the limit of 40 these cases use

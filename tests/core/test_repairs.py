@@ -5,11 +5,11 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
+from pipeline.core.addresses.repairs import Repair, repair, repair_column
 from pipeline.core.config import Config
-from pipeline.core.dns import SharedResolver
+from pipeline.core.domains.dns import SharedResolver
 from pipeline.core.engine import Engine, verify_many
 from pipeline.core.lists import load_lists
-from pipeline.core.repairs import Repair, repair, repair_column
 
 CASES = [
     ("David Sánchez <david.sanchez@gmail.com>", Repair.DISPLAY_NAME, "david.sanchez@gmail.com"),

@@ -13,9 +13,9 @@ import pytest
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import BouncesConfig, CacheConfig, ContactsConfig, VerifyConfig
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.domain_cache import DomainCache
+from pipeline.core.db.sqlite import SqliteFile
+from pipeline.core.domains.cache import DomainCache
 from pipeline.core.mailboxes.cache import MailboxCache
-from pipeline.core.sqlite import SqliteFile
 from pipeline.service.store import ServiceStore
 
 OPENERS: dict[str, Callable[[Path], SqliteFile | ContactStore | BounceLedger]] = {

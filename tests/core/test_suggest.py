@@ -1,11 +1,11 @@
-"""Tests for pipeline.core.suggest.suggest_domain (rules in the module docstring)."""
+"""Tests for pipeline.core.domains.suggest.suggest_domain (rules in the module docstring)."""
 
 from __future__ import annotations
 
 import pytest
 
+from pipeline.core.domains.suggest import MX_OVERRIDE_PROVIDERS, suggest_domain
 from pipeline.core.lists import DomainLists, load_lists, lookup_key
-from pipeline.core.suggest import MX_OVERRIDE_PROVIDERS, suggest_domain
 
 
 @pytest.fixture(scope="module")

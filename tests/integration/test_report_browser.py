@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.report import render_report, report_path, write_report
+from pipeline.report import render_report
 from pipeline.report.svg import TRACK
 from tests.conftest import REPO, SAMPLE_CSV
 from tests.integration.cdp import CHROMIUM, Visit, chromium, visit
@@ -104,9 +104,9 @@ def write_messy_list(path: Path) -> None:
 def report_of(summary_path: Path) -> tuple[dict[str, Any], Path]:
     """The summary and its report: the one the run wrote, or else one written from it here."""
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
-    page = report_path(summary_path)
+    page = summary_path.with_name(summary_path.name.replace(".summary.json", ".report.html"))
     if not page.exists():
-        write_report(summary, page)
+        page.write_text(render_report(summary), encoding="utf-8")
     assert page.read_text(encoding="utf-8") == render_report(summary)
     return summary, page
 
@@ -186,7 +186,7 @@ def test_every_section_of_the_report_renders(
     """The sample run's summary with every key the page can show, the newer ones included."""
     summary = {**json.loads(sample_run.read_text()), **EXTENSION}
     page = tmp_path / "every.report.html"
-    write_report(summary, page)
+    page.write_text(render_report(summary), encoding="utf-8")
     check(open_in_browser(browser, page, "every-section", capsys), summary, page)
 
 

@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import copy
 import html
-import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pipeline.core.errors import OutputError
-from pipeline.core.publish import Publication
-from pipeline.report import render_report, report_path, write_report
+from pipeline.report import render_report
 from pipeline.report.svg import BAR, TRACK
 from tests.report import expected
 from tests.report.expected import Markers, numeric, shown
@@ -198,28 +193,3 @@ def test_the_longest_bar_fills_the_track_and_an_all_zero_chart_draws() -> None:
     longest = f'width="{TRACK:.2f}" height="{BAR}" data-chart="reasons" data-label="syntax_invalid"'
     assert longest in page
     assert 'data-chart="repairs" data-label="mailto"' in page
-
-
-def test_the_report_is_written_beside_the_summary_and_atomically(tmp_path: Path) -> None:
-    path = report_path(tmp_path / "list.clean.summary.json")
-    assert path == tmp_path / "list.clean.report.html"
-    write_report(json.loads(json.dumps(FULL)), path)
-    assert path.read_text(encoding="utf-8") == render_report(FULL)
-    assert os.listdir(tmp_path) == ["list.clean.report.html"]
-
-
-def test_a_report_that_cannot_be_written_says_where(tmp_path: Path) -> None:
-    path = tmp_path / "missing" / "list.clean.report.html"
-    with pytest.raises(OutputError, match=r"missing/list\.clean\.report\.html"):
-        write_report(FULL, path)
-    assert not path.parent.exists()
-
-
-def test_a_staged_report_waits_for_the_commit_point(tmp_path: Path) -> None:
-    uploaded: list[Path] = []
-    with Publication(uploaded.append) as run:
-        write_report(FULL, tmp_path / "a.report.html", run)
-        assert not (tmp_path / "a.report.html").exists()
-        assert run.commit() == [str(tmp_path / "a.report.html")]
-    assert uploaded == [tmp_path / "a.report.html"]
-    assert os.listdir(tmp_path) == ["a.report.html"]

@@ -13,9 +13,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from pipeline.core.assembly import EngineOptions, open_engine
+from pipeline.core.assembly.build import EngineOptions, open_engine
+from pipeline.core.clock import Window, window_bounds
 from pipeline.core.engine import verify_many
-from pipeline.core.windows import Window, window_bounds
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.settings import PlanConfig
 from tests.service.conftest import Env, Reply, fetch, run

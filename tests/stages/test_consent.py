@@ -18,7 +18,7 @@ import pytest
 from pipeline.cli import main
 from pipeline.sandbox.dns_server import SandboxDNS
 from pipeline.sandbox.files import SANDBOX_SETTINGS
-from pipeline.stages.consent import consent_of
+from pipeline.stages.read.consent import consent_of
 from tests.report.expected import Markers
 
 # The columns of Mailchimp's member files ("Export audience"): every file has the audience's

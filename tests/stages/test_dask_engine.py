@@ -18,7 +18,7 @@ from pipeline.cli import main
 from pipeline.core.config import ReadConfig
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
-from pipeline.stages.read import Choice, open_list
+from pipeline.stages.read.reader import Choice, open_list
 from pipeline.stages.runner import batch_rows
 from tests.conftest import SAMPLE_CSV
 from tests.stages.test_consent import (

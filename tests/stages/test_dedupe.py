@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.stages.dedupe import (
+from pipeline.stages.state.dedupe import (
     DOMAIN_LEVEL,
     KEY_LEVEL,
     DedupeStats,

@@ -16,8 +16,8 @@ import pytest
 
 from pipeline import clean as clean_api
 from pipeline.cli import main
-from pipeline.core.encodings import candidates, detect, non_ascii_lines
 from pipeline.core.errors import InputError
+from pipeline.core.files.encodings import candidates, detect, non_ascii_lines
 
 JAPANESE = {
     "header": ["氏名", "フリガナ", "メールアドレス", "会社名", "部署"],

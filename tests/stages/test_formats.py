@@ -17,9 +17,9 @@ import pytest
 from pipeline.cli import main
 from pipeline.core.errors import UsageError
 from pipeline.core.schema import OUTPUT_COLUMNS, SCHEMA_VERSION
-from pipeline.stages.formats import EXCEL_MAX_ROWS, OutputFormat, choose_format
-from pipeline.stages.sinks import XlsxSink
-from pipeline.stages.write import OutputPaths
+from pipeline.stages.write.formats import EXCEL_MAX_ROWS, OutputFormat, choose_format
+from pipeline.stages.write.outputs import OutputPaths
+from pipeline.stages.write.sinks import XlsxSink
 
 # HubSpot-like: its Email beside our EMAIL, an untrimmed address, an id that must stay exact.
 INPUT = (

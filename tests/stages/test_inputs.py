@@ -19,8 +19,8 @@ import xlsxwriter
 from pipeline.cli import main
 from pipeline.core.errors import InputError
 from pipeline.core.schema import SOURCE_COLUMN
-from pipeline.stages.email_column import by_name
-from pipeline.stages.read import Choice, read_list
+from pipeline.stages.read.email_column import by_name
+from pipeline.stages.read.reader import Choice, read_list
 
 CSV = "Email Address,First Name\nann@gmail.com,Ann\nbob@yahoo.com,Bob\n"
 

@@ -14,9 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.core.config import ReadConfig
-from pipeline.core.delimited import sniff_delimiter
 from pipeline.core.errors import InputError
-from pipeline.stages.read import Choice, find_email_column, read_list
+from pipeline.core.files.delimited import sniff_delimiter
+from pipeline.stages.read.reader import Choice, find_email_column, read_list
 from tests.conftest import REPO
 
 

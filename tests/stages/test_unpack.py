@@ -1,4 +1,4 @@
-"""Packed lists unpack within the ``[read]`` limits (:mod:`pipeline.stages.unpack`): a
+"""Packed lists unpack within the ``[read]`` limits (:mod:`pipeline.stages.read.unpack`): a
 decompression bomb is refused as it expands, by the default settings, before it fills a disk."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import xlsxwriter
 from pipeline.cli import main
 from pipeline.core.config import ReadConfig
 from pipeline.core.errors import InputError
-from pipeline.stages.read import Choice, read_list
-from pipeline.stages.unpack import RATIO_FLOOR
+from pipeline.stages.read.reader import Choice, read_list
+from pipeline.stages.read.unpack import RATIO_FLOOR
 
 # 20 MiB of one byte: past the 16 MiB that the ratio spares, and packed a thousand times over.
 BOMB = b"email\n" + b"0" * (20 << 20)

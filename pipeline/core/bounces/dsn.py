@@ -19,7 +19,7 @@ from email.message import Message
 from pathlib import Path
 from typing import Final
 
-from pipeline.core.address import Syntax, parse_address
+from pipeline.core.addresses.syntax import Syntax, parse_address
 from pipeline.core.bounces.types import BounceEvent, BounceKind, Rejected
 from pipeline.core.bounces.values import cell_text, first_date
 from pipeline.core.errors import InputError

@@ -35,11 +35,11 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from pipeline.core.address import parse_address
+from pipeline.core.addresses.syntax import parse_address
 from pipeline.core.bounces.reports import read_bounce_file
 from pipeline.core.bounces.types import BounceEvent, BounceFlags, BounceKind, ImportReport
 from pipeline.core.config import BouncesConfig
-from pipeline.core.database import Dialect, OwnsDatabase, Where, dialect_of, open_database
+from pipeline.core.db.database import Dialect, OwnsDatabase, Where, dialect_of, open_database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -237,7 +237,7 @@ class BounceLedger(OwnsDatabase):
 
     def forget(self, keys: Iterable[str]) -> int:
         """Delete the events of the addresses *keys* (an erasure or opt-out: see
-        :mod:`pipeline.core.forget`); how many went."""
+        :mod:`pipeline.core.assembly.forget`); how many went."""
         with self._db.transaction(write=True):
             return self._db.execute(self._sql.forget, (json.dumps(sorted(set(keys))),))
 

@@ -16,13 +16,21 @@ from typing import Any, Final
 
 import polars as pl
 
-from pipeline.core.address import ParsedAddress, Syntax, normalize_column
+from pipeline.core.addresses.normalize import normalize_column
+from pipeline.core.addresses.syntax import ParsedAddress, Syntax
 from pipeline.core.bounces.dsn import MBOX_FROM_LINE, looks_like_message, messages_events, read_mbox
 from pipeline.core.bounces.types import BounceEvent, BounceKind, Rejected
 from pipeline.core.bounces.values import cell_text, timestamp
 from pipeline.core.errors import InputError
+from pipeline.core.files.tables import (
+    FileKind,
+    Table,
+    file_kind,
+    find_column,
+    read_head,
+    read_table,
+)
 from pipeline.core.status_codes import find_status, status_class
-from pipeline.core.tables import FileKind, Table, file_kind, find_column, read_head, read_table
 
 # Header names of a bounce table, compared after case-folding and dropping spaces, - and _
 # ("E-Mail", "Bounce Type", "bounced_at" all match). The first name found wins.

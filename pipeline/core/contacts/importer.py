@@ -6,7 +6,7 @@ the rule for merging one into a record (:func:`merge_row`).
 
 Files
     A file that starts with Parquet's magic ``PAR1`` or is named ``*.parquet`` is read as
-    Parquet, every column as text; any other as delimited text (:mod:`pipeline.core.tables`
+    Parquet, every column as text; any other as delimited text (:mod:`pipeline.core.files.tables`
     finds the encoding and the delimiter), skipping blank lines.
 
 Columns
@@ -47,7 +47,8 @@ from typing import Final
 
 import polars as pl
 
-from pipeline.core.address import Syntax, normalize_column
+from pipeline.core.addresses.normalize import normalize_column
+from pipeline.core.addresses.syntax import Syntax
 from pipeline.core.contacts.identity import country_region, normalize_phone, person_key
 from pipeline.core.contacts.names import (
     NameParts,
@@ -59,7 +60,7 @@ from pipeline.core.contacts.names import (
 )
 from pipeline.core.contacts.types import Rejected, Row, StoredRow
 from pipeline.core.errors import InputError
-from pipeline.core.tables import Table, find_column, read_table
+from pipeline.core.files.tables import Table, find_column, read_table
 
 # Header names, compared after case-folding and dropping spaces, - and _ ("E-Mail", "Job Title",
 # "first_name" all match). The first name found wins.

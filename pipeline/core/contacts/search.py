@@ -42,7 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Final
 
-from pipeline.core.address import Syntax, parse_address
+from pipeline.core.addresses.syntax import Syntax, parse_address
 from pipeline.core.contacts.identity import (
     WORD,
     fold,

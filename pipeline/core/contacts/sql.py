@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pipeline.core.contacts.identity import words
 from pipeline.core.contacts.names import first_token, parse_name
 from pipeline.core.contacts.types import Clause, Option, Row
-from pipeline.core.database import Dialect
+from pipeline.core.db.database import Dialect
 
 # Schema versions (PRAGMA user_version): 0 is a store from before names were read into parts;
 # 1 adds contacts.parts and contacts.hidden and indexes parts, address and company.

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from pipeline.core.address import Syntax, parse_address
+from pipeline.core.addresses.syntax import Syntax, parse_address
 from pipeline.core.config import ContactsConfig, known_region
 from pipeline.core.contacts import privacy, sql
 from pipeline.core.contacts.identity import normalize_phone, person_key, reads_as
@@ -70,9 +70,9 @@ from pipeline.core.contacts.types import (
     StoredRow,
     TermKind,
 )
-from pipeline.core.database import OwnsDatabase, Where, dialect_of, open_database
+from pipeline.core.db.database import OwnsDatabase, Where, dialect_of, open_database
+from pipeline.core.db.sqlite import SqliteFile
 from pipeline.core.errors import UsageError
-from pipeline.core.sqlite import SqliteFile
 
 _BATCH: Final = 50_000
 _OPTED_OUT: Final = "the person opted out (suppressed)"

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pipeline.core.config import VerifyConfig
+from pipeline.core.db.sqlite import SqliteFile
 from pipeline.core.mailboxes.types import Mailbox, MailboxResult, RemoteAnswer
-from pipeline.core.sqlite import SqliteFile
 from pipeline.core.verdict import Verdict
 
 _SCHEMA = """
@@ -139,7 +139,7 @@ class MailboxCache(SqliteFile):
 
     def forget(self, keys: Iterable[str]) -> int:
         """Delete every answer kept about the addresses *keys* (an erasure or opt-out: see
-        :mod:`pipeline.core.forget`); how many went."""
+        :mod:`pipeline.core.assembly.forget`); how many went."""
         wanted = (json.dumps(sorted(set(keys))),)
         with self._transaction("BEGIN IMMEDIATE"):
             gone: int = self._run(

@@ -16,7 +16,7 @@ from typing import Protocol
 import polars as pl
 
 from pipeline.core.config import ApiConfig, VerifyConfig
-from pipeline.core.dns import Resolver, SharedResolver
+from pipeline.core.domains.dns import Resolver, SharedResolver
 from pipeline.core.errors import SmtpUnavailableError
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.cache import MailboxCache

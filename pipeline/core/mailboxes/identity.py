@@ -18,7 +18,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pipeline.core.address import normalize_domain
+from pipeline.core.addresses.syntax import normalize_domain
 from pipeline.core.config import VerifyConfig
 from pipeline.core.errors import UsageError
 

@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.dns import Resolver, host_addresses, mail_hosts
+from pipeline.core.domains.dns import Resolver, host_addresses, mail_hosts
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.pacing import HostState, Pacer, ProbeStats, provider_of
 from pipeline.core.mailboxes.refusals import DomainAnswers, Finish

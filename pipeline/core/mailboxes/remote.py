@@ -28,11 +28,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pipeline.core.clock import Window, window_bounds
 from pipeline.core.config import ApiConfig
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import Budget, RemoteAnswer, Target
 from pipeline.core.verdict import Verdict
-from pipeline.core.windows import Window, window_bounds
 
 if TYPE_CHECKING:  # imported when a run uses the API: every `listclean` start would pay for it
     import aiohttp

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import aiosmtplib
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.dns import Resolver, host_addresses, lookup_domain, mail_hosts
+from pipeline.core.domains.dns import Resolver, host_addresses, lookup_domain, mail_hosts
 from pipeline.core.mailboxes.identity import identity_of
 from pipeline.core.mailboxes.replies import Reply, Stage, classify
 from pipeline.core.mailboxes.types import Mailbox, MailboxResult

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from pipeline.core.address import Syntax
-from pipeline.core.dns import DnsStatus
+from pipeline.core.addresses.syntax import Syntax
+from pipeline.core.domains.dns import DnsStatus
 from pipeline.core.mailboxes.types import (
     Budget,
     CheckKind,

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pipeline.core.dns import DnsStatus
+from pipeline.core.domains.dns import DnsStatus
 from pipeline.core.verdict import Reason, Verdict
 
 

@@ -26,12 +26,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.address import parse_address
+from pipeline.core.addresses.syntax import parse_address
 from pipeline.core.contacts.identity import words
 from pipeline.core.contacts.importer import normalize_rows
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.contacts.types import ContactImport, Row
-from pipeline.core.tables import Table
+from pipeline.core.files.tables import Table
 from pipeline.sandbox.people.population import (
     CONTACT_HEADER,
     ContactRow,

@@ -7,8 +7,8 @@ from pathlib import Path
 import polars as pl
 
 from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core.bounces.step import attach_bounces
 from pipeline.core.config import BouncesConfig
-from pipeline.core.engine import attach_bounces
 from tests.conftest import REPO
 
 

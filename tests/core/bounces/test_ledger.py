@@ -220,7 +220,7 @@ def test_events_newest_first_by_any_spelling(ledger: BounceLedger) -> None:
 
 
 def test_ledger_store_location(tmp_path: Path) -> None:
-    from pipeline.core.sqlite import beside_domain_cache
+    from pipeline.core.db.sqlite import beside_domain_cache
 
     cache = tmp_path / "domains.sqlite"
     assert beside_domain_cache(cache, "bounces", BouncesConfig().db) == tmp_path / "bounces.sqlite"

@@ -180,7 +180,7 @@ def test_every_outcome_does_the_same_work_on_postgresql(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same on PostgreSQL: one snapshot, the same statements for every outcome."""
-    from pipeline.core.postgres import PostgresDb
+    from pipeline.core.db.postgres import PostgresDb
 
     with ContactStore(pg_url, CONFIG, clock=Clock()) as store:
         store.import_file(SAMPLE, SAMPLE.name)
@@ -359,7 +359,7 @@ def test_unknown_region_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_contacts_store_location(tmp_path: Path) -> None:
-    from pipeline.core.sqlite import beside_domain_cache
+    from pipeline.core.db.sqlite import beside_domain_cache
 
     cache = tmp_path / "domains.sqlite"
     assert (

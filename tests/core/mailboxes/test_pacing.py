@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.dns import DnsStatus
+from pipeline.core.domains.dns import DnsStatus
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.pacing import pace_of, provider_of
 from pipeline.core.mailboxes.types import Target

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.dns import DnsStatus, Resolver
+from pipeline.core.domains.dns import DnsStatus, Resolver
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.prober import Budget, MailboxResult, Prober, Target
 from pipeline.core.mailboxes.smtp import Mailbox, SmtpSettings

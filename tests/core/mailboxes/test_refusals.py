@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.core.dns import DnsStatus
+from pipeline.core.domains.dns import DnsStatus
 from pipeline.core.mailboxes.refusals import DomainAnswers, refusal_words
 from pipeline.core.mailboxes.types import Mailbox, MailboxResult, Target
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.dns import DnsStatus, Resolver
+from pipeline.core.domains.dns import DnsStatus, Resolver
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.prober import Budget, MailboxResult, Prober, Target
 from pipeline.core.mailboxes.smtp import Mailbox, SmtpSettings

@@ -1,0 +1,1 @@
+"""Addresses: the RFC syntax, the vectorized normalizer, repairs, and their frame step."""

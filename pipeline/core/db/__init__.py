@@ -1,0 +1,1 @@
+"""Databases: one owner per kind (SQLite files, PostgreSQL) and what chooses between them."""

@@ -1,0 +1,1 @@
+"""Domains: DNS, mail exchanges, the domain cache, typo suggestions, and their frame step."""

@@ -1,0 +1,1 @@
+"""Files of rows as people export them: kinds, encodings, delimited text, long fields."""

@@ -1,0 +1,1 @@
+"""The Dask engine: the same stages spread over a cluster."""

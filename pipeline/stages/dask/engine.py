@@ -1,0 +1,390 @@
+"""The Dask engine (``--engine dask``): one list cleaned by the workers of a Dask cluster, with
+exactly the local engine's answers. A thin adapter: the work is the stage functions of
+:mod:`pipeline.stages.steps` and the engine's steps, run per partition by
+:mod:`pipeline.stages.dask.tasks`; this module only says where each runs.
+
+How a run goes:
+
+1. **read and scan**: the driver reads the list batch by batch (the local reader: CSV, Parquet,
+   datasets, object stores) and ships each batch to a worker, which normalizes it and splits it
+   by a hash of the DOMAIN (:func:`~pipeline.stages.state.dedupe.partition_of`, level 0) into
+   partitions; each row keeps its global row number. Rejects are written by the driver.
+2. **partitions**: each partition (every row of its domains, in input order) is gathered on the
+   worker that owns it, and its duplicates marked with global row numbers: a KEY ends in its
+   domain, so every copy of an address is in its partition.
+3. **domains**: the driver reads the domain cache once for every distinct domain; the domains it
+   lacks are resolved in chunks on their partitions' owners (so each domain is resolved once in
+   the whole cluster), the driver checks the resolver once and judges the MX hosts (each asked
+   once per run, far fewer than domains), and commits each chunk's answers to its cache as the
+   chunk arrives. A second run sends no query for cached domains, wherever its partitions land.
+4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out by the driver in
+   the local engine's order; one worker per mail provider; answers committed by the driver).
+5. **decide and write**: each partition is decided on its owner with the answers the driver
+   shipped; the output rows of each input batch are put back in input order on a worker, and
+   the driver writes them as one row group (the local sinks: local files or object stores).
+
+Workers open no cache or store: the caches live with the driver (``--cache-dir``), which ships
+what workers need and commits what they learn. So workers need no shared disk, and their
+local directories may differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import operator
+import queue
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core.bounces.step import BounceScope
+from pipeline.core.domains.dns import DnsAnswer, DnsStatus
+from pipeline.core.domains.exchanges import MemoryHosts, judge_exchanges
+from pipeline.core.domains.step import DomainWork, domain_answers
+from pipeline.core.engine import Engine
+from pipeline.core.errors import UsageError
+from pipeline.core.mailboxes.types import CheckStats
+from pipeline.core.progress import meter
+from pipeline.stages.dask.checks import drain, spread
+from pipeline.stages.dask.tasks import (
+    ROW,
+    PartitionInfo,
+    ShippedFlags,
+    assemble,
+    build_partition,
+    decide_partition,
+    partition_candidates,
+    partition_info,
+    partition_table,
+    piece_of,
+    resolve_domains,
+    scan_batch,
+)
+from pipeline.stages.job import CleanJob
+from pipeline.stages.provenance import RunRecord
+from pipeline.stages.read.csv_source import ReadAgain
+from pipeline.stages.read.pin import InputPin
+from pipeline.stages.read.reader import ListReader
+from pipeline.stages.runner import StageClock, batch_rows, open_reader
+from pipeline.stages.state.dedupe import partition_of
+from pipeline.stages.state.spill import named_failures, spill_folder
+from pipeline.stages.steps import answer_table
+from pipeline.stages.summary import (
+    Counts,
+    NormalizeStats,
+    RunSummary,
+    Tally,
+    provenance_of,
+    stage_summaries,
+    summarize,
+)
+from pipeline.stages.write.outputs import RejectsSink
+from pipeline.stages.write.sinks import Sink, open_outputs
+
+_CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
+_PER_WORKER = 2  # domain partitions per worker
+
+
+@dataclass(frozen=True)
+class Cluster:
+    client: Any  # a distributed.Client
+    workers: tuple[str, ...]  # worker addresses, in a stable order
+
+
+@contextlib.contextmanager
+def connect(scheduler: str | None, workers: int) -> Iterator[Cluster]:
+    """The cluster at *scheduler*, or a LocalCluster of *workers* processes (closed after)."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as exc:
+        raise UsageError("--engine dask needs Dask: pip install 'listclean[dask]'.") from exc
+    with contextlib.ExitStack() as stack:
+        if scheduler:
+            try:
+                client = stack.enter_context(Client(scheduler, timeout="20s"))  # type: ignore[no-untyped-call]
+            except OSError as exc:
+                raise UsageError(f"Cannot reach the Dask scheduler {scheduler}: {exc}.") from exc
+        else:
+            # ":0": the scheduler's HTTP server on a port of the system's choosing. Without a
+            # dashboard it still listens, on 8787 unless told: a second run at the same time
+            # (or any other Dask cluster on the host) would be warned off it.
+            local = LocalCluster(  # type: ignore[no-untyped-call]
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            )
+            stack.enter_context(local)
+            client = stack.enter_context(Client(local))  # type: ignore[no-untyped-call]
+        client.wait_for_workers(1)
+        yield Cluster(client, tuple(sorted(client.scheduler_info()["workers"])))
+
+
+def run_clean_dask(
+    job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster
+) -> RunSummary:
+    """Clean one list on *cluster*; same files and summary as :func:`run_clean`."""
+    return asyncio.run(_clean(job, engine, spill_parent, cluster))
+
+
+async def _clean(job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster) -> RunSummary:
+    try:
+        with spill_folder(spill_parent) as folder, named_failures(folder):
+            run = DaskRun(cluster, engine)
+            return await run.stages(job, engine, folder)
+    finally:
+        await engine.dns.close()
+
+
+@dataclass
+class _Scan:
+    batches: list[Any]  # futures of each input batch's pieces, one per partition
+    rows: int = 0
+    rejected: int = 0
+    reading: float = 0.0
+
+
+class DaskRun:
+    """One run's place on the cluster: who owns what, and what the workers sent."""
+
+    def __init__(self, cluster: Cluster, engine: Engine) -> None:
+        self.client = cluster.client
+        self.workers = cluster.workers
+        self.size = len(cluster.workers)
+        self.parts = self.size * _PER_WORKER
+        self.lists = engine.config.lists
+        self.topic = f"listclean-{uuid.uuid4().hex}"
+        self.remote_queries = 0  # DNS queries the workers sent
+        self._engine = engine
+        self._part_of: dict[str, int] = {}
+
+    def submit(self, function: Callable[..., Any], *args: Any, owner: int | None = None) -> Any:
+        """*function* on the cluster; on the worker owning *owner* (a partition or group)."""
+        where = {"workers": [self.workers[owner % self.size]]} if owner is not None else {}
+        return self.client.submit(function, *args, pure=False, allow_other_workers=False, **where)
+
+    def wait(self, futures: Sequence[Any], hear: Callable[[list[Any]], None]) -> list[Any]:
+        """The futures' results, hearing each event the tasks send while they run."""
+        events: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.client.subscribe_topic(self.topic, events.put)
+        try:
+            results = []
+            for future in futures:
+                while True:
+                    drain(events, hear)
+                    try:
+                        results.append(future.result(timeout=0.5))
+                        break
+                    except TimeoutError:
+                        continue
+            drain(events, hear)
+            return results
+        finally:
+            self.client.unsubscribe_topic(self.topic)
+
+    async def stages(self, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
+        clock = StageClock()
+        pin = InputPin(job.input, job.name or str(job.input), job.storage)
+        reader = open_reader(job, folder)
+        paths = job.paths
+        rows = batch_rows(job.memory_mb, reader.bytes_per_row)
+        with contextlib.ExitStack() as stack:
+            publication = stack.enter_context(paths.publication())
+            record = stack.enter_context(RunRecord(job, engine.config))
+            rejects = stack.enter_context(
+                contextlib.closing(RejectsSink(paths.rejects, list(reader.reject_schema)))
+            )
+            started = time.perf_counter()
+            with pin.reading():
+                scan = self._scan(reader, rows, rejects)
+            parts = [
+                self.submit(
+                    build_partition,
+                    *(self.submit(operator.getitem, b, p) for b in scan.batches),
+                    owner=p,
+                )
+                for p in range(self.parts)
+            ]
+            scope = engine.bounces.scope() if engine.bounces else None
+            infos: list[PartitionInfo] = self.client.gather(
+                [self.submit(partition_info, part, scope, owner=p) for p, part in enumerate(parts)]
+            )
+            normalized = NormalizeStats(
+                sum(i.dedupe.distinct for i in infos), sum(i.dedupe.duplicates for i in infos)
+            )
+            clock.add("read", 0, scan.rows, scan.reading)
+            clock.add(
+                "normalize",
+                scan.rows,
+                scan.rows,
+                time.perf_counter() - started - scan.reading,
+                normalized,
+            )
+            self._part_of = {d: p for p, info in enumerate(infos) for d in info.domains}
+            answers, dom = await domain_answers(engine.domains, list(self._part_of), self._resolve)
+            tables = [
+                self.submit(
+                    partition_table,
+                    info.domains,
+                    {d: answers[d] for d in info.domains},
+                    self.lists,
+                    owner=p,
+                )
+                for p, info in enumerate(infos)
+            ]
+            clock.lap("domains", scan.rows, scan.rows, dom)
+            found, checks = await self._check_addresses(engine, parts, tables)
+            clock.lap("verify", scan.rows, scan.rows, checks)
+            flags = self._bounce_flags(engine, infos, scope)
+            decided = [
+                self.submit(decide_partition, parts[p], tables[p], flags[p], found[p], owner=p)
+                for p in range(self.parts)
+            ]
+            sink = stack.enter_context(open_outputs(paths, reader.schema, job.csv_bom, job.split))
+            sink.note(provenance_of(job, reader, record.facts()))
+            tally = self._write(decided, len(scan.batches), sink)
+            sink.stage(publication)
+            rejects.stage(publication)
+            clock.lap("write", scan.rows, scan.rows)
+            queries = engine.dns.queries_sent + self.remote_queries
+            counts = Counts(
+                scan.rows, scan.rejected, normalized, dom, checks, queries, tally, rejects.reasons
+            )
+            summary = summarize(job, reader, counts, clock.stages, record.facts())
+            stage_summaries(summary, paths, publication)
+            pin.check()  # the hash in the summary is of these bytes too
+            publication.commit()
+        return summary
+
+    def _scan(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
+        """Pass 1 as a local run reads it, each batch shipped to the cluster as it is read."""
+        while True:
+            try:
+                return self._scan_with(reader, rows, rejects)
+            except ReadAgain:
+                reader.read_exactly()
+                rejects.restart()
+
+    def _scan_with(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
+        scan = _Scan([])
+        batches = reader.batches(rows)
+        try:
+            while True:
+                started = time.perf_counter()
+                read = next(batches, None)
+                scan.reading += time.perf_counter() - started
+                if read is None:
+                    return scan
+                rejects.write(read.rejects)
+                scan.rejected += read.rejects.height
+                if not read.frame.height:  # every record of it a reject: nothing to decide
+                    continue
+                index = len(scan.batches)
+                scan.batches.append(
+                    self.submit(
+                        scan_batch,
+                        self.client.scatter(read.frame, hash=False),  # not in the task graph
+                        reader.email_column,
+                        scan.rows,
+                        index,
+                        self.parts,
+                        self.lists,
+                    )
+                )
+                scan.rows += read.frame.height
+        except BaseException:
+            self.client.cancel(scan.batches)
+            raise
+
+    async def _resolve(
+        self, work: DomainWork, domains: Sequence[str]
+    ) -> tuple[dict[str, DnsAnswer], int]:
+        """Resolve on the partitions' owners; MX hosts judged here, chunk by chunk, and each
+        chunk's answers committed to the domain cache as it arrives."""
+        if not domains:
+            return {}, 0
+        before = work.dns.queries_sent + self.remote_queries
+        resolver = await work.dns.get()  # checked against the canaries once, here
+        futures = [
+            self.submit(resolve_domains, chunk, work.config, work.routing.sandbox, owner=p)
+            for p, chunk in self._chunks(domains)
+        ]
+        hosts = work.cache if work.cache is not None else MemoryHosts()
+        answers: dict[str, DnsAnswer] = {}
+        from distributed import as_completed
+
+        with contextlib.closing(meter(work.progress, len(domains), "DNS", "domain")) as bar:
+            for future in as_completed(futures):  # type: ignore[no-untyped-call]
+                got, queries = future.result()
+                self.remote_queries += queries
+                mx = {d: a for d, a in got.items() if a.status is DnsStatus.MX}
+                concurrency = work.config.concurrency
+                got.update(await judge_exchanges(resolver, mx, hosts, work.routing, concurrency))
+                if work.cache is not None:
+                    work.cache.put_many(got)
+                answers.update(got)
+                bar.update(len(got))
+        return answers, work.dns.queries_sent + self.remote_queries - before
+
+    def _chunks(self, domains: Sequence[str]) -> Iterator[tuple[int, list[str]]]:
+        by_part: dict[int, list[str]] = defaultdict(list)
+        for domain in domains:
+            by_part[self._part_of[domain]].append(domain)
+        for part, owned in by_part.items():
+            for start in range(0, len(owned), _CHUNK):
+                yield part, owned[start : start + _CHUNK]
+
+    async def _check_addresses(
+        self, engine: Engine, parts: list[Any], tables: list[Any]
+    ) -> tuple[list[pl.DataFrame | None], CheckStats | None]:
+        """The address checker's answers, split by partition (None where there are none)."""
+        nothing: list[pl.DataFrame | None] = [None] * self.parts
+        if engine.checker is None or engine.offline:
+            return nothing, None
+        candidates = self.client.gather(
+            [
+                self.submit(partition_candidates, parts[p], tables[p], owner=p)
+                for p in range(self.parts)
+            ]
+        )
+        rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
+        if rows.is_empty():
+            return nothing, None
+        checker = spread(engine.checker, self)
+        checked, stats = await checker.check(rows, engine.dns, engine.lists)
+        table = answer_table(checked, rows)
+        domains = rows.select("KEY", "DOMAIN").unique("KEY")
+        owned = table.join(domains, on="KEY", how="left")
+        owned = owned.with_columns(partition_of(owned.get_column("DOMAIN"), self.parts).alias("_P"))
+        split: list[pl.DataFrame | None] = [
+            owned.filter(pl.col("_P") == p).drop("DOMAIN", "_P") for p in range(self.parts)
+        ]
+        return split, stats
+
+    def _bounce_flags(
+        self, engine: Engine, infos: list[PartitionInfo], scope: BounceScope | None
+    ) -> list[ShippedFlags | None]:
+        if engine.bounces is None or scope is None:
+            return [None] * self.parts
+        ledger = engine.bounces
+        return [
+            ShippedFlags(ledger.flags(i.bounce_keys) if i.bounce_keys else {}, scope) for i in infos
+        ]
+
+    def _write(self, decided: list[Any], batches: int, sink: Sink) -> Tally:
+        """Each input batch's rows back in input order, written as one row group, counted."""
+        tally = Tally()
+        assembled = [
+            self.submit(assemble, *(self.submit(piece_of, part, index) for part in decided))
+            for index in range(batches)
+        ]
+        for index, future in enumerate(assembled):
+            frame: pl.DataFrame = future.result()
+            assembled[index] = None  # let the cluster forget it
+            sink.write(frame)
+            tally.add(frame)
+        return tally

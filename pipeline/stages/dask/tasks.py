@@ -1,0 +1,283 @@
+"""What a Dask worker runs for a partitioned clean (:mod:`pipeline.stages.dask.engine`).
+
+Each task is a plain function of picklable values: the same stage functions the local runner
+calls (:mod:`pipeline.stages.steps`, the engine's DNS and mailbox steps), applied to one batch,
+one domain partition, one chunk of domains or one group of mail providers. A task opens no
+cache or store: what the caches know comes with its arguments, and what it learns goes back
+in its result, or, for address-level answers, to the driver the moment each is known
+(:class:`Forward`), so the driver commits it as a local run would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from pipeline.core.bounces.step import BounceScope, bounce_keys
+from pipeline.core.bounces.types import BounceFlags
+from pipeline.core.config import ApiConfig, DnsConfig, ListsConfig, VerifyConfig
+from pipeline.core.domains.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains
+from pipeline.core.domains.exchanges import MemoryHosts, Routing, judge_exchanges
+from pipeline.core.domains.step import domain_table, resolvable_domains
+from pipeline.core.lists import DomainLists, load_lists
+from pipeline.core.mailboxes.checkers import Assignment, outbound_works, probe_targets
+from pipeline.core.mailboxes.prober import Prober
+from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
+from pipeline.core.mailboxes.smtp import SmtpSettings
+from pipeline.core.mailboxes.types import Budget, CheckStats, MailboxResult, RemoteAnswer, Target
+from pipeline.stages.base import Batch
+from pipeline.stages.state.dedupe import DOMAIN_LEVEL, DedupeStats, DuplicateMarker, partition_of
+from pipeline.stages.steps import decide_rows, normalize, probe_candidates
+
+ROW = "_ROW"  # the global row number (input order) of each row
+BATCH = "_BATCH"  # the input batch a row came in, for putting the output back in order
+
+
+@functools.cache
+def _lists(config: ListsConfig) -> DomainLists:
+    """The shipped lists, loaded once per worker process."""
+    return load_lists(config.extra_disposable, config.extra_free)
+
+
+def scan_batch(
+    frame: pl.DataFrame,
+    email_column: str,
+    first_row: int,
+    batch: int,
+    parts: int,
+    lists: ListsConfig,
+) -> list[Batch]:
+    """A read batch normalized and split by the hash of its DOMAIN into *parts* pieces."""
+    work = normalize(frame, email_column, _lists(lists))
+    rows = pl.int_range(first_row, first_row + frame.height, dtype=pl.UInt64, eager=True)
+    part = partition_of(work.get_column("DOMAIN"), parts, level=DOMAIN_LEVEL)
+    work = work.with_columns(rows.alias(ROW), pl.lit(batch, pl.UInt32).alias(BATCH))
+    return [Batch(frame.filter(part == p), work.filter(part == p)) for p in range(parts)]
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Every row of the list whose domain hashes to one partition, in input order, with
+    DUPLICATE marked over the whole list (a KEY ends in its domain: all its rows are here)."""
+
+    batch: Batch
+    dedupe: DedupeStats
+
+
+def build_partition(*pieces: Batch) -> Partition:
+    originals = pl.concat([p.originals for p in pieces], how="vertical")
+    work = pl.concat([p.work for p in pieces], how="vertical")
+    with tempfile.TemporaryDirectory(prefix="listclean-") as folder:
+        marker = DuplicateMarker(Path(folder))
+        marker.add(work.get_column("KEY"), rows=work.get_column(ROW))
+        stats = marker.finish()
+        flags = marker.flags_at(work.get_column(ROW))
+    marked = work.with_columns(flags.alias("DUPLICATE"))
+    duplicates = int(marked.get_column("DUPLICATE").sum())
+    return Partition(Batch(originals, marked), DedupeStats(work.height, stats.distinct, duplicates))
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    domains: list[str]  # resolvable, first seen first
+    bounce_keys: list[str]  # the keys the bounce ledger could flag
+    dedupe: DedupeStats
+
+
+def partition_info(part: Partition, scope: BounceScope | None) -> PartitionInfo:
+    work = part.batch.work
+    keys = bounce_keys(work, scope) if scope is not None else []
+    return PartitionInfo(resolvable_domains(work), keys, part.dedupe)
+
+
+def resolve_domains(
+    domains: Sequence[str], dns: DnsConfig, sandbox: bool
+) -> tuple[dict[str, DnsAnswer], int]:
+    """DNS answers for a chunk of one partition's domains (its implicit MX judged here), and
+    the queries sent. MX hosts are judged by the driver, so each is asked once per run."""
+    return asyncio.run(_resolve(domains, dns, Routing(sandbox=sandbox)))
+
+
+async def _resolve(
+    domains: Sequence[str], dns: DnsConfig, routing: Routing
+) -> tuple[dict[str, DnsAnswer], int]:
+    shared = SharedResolver(dns, check=False)  # the driver checked the resolver once
+    try:
+        resolver = await shared.get()
+        answers = await lookup_domains(resolver, domains, dns.concurrency)
+        implicit = {d: a for d, a in answers.items() if a.status is DnsStatus.IMPLICIT_MX}
+        answers.update(
+            await judge_exchanges(resolver, implicit, MemoryHosts(), routing, dns.concurrency)
+        )
+        return answers, shared.queries_sent
+    finally:
+        await shared.close()
+
+
+def partition_table(
+    domains: Sequence[str], answers: dict[str, DnsAnswer], lists: ListsConfig
+) -> pl.DataFrame:
+    return domain_table(_lists(lists), domains, answers)
+
+
+def partition_candidates(part: Partition, table: pl.DataFrame) -> pl.DataFrame:
+    return probe_candidates(part.batch.work, table)
+
+
+@dataclass(frozen=True)
+class ShippedFlags:
+    """The bounce ledger's flags for one partition's keys, read by the driver."""
+
+    known: dict[str, BounceFlags]
+    kept_scope: BounceScope
+
+    def flags(self, keys: Iterable[str]) -> dict[str, BounceFlags]:
+        return {k: self.known[k] for k in keys if k in self.known}
+
+    def scope(self) -> BounceScope:
+        return self.kept_scope
+
+
+def decide_partition(
+    part: Partition,
+    table: pl.DataFrame,
+    bounces: ShippedFlags | None,
+    answers: pl.DataFrame | None,
+) -> dict[int, pl.DataFrame]:
+    """The partition's output rows, by the input batch they came in (with their row numbers)."""
+    scope = bounces.scope() if bounces is not None else None
+    decided = decide_rows(part.batch, table, bounces, scope, answers)
+    work = part.batch.work
+    decided = decided.with_columns(work.get_column(ROW), work.get_column(BATCH))
+    groups = decided.partition_by(BATCH, as_dict=True, maintain_order=True)
+    return {int(key[0]): frame for key, frame in groups.items()}
+
+
+def piece_of(pieces: dict[int, pl.DataFrame], batch: int) -> pl.DataFrame | None:
+    return pieces.get(batch)
+
+
+def assemble(*pieces: pl.DataFrame | None) -> pl.DataFrame:
+    """One input batch's output rows back in input order."""
+    found = [p for p in pieces if p is not None]
+    return pl.concat(found, how="vertical").sort(ROW).drop(ROW, BATCH)
+
+
+class Forward:
+    """Sends what a task learns to the driver as it is learned (a Dask event topic)."""
+
+    def __init__(self, topic: str, group: int, budget: Budget) -> None:
+        from distributed import get_worker
+
+        self._worker = get_worker()
+        self._topic = topic
+        self._group = group
+        self._budget = budget
+
+    def send(self, *message: Any) -> None:
+        self._worker.log_event(self._topic, [self._group, *message, self._budget.spent])
+
+    def mailbox(self, key: str, result: MailboxResult) -> None:
+        self.send("mailbox", key, result.outcome.value, result.reply, result.at)
+
+    def catch_all(self, domain: str, flag: bool) -> None:
+        self.send("catch_all", domain, flag)
+
+
+@dataclass(frozen=True)
+class ProbeOrder:
+    """One group of mail providers' targets, owned by one worker, with its share of the budget."""
+
+    targets: list[Target]
+    known_catch_all: dict[str, bool]
+    limit: int | None  # RCPTs this group may send; None: no limit
+    topic: str
+    group: int
+
+
+def probe_group(
+    order: ProbeOrder,
+    config: VerifyConfig,
+    settings: SmtpSettings,
+    dns: DnsConfig,
+    lists: ListsConfig,
+) -> tuple[dict[str, MailboxResult], CheckStats, int]:
+    """SMTP answers for one group of providers: one Prober, so per-host pacing, breakers and
+    catch-all probes are exact; its answers, what it sent, and its DNS queries."""
+    return asyncio.run(_probe(order, config, settings, dns, _lists(lists)))
+
+
+async def _probe(
+    order: ProbeOrder,
+    config: VerifyConfig,
+    settings: SmtpSettings,
+    dns: DnsConfig,
+    lists: DomainLists,
+) -> tuple[dict[str, MailboxResult], CheckStats, int]:
+    budget = Budget(order.limit)
+    forward = Forward(order.topic, order.group, budget)
+    shared = SharedResolver(dns, check=False)
+    try:
+        resolver = await shared.get()
+        await outbound_works(resolver, dns.canaries, settings)  # port 25 from this worker
+        prober = Prober(
+            resolver,
+            config,
+            settings,
+            lists,
+            budget,
+            forward.mailbox,
+            dns_concurrency=dns.concurrency,
+            on_catch_all=forward.catch_all,
+        )
+        work = Assignment({}, order.targets, [], order.known_catch_all)
+        answers, stats = await probe_targets(work, prober)
+        return answers, stats, shared.queries_sent
+    finally:
+        await shared.close()
+
+
+@dataclass(frozen=True)
+class ApiOrder:
+    targets: list[Target]
+    limit: int | None
+    spent: int  # this window's requests before the run, as the driver's ledger says
+    quota: int | None  # the quota the ledger learned, if any
+    topic: str
+    group: int
+
+
+def ask_api(
+    order: ApiOrder, config: ApiConfig, key: str | None
+) -> tuple[dict[str, RemoteAnswer], int]:
+    """The remote service's answers for its targets (one client: the quota stays exact)."""
+    budget = Budget(order.limit)
+    forward = Forward(order.topic, order.group, budget)
+    ledger = QuotaLedger(
+        spent=lambda *_: order.spent,
+        add=lambda api, fp, window, n: forward.send("quota", api, fp, window, n),
+        limit=lambda *_: order.quota,
+        set_limit=lambda api, fp, window, q: forward.send("limit", api, fp, window, q),
+    )
+
+    def remember(address_key: str, answer: RemoteAnswer) -> None:
+        verdict = answer.verdict.value if answer.verdict else None
+        forward.send(
+            "remote",
+            address_key,
+            verdict,
+            answer.score,
+            answer.known_bounces,
+            answer.suspected_bounces,
+        )
+
+    verifier = RemoteVerifier(config, key, ledger, budget, remember)
+    answers = asyncio.run(verifier.run(order.targets))
+    return answers, verifier.requests

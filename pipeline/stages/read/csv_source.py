@@ -1,0 +1,287 @@
+"""A delimited-text list, read batch by batch in bounded memory.
+
+Before the first batch the file is made plain UTF-8: a UTF-8 file (BOM or not) is read as it
+is; UTF-16, text in the encoding ``--encoding`` names, or text that is not valid UTF-8 (then
+in the Excel code page :mod:`pipeline.core.files.encodings` detects, with a warning naming the first
+bad byte; refused when unsure) is transcoded once into a UTF-8 copy in the run's spill folder.
+Its records are counted without parsing it
+(:func:`~pipeline.core.files.delimited.count_records_in`).
+
+Batches come from polars' batched reader while that reader can be trusted: it reads every record
+as a row, so the rows it returns must add up to the records counted. When they do not (a ragged
+row, a lone CR ending a line, a quote that never closes), :class:`ReadAgain` asks the caller to
+start over with the exact reader (:class:`~pipeline.core.files.delimited.Table`), which accounts for
+every line and puts what it cannot use in the rejects, with the line and the raw text.
+
+Rows that are not records (empty rows, report footers: :mod:`pipeline.stages.read.footers`) go to
+the rejects with their line and raw text too, so a file that has any is read by the exact
+reader, which knows both.
+
+A record with a field longer than ``read.max_field_bytes`` is never read: it is found at the
+byte level first (:mod:`pipeline.core.files.long_fields`), the file is read through a stream that
+leaves it out (a ``""`` stands in, one line), and the exact reader puts it in the rejects as
+``field_too_long`` with its line in the file and its first bytes as the raw text.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO, Final
+
+import polars as pl
+
+from pipeline.core.errors import InputError
+from pipeline.core.files.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
+from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
+from pipeline.core.files.long_fields import SetAside, Without, long_records, size_without
+from pipeline.stages.read.footers import EMPTY_ROW, blank_text, filler_kind
+
+REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
+_CHUNK: Final = 1 << 24  # bytes read at a time
+_SNIFF: Final = 1 << 16
+_BOM: Final = b"\xef\xbb\xbf"
+FIELD_TOO_LONG: Final = "field_too_long"
+
+
+class ReadAgain(Exception):
+    """The fast reader's rows do not add up to the file's records: read it with the exact one."""
+
+
+class CsvSource:
+    """A CSV (or ``;`` TAB ``|`` delimited) list as UTF-8, its header, and its batches."""
+
+    def __init__(
+        self,
+        path: Path,
+        spill: Path,
+        label: str | None = None,
+        decoding: Decoding | None = None,
+        max_field: int = 0,
+    ) -> None:
+        """*decoding*: how a file that is not UTF-8 is read (said, or detected); *max_field*:
+        the bytes a field may hold (``read.max_field_bytes``); 0: any."""
+        self.path = path
+        self.label = label or str(path)  # how messages name it (an archive member, say)
+        self.text, self.encoding, self.warnings = _as_utf8(
+            path, spill, self.label, decoding or Decoding()
+        )
+        head = _head(self.text)
+        if not head.strip():
+            raise InputError(f"{self.label} is empty: there is no header row and no address in it.")
+        self.delimiter = sniff_delimiter(head)
+        self.aside = self._set_aside(max_field)
+        with self._bytes() as stream:
+            self.records = count_records_in(_chunks(stream))
+        with self._lines() as lines:
+            self.columns = unique_names(Table(lines, self.delimiter).header)
+        # Quotes that do not pair up leave no count to check; records set aside need the
+        # exact reader to put them in the rejects in their place.
+        self.exact = self.records is None or bool(self.aside.spans)
+
+    def _set_aside(self, limit: int) -> SetAside:
+        """The records with a field over *limit* bytes, which the readers do not read."""
+        spans = long_records(self.text, self.delimiter, limit)
+        if spans and spans[0].start <= len(_BOM):
+            raise InputError(
+                f"The header row of {self.label} has a field of {spans[0].field:,} bytes, "
+                f"longer than read.max_field_bytes ({limit:,}). Check that the file is a list "
+                "with a header row; if its header is really that long, raise "
+                "read.max_field_bytes."
+            )
+        return SetAside(spans)
+
+    def _bytes(self) -> BinaryIO:
+        """The bytes the readers read: the file's, less the records set aside."""
+        if not self.aside.spans:
+            return self.text.open("rb")
+        return io.BufferedReader(Without(self.text, self.aside.spans), _CHUNK)
+
+    @contextlib.contextmanager
+    def _lines(self) -> Iterator[Iterator[str]]:
+        """The physical lines read (LF, CRLF and lone CR all end one), BOM dropped."""
+        with io.TextIOWrapper(self._bytes(), encoding="utf-8-sig", newline="") as text:
+            yield iter(text)
+
+    @property
+    def _size(self) -> int:
+        return size_without(self.text, self.aside.spans)
+
+    @property
+    def schema(self) -> dict[str, pl.DataType]:
+        return dict.fromkeys(self.columns, pl.String())
+
+    @property
+    def reject_schema(self) -> dict[str, pl.DataType]:
+        return {name: dtype() for name, dtype in REJECT_SCHEMA.items()}
+
+    @property
+    def expected_rows(self) -> int:
+        if self.records is not None:
+            return max(0, self.records - 1)
+        return int(self._size / 50)
+
+    @property
+    def bytes_per_row(self) -> float:
+        return self._size / max(1, (self.records or 2) - 1)
+
+    def batches(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+        """(rows, rejects) of at most *rows* rows each, in file order."""
+        if self.exact:
+            yield from self._exact(rows)
+        else:
+            yield from self._fast(rows)
+
+    def _fast(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+        scan = pl.scan_csv(self.text, separator=self.delimiter, infer_schema=False, quote_char='"')
+        read = 0
+        no_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
+        try:
+            for batch in scan.collect_batches(chunk_size=rows):
+                if batch.columns != self.columns or filler_kind(batch).is_not_null().any():
+                    raise ReadAgain
+                read += batch.height
+                yield batch, no_rejects
+        except pl.exceptions.PolarsError as exc:
+            raise ReadAgain from exc
+        if self.records is None or read != self.records - 1:
+            raise ReadAgain
+
+    def _exact(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
+        aside = self.aside
+        with self._lines() as lines:
+            table = Table(lines, self.delimiter)
+            kept: list[tuple[int, list[str | None], str]] = []
+            rejects: list[tuple[int, str, str]] = []
+            left = {span.line for span in aside.spans}  # set aside, not yet in the rejects
+            for at, cells, raw in table:
+                line, span = aside.line_in_file(at), aside.span_at(at)
+                if span is not None and span.line in left:
+                    left.discard(span.line)
+                    rejects.append((span.line, FIELD_TOO_LONG, span.raw))
+                elif isinstance(cells, str):
+                    rejects.append((line, EMPTY_ROW if blank_text(raw) else cells, raw))
+                else:
+                    kept.append((line, [cell or None for cell in cells], raw))  # "" is null
+                if len(kept) >= rows:
+                    yield self._split(kept, rejects)
+                    kept, rejects = [], []
+            # A stand-in that the reader took into another record (after a quote that never
+            # closes) is still a record of the file: it is counted, last.
+            rejects += [(s.line, FIELD_TOO_LONG, s.raw) for s in aside.spans if s.line in left]
+            if kept or rejects:
+                yield self._split(kept, rejects)
+
+    def _split(
+        self, kept: list[tuple[int, list[str | None], str]], rejects: list[tuple[int, str, str]]
+    ) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The records of a stretch, and its rejects: the unreadable ones, then the rows
+        that are not records (empty rows, footers), in line order."""
+        frame = pl.DataFrame([cells for _, cells, _ in kept], schema=self.schema, orient="row")
+        filler = filler_kind(frame)
+        if not filler.is_not_null().any():
+            return frame, _rejects(rejects)
+        for (line, _, raw), why in zip(kept, filler.to_list(), strict=True):
+            if why is not None:
+                rejects.append((line, why, raw))
+        return frame.filter(filler.is_null()), _rejects(sorted(rejects))
+
+
+def _rejects(rejects: list[tuple[int, str, str]]) -> pl.DataFrame:
+    return pl.DataFrame(rejects, schema=REJECT_SCHEMA, orient="row")
+
+
+def unique_names(header: list[str]) -> list[str]:
+    """Header names made unique the way polars makes them, so both readers agree."""
+    seen: dict[str, int] = {}
+    names = []
+    for name in header:
+        if name in seen:
+            names.append(f"{name}_duplicated_{seen[name]}")
+            seen[name] += 1
+        else:
+            seen[name] = 0
+            names.append(name)
+    return names
+
+
+def _as_utf8(
+    path: Path, spill: Path, label: str, decoding: Decoding
+) -> tuple[Path, str, tuple[str, ...]]:
+    """*path* if it is UTF-8, else a UTF-8 copy of it in *spill*; the encoding; warnings."""
+    if decoding.encoding:
+        if decoding.encoding in ("utf-8", "utf-8-sig") and _first_bad_utf8(path) is None:
+            return path, "utf-8", ()
+        return _transcode(path, spill, decoding.encoding, label), decoding.encoding, ()
+    with path.open("rb") as handle:
+        head = handle.read(_SNIFF)
+    utf16 = utf16_encoding(head[: len(head) - len(head) % 2])
+    if utf16 is not None:
+        return _transcode(path, spill, utf16), utf16, ()
+    bad = _first_bad_utf8(path)
+    if bad is None:
+        return path, "utf-8", ()
+    encoding = detect(non_ascii_lines(_chunks(path)), decoding.margin, label)
+    warning = (
+        f"{label} is not valid UTF-8 (first bad byte at offset {bad}); read it as {encoding}, "
+        "the code page it is written in. Save the file as UTF-8, or say --encoding "
+        f"{encoding}, to silence this warning."
+    )
+    return _transcode(path, spill, encoding, label), encoding, (warning,)
+
+
+def _first_bad_utf8(path: Path) -> int | None:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    for chunk in _chunks(path):
+        try:
+            decoder.decode(chunk)
+        except UnicodeDecodeError as exc:
+            return offset + exc.start
+        offset += len(chunk)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError as exc:
+        return offset + exc.start
+    return None
+
+
+def _transcode(path: Path, spill: Path, encoding: str, strict: str = "") -> Path:
+    """A UTF-8 copy of *path* in *spill*. With *strict* (how messages name the file) a byte
+    the encoding cannot decode is an InputError, never a replacement character in the output;
+    without, UTF-16's stray bytes are replaced."""
+    target = spill / f"{path.name}.utf8.csv"  # one per file: an archive's members are several
+    decoder = codecs.getincrementaldecoder(encoding)(errors="strict" if strict else "replace")
+    offset = 0
+    with target.open("wb") as out:
+        try:
+            for chunk in _chunks(path):
+                out.write(decoder.decode(chunk).encode("utf-8"))
+                offset += len(chunk)
+            out.write(decoder.decode(b"", final=True).encode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"{strict} is not valid {encoding}: the byte 0x{exc.object[exc.start]:02x} at "
+                f"offset {offset + exc.start} is not a character of it. Name the file's "
+                "encoding with --encoding NAME, or save it as UTF-8."
+            ) from exc
+    return target
+
+
+def _chunks(source: Path | BinaryIO) -> Iterator[bytes]:
+    """The bytes of a file (or of a stream, left open), a chunk at a time, without a leading
+    UTF-8 BOM."""
+    with contextlib.ExitStack() as stack:
+        handle = stack.enter_context(source.open("rb")) if isinstance(source, Path) else source
+        first = True
+        while chunk := handle.read(_CHUNK):
+            yield chunk.removeprefix(_BOM) if first else chunk
+            first = False
+
+
+def _head(path: Path) -> str:
+    with path.open("rb") as handle:
+        return handle.read(_SNIFF).removeprefix(_BOM).decode("utf-8", errors="ignore")

@@ -1,0 +1,288 @@
+"""The enriched output as CSV or as an Excel workbook, written batch by batch like the Parquet
+sink (:class:`~pipeline.stages.write.outputs.ParquetSink`): to a temporary name beside the target,
+staged for the run's commit point (:meth:`stage`), which renames and uploads every file
+together; removed if the run fails. :func:`open_sink` picks the sink for an output format.
+
+- **CSV** is appended one batch at a time (polars' writer): UTF-8, ``,``, RFC 4180 quoting,
+  ``true``/``false`` for booleans, empty for null. With a BOM on request, since Excel reads a
+  CSV without one in the machine's ANSI code page (Microsoft: "Opening CSV UTF-8 files
+  correctly in Excel"). Columns of lists or records (Parquet inputs) are written as JSON text.
+- **xlsx** is streamed with xlsxwriter's ``constant_memory`` mode: each row is flushed to disk
+  as it is written, so memory stays flat whatever the sheet's size. Text is always written as
+  text (never as a formula, number or link: a cell reading ``=HYPERLINK(...)`` stays inert),
+  numbers and booleans as such, dates and other types as ISO text. A sheet has room for
+  1,048,575 rows below the header and 32,767 characters a cell: a run that goes beyond either
+  fails with a usage error and leaves no file (the row count is checked before any work when it
+  is known, see :func:`~pipeline.stages.write.formats.check_capacity`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from types import TracebackType
+from typing import IO, Any, Final, Protocol, Self
+
+import polars as pl
+import xlsxwriter
+
+from pipeline.core.decide import held_back
+from pipeline.core.errors import UsageError
+from pipeline.core.schema import SCHEMA_VERSION
+from pipeline.stages.write.formats import (
+    EXCEL_MAX_CHARS,
+    EXCEL_MAX_ROWS,
+    OutputFormat,
+    too_many_rows,
+)
+from pipeline.stages.write.outputs import (
+    SPLIT,
+    OutputPaths,
+    ParquetSink,
+    guard,
+    make_folder,
+    output_schema,
+    sweep_stale,
+)
+from pipeline.stages.write.publish import Publication, tmp_of
+
+_BOM: Final = b"\xef\xbb\xbf"
+# Integers beyond 15 digits lose their last digits in Excel (it keeps numbers as doubles), so
+# they go in as text: a customer number must come back as it was.
+_EXACT_IN_EXCEL: Final = 10**15
+_WORKBOOK_OPTIONS: Final = {
+    "constant_memory": True,
+    "strings_to_numbers": False,
+    "strings_to_formulas": False,
+    "strings_to_urls": False,
+    "nan_inf_to_errors": True,
+}
+
+
+class Sink(Protocol):
+    def write(self, frame: pl.DataFrame) -> None: ...
+    def note(self, facts: Mapping[str, Any]) -> None: ...
+    def stage(self, into: Publication) -> None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+
+def open_sink(
+    paths: OutputPaths, originals: Mapping[str, pl.DataType], csv_bom: bool = False
+) -> Sink:
+    """The sink of *paths*' format for a list whose own columns are *originals*."""
+    schema = output_schema(originals)
+    if paths.format is OutputFormat.CSV:
+        return CsvSink(paths, schema.names, bom=csv_bom)
+    if paths.format is OutputFormat.XLSX:
+        return XlsxSink(paths, schema.names)
+    return ParquetSink(paths, schema)
+
+
+def open_outputs(
+    paths: OutputPaths,
+    originals: Mapping[str, pl.DataType],
+    csv_bom: bool = False,
+    split: bool = False,
+) -> Sink:
+    """The output's sink; with *split*, one that also writes each verdict's rows to a file of
+    their own (``list.clean.valid.parquet``...), in the output's format, and the rows the
+    list's export holds back from sending to ``.suppressed``, never to ``.valid``."""
+    full = open_sink(paths, originals, csv_bom)
+    if not split:
+        return full
+    parts: dict[str, Sink] = {}
+    try:
+        for role in SPLIT:
+            parts[role] = open_sink(paths.of_split(role), originals, csv_bom)
+    except BaseException:
+        for sink in (full, *parts.values()):
+            sink.close()
+        raise
+    return SplitSink(full, parts)
+
+
+def split_rows(role: str) -> pl.Expr:
+    """Which output rows --split writes to the file of *role*: each row to exactly one file,
+    a held-back row (consent) to ``suppressed`` whatever its VERDICT."""
+    held = held_back(pl.col("REASON"))
+    verdict = SPLIT[role]
+    return held if verdict is None else (pl.col("VERDICT") == verdict) & ~held
+
+
+class SplitSink:
+    """The full output, and the rows of each split role in a sink of their own, all published
+    at the end of the run (each one written, if empty, with every column)."""
+
+    def __init__(self, full: Sink, parts: Mapping[str, Sink]) -> None:
+        self._full = full
+        self._parts = dict(parts)  # role -> sink
+
+    @property
+    def _all(self) -> list[Sink]:
+        return [self._full, *self._parts.values()]
+
+    def write(self, frame: pl.DataFrame) -> None:
+        self._full.write(frame)
+        for role, sink in self._parts.items():
+            sink.write(frame.filter(split_rows(role)))
+
+    def note(self, facts: Mapping[str, Any]) -> None:
+        for sink in self._all:
+            sink.note(facts)
+
+    def stage(self, into: Publication) -> None:
+        for sink in self._all:
+            sink.stage(into)
+
+    def close(self) -> None:
+        for sink in self._all:
+            sink.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class _FileSink:
+    """A file written under a temporary name, staged for the run's commit point."""
+
+    def __init__(self, paths: OutputPaths) -> None:
+        self._final = paths.parquet
+        make_folder(self._final.parent)
+        sweep_stale(self._final)
+        self._tmp = tmp_of(self._final)
+
+    def note(self, facts: Mapping[str, Any]) -> None:
+        """A text file has no place for the run's provenance: summary.json holds it."""
+
+    def close(self) -> None:
+        """Drop what was written if it was not published."""
+        self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+class CsvSink(_FileSink):
+    def __init__(self, paths: OutputPaths, columns: list[str], bom: bool = False) -> None:
+        super().__init__(paths)
+        self._handle: IO[bytes] = guard(self._final, lambda: self._tmp.open("wb"))
+        header = pl.DataFrame(schema=dict.fromkeys(columns, pl.String))
+        if bom:
+            guard(self._final, lambda: self._handle.write(_BOM))
+        guard(self._final, lambda: header.write_csv(self._handle, include_header=True))
+
+    def write(self, frame: pl.DataFrame) -> None:
+        flat = as_flat(frame)
+        guard(self._final, lambda: flat.write_csv(self._handle, include_header=False))
+
+    def stage(self, into: Publication) -> None:
+        guard(self._final, self._handle.close)
+        into.stage(self._tmp, self._final)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._handle.close()
+        super().close()
+
+
+class XlsxSink(_FileSink):
+    def __init__(self, paths: OutputPaths, columns: list[str]) -> None:
+        super().__init__(paths)
+        self._book = xlsxwriter.Workbook(str(self._tmp), _WORKBOOK_OPTIONS)
+        self._book.set_custom_property("listclean.schema_version", SCHEMA_VERSION)
+        self._sheet = self._book.add_worksheet("listclean")
+        self._row = 0
+        self._closed = False
+        self._put(columns)
+
+    def write(self, frame: pl.DataFrame) -> None:
+        if self._row - 1 + frame.height > EXCEL_MAX_ROWS:
+            raise too_many_rows(f"more than {EXCEL_MAX_ROWS:,}")
+        cells = as_cells(frame)
+        for values in zip(*(cells.get_column(c).to_list() for c in cells.columns), strict=True):
+            self._put(values)
+
+    def _put(self, values: Any) -> None:
+        written = self._sheet.write_row(self._row, 0, values)
+        if written:  # xlsxwriter's codes: -1 out of range, -2 string too long
+            raise UsageError(f"Cannot write row {self._row + 1} of {self._final} as Excel.")
+        self._row += 1
+
+    def stage(self, into: Publication) -> None:
+        self._closed = True
+        guard(self._final, self._book.close)
+        into.stage(self._tmp, self._final)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            # xlsxwriter writes the zip at close: point it at nothing we keep.
+            with contextlib.suppress(Exception):
+                self._book.close()
+        super().close()
+
+
+def as_flat(frame: pl.DataFrame) -> pl.DataFrame:
+    """*frame* with the columns text files cannot hold as JSON (lists, records) or as text
+    (bytes, decoded as UTF-8 with escapes)."""
+    changes: list[pl.Expr | pl.Series] = []
+    for name, dtype in frame.schema.items():
+        if dtype.is_nested():
+            encoded = pl.struct(pl.col(name).alias("v")).struct.json_encode()
+            changes.append(encoded.str.slice(5).str.strip_suffix("}").alias(name))
+        elif dtype == pl.Binary or dtype == pl.Object:
+            changes.append(_decoded(frame.get_column(name)))
+    return frame.with_columns(changes) if changes else frame
+
+
+def _decoded(values: pl.Series) -> pl.Series:
+    texts = [
+        v.decode("utf-8", "backslashreplace") if isinstance(v, bytes) else v
+        for v in values.to_list()
+    ]
+    return pl.Series(values.name, texts, dtype=pl.String)
+
+
+def as_cells(frame: pl.DataFrame) -> pl.DataFrame:
+    """*frame* as the values a sheet holds: text, floats, exact integers and booleans; an
+    error for text longer than a cell holds."""
+    flat = as_flat(frame)
+    columns = []
+    for name, dtype in flat.schema.items():
+        if dtype.is_integer():
+            wide = flat.get_column(name).abs().max()
+            exact = wide is None or int(wide) < _EXACT_IN_EXCEL  # type: ignore[arg-type]
+            columns.append(pl.col(name) if exact else pl.col(name).cast(pl.String))
+        elif dtype.is_float() or dtype == pl.Boolean or dtype == pl.String:
+            columns.append(pl.col(name))
+        else:  # dates, times, decimals, categories: as polars spells them
+            columns.append(pl.col(name).cast(pl.String))
+    cells = flat.select(columns)
+    _check_lengths(cells)
+    return cells
+
+
+def _check_lengths(cells: pl.DataFrame) -> None:
+    for name, dtype in cells.schema.items():
+        if dtype != pl.String:
+            continue
+        longest = cells.get_column(name).str.len_chars().max()
+        if isinstance(longest, int) and longest > EXCEL_MAX_CHARS:
+            raise UsageError(
+                f"The column {name!r} holds a value of {longest:,} characters and an Excel "
+                f"cell holds at most {EXCEL_MAX_CHARS:,}. Write .csv or .parquet instead."
+            )
