@@ -11,8 +11,14 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
 from pipeline.core.text import for_log
+from pipeline.service.admission import BodyTimeout
 from pipeline.service.decoding import Pairs, form_pairs, json_pairs, shown, urlencoded_pairs
-from pipeline.service.errors import ConflictingParameters, InvalidApiKey, InvalidParameter
+from pipeline.service.errors import (
+    ConflictingParameters,
+    InvalidApiKey,
+    InvalidParameter,
+    RequestTimeout,
+)
 from pipeline.service.store import ApiKey
 
 FORM = "application/x-www-form-urlencoded"
@@ -71,6 +77,8 @@ def _check_sizes(params: dict[str, str], limits: Limits) -> None:
 async def _body_pairs(request: web.Request) -> Pairs:
     try:
         raw = await request.read()
+    except BodyTimeout as exc:
+        raise RequestTimeout(str(exc)) from exc
     except (web.RequestPayloadError, HttpProcessingError) as exc:
         # A body cut short or badly chunked: nothing of it is usable (the cause is not shown,
         # it may quote the body).

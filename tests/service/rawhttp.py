@@ -56,14 +56,14 @@ async def send_raw(base_url: str, raw: bytes, timeout: float = 10.0) -> RawReply
     try:
         writer.write(raw)
         await writer.drain()
-        return await asyncio.wait_for(_read_reply(reader), timeout)
+        return await asyncio.wait_for(read_reply(reader), timeout)
     finally:
         writer.close()
         with contextlib.suppress(ConnectionError, OSError):  # the server may close first
             await writer.wait_closed()
 
 
-async def _read_reply(reader: asyncio.StreamReader) -> RawReply:
+async def read_reply(reader: asyncio.StreamReader) -> RawReply:
     head = await reader.readuntil(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     status = int(status_line.split(" ")[1])
