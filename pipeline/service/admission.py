@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import os
 import resource
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -44,10 +45,12 @@ log = logging.getLogger("listclean.service")
 
 Networks = Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
 
-# Open files the service needs besides its connections: the databases (SQLite in WAL mode
-# holds three files each), the resolver's sockets, the listening sockets, log files, a
-# PostgreSQL pool. At least this many, and an eighth of the limit.
-RESERVED_FILES = 64
+# Connections the system may hand the service in one go before it sees any of them: asyncio
+# accepts up to the listening socket's backlog (aiohttp's TCPSite: 128) per wake-up. Those,
+# what the service holds open at start (databases, the resolver's sockets, logs) and a margin
+# for what it opens later (a PostgreSQL pool growing, a log rotated) stay below the limit.
+ACCEPT_BACKLOG = 128
+MARGIN_FILES = 32
 
 
 class BodyTimeout(TimeoutError):
@@ -79,10 +82,14 @@ class ConnectionLimits:
     log_interval: float
 
     @classmethod
-    def from_settings(cls, http: HttpConfig, open_files: int | None = None) -> ConnectionLimits:
-        """The limits for *http*, under *open_files* (default: this process's soft limit)."""
+    def from_settings(
+        cls, http: HttpConfig, open_files: int | None = None, in_use: int | None = None
+    ) -> ConnectionLimits:
+        """The limits for *http* under *open_files* (default: this process's soft limit) with
+        *in_use* files already open (default: as many as are now)."""
         files = open_file_limit() if open_files is None else open_files
-        ceiling = max(8, files - max(RESERVED_FILES, files // 8))
+        held = files_in_use() if in_use is None else in_use
+        ceiling = max(8, files - held - ACCEPT_BACKLOG - MARGIN_FILES)
         total = max(1, min(http.max_unfinished_total, ceiling * 3 // 4))
         return cls(
             header_timeout=http.header_timeout,
@@ -98,6 +105,14 @@ class ConnectionLimits:
 def open_file_limit() -> int:
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     return 1 << 20 if soft == resource.RLIM_INFINITY else soft
+
+
+def files_in_use() -> int:
+    """How many files this process has open (Linux's /proc; elsewhere a generous guess)."""
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 128
 
 
 @dataclass
@@ -126,6 +141,16 @@ class Admission:
         self.unfinished = 0
         self._per_client: Counter[str] = Counter()
         self.flood = FloodLog(limits.log_interval)
+
+    def measure(self, http: HttpConfig) -> None:
+        """Read the open-file limit and the files in use again (at start, once the service's
+        own files are open)."""
+        self.limits = ConnectionLimits.from_settings(http)
+        self.flood.interval = self.limits.log_interval
+
+    def accept_failed(self) -> None:
+        """The system refused a connection before we saw it (EMFILE): counted, not a trace."""
+        self.flood.refused(Refusal.FILES, "(not accepted)")
 
     def connected(self, peer: str) -> Ticket:
         """A new connection from *peer*: admitted (its request unfinished), or refused."""
@@ -170,6 +195,11 @@ class Admission:
     def closed(self, ticket: Ticket) -> None:
         self.finished(ticket)
         self.open -= 1
+
+    def may_linger(self) -> bool:
+        """Whether a refused or cut-off connection may stay half-open a moment so that its
+        client reads the answer: not once open files run short for the clients admitted."""
+        return self.open <= self.limits.total
 
     def cut_off(self, ticket: Ticket, part: Cutoff) -> None:
         self.flood.cut_off(part, ticket.bucket or ticket.peer)

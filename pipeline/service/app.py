@@ -131,6 +131,7 @@ def _resources(
                 state = await open_live(paths.db, clock)
                 try:
                     app[SERVICES] = _services(stack, config, state, paths, engine, clock, app)
+                    app[ADMISSION].measure(config.service)  # with the service's files open
                     yield
                     await app[SERVICES].answers.drain()
                 finally:

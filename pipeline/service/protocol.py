@@ -31,7 +31,7 @@ from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 
 from pipeline.core.text import failure_line
-from pipeline.service.admission import Admission, BodyTimeout, Cutoff, Refusal, Ticket
+from pipeline.service.admission import ACCEPT_BACKLOG, Admission, BodyTimeout, Cutoff, Ticket
 from pipeline.service.errors import (
     PROBLEM_JSON,
     InternalError,
@@ -91,7 +91,7 @@ class _ProblemProtocol(RequestHandler):
         peer = transport.get_extra_info("peername")
         self._ticket = ticket = self._admission.connected(peer[0] if peer else "")
         if ticket.refused is not None:
-            self._answer_and_close(self._busy(ticket), at_once=ticket.refused is Refusal.FILES)
+            self._answer_and_close(self._busy(ticket))
         else:
             self._expect(Cutoff.HEADERS, self._admission.limits.header_timeout)
 
@@ -160,7 +160,7 @@ class _ProblemProtocol(RequestHandler):
         elif self._request_in_progress or self._messages:
             self.close()  # the next request is late behind an answer still being made
         else:
-            self._answer_and_close(RequestTimeout(detail), at_once=False)
+            self._answer_and_close(RequestTimeout(detail))
 
     def _busy(self, ticket: Ticket) -> Problem:
         assert self._admission is not None
@@ -175,12 +175,13 @@ class _ProblemProtocol(RequestHandler):
             problem.headers.update(server.rate_headers(ticket.peer))
         return problem
 
-    def _answer_and_close(self, problem: Problem, *, at_once: bool) -> None:
+    def _answer_and_close(self, problem: Problem) -> None:
         """Write *problem* as the answer, half-close, and close after :data:`LINGER` (or at
         once, when open files run short); what the client still sends is dropped."""
-        transport = self.transport
-        if transport is None:
+        transport, admission = self.transport, self._admission
+        if transport is None or admission is None:
             return
+        at_once = not admission.may_linger()
         self._force_close = True  # data_received drops input from now on
         if self._keepalive_handle is not None:
             self._keepalive_handle.cancel()
@@ -275,6 +276,21 @@ class _ProblemServer(web.Server):
             self.app[CONNECTIONS].open += step
 
 
+def _counting_accept_failures(
+    admission: Admission,
+) -> Callable[[asyncio.AbstractEventLoop, dict[str, object]], None]:
+    """asyncio logs a traceback for each ``accept()`` that fails for want of open files; the
+    service counts those in its flood line instead (the caps keep them rare)."""
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, object]) -> None:
+        if str(context.get("message", "")).startswith("socket.accept() out of system resource"):
+            admission.accept_failed()
+        else:
+            loop.default_exception_handler(context)
+
+    return handle
+
+
 class ServiceRunner(web.AppRunner):
     """An :class:`~aiohttp.web.AppRunner` whose connections answer unreadable requests in the
     API's problem shape (see the module docstring)."""
@@ -308,8 +324,11 @@ async def serve(
         app, access_log_class=access_log_class, shutdown_timeout=shutdown_timeout
     )
     await runner.setup()
+    admission = app.get(ADMISSION)
+    if admission is not None:
+        loop.set_exception_handler(_counting_accept_failures(admission))
     try:
-        await web.TCPSite(runner, host, port).start()
+        await web.TCPSite(runner, host, port, backlog=ACCEPT_BACKLOG).start()
         if started is not None:  # the bound port: with --port 0 the system chose it
             bound = runner.addresses[0][1] if runner.addresses else port
             started(f"Serving on http://{host}:{bound} (SIGINT or SIGTERM stops)")

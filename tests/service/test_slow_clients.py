@@ -9,55 +9,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aiohttp
 import pytest
 
 from pipeline.service.admission import ConnectionLimits
 from pipeline.service.settings import HttpConfig
-from tests.service.conftest import PROBLEM_KEYS, RATE_HEADERS, Env, fetch, run
-from tests.service.rawhttp import RawReply, read_reply, request_bytes
+from tests.service.conftest import NOON, PROBLEM_KEYS, RATE_HEADERS, Env, fetch, run
+from tests.service.instances import instances
+from tests.service.rawhttp import HEAD, RawReply, answer, closed, connect, request_bytes, slow
 
 OTHER = "127.0.0.2"  # another client address on the loopback
 PROXY = "127.0.0.3"
-HEAD = b"GET /api/email?email=a@gmail.com HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # no blank line yet
-
-Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
-
-
-async def connect(url: str, source: str = "127.0.0.1") -> Conn:
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    return await asyncio.open_connection(host, int(port), local_addr=(source, 0))
-
-
-@contextlib.asynccontextmanager
-async def slow(url: str, count: int, source: str = "127.0.0.1") -> AsyncIterator[list[Conn]]:
-    """*count* connections that send the start of a request and then nothing more."""
-    conns = [await connect(url, source) for _ in range(count)]
-    try:
-        for _, writer in conns:
-            writer.write(HEAD)
-            await writer.drain()
-        yield conns
-    finally:
-        for _, writer in conns:
-            writer.close()
-
-
-async def answer(conn: Conn, timeout: float = 10.0) -> RawReply:
-    return await asyncio.wait_for(read_reply(conn[0]), timeout)
-
-
-async def closed(conn: Conn, timeout: float = 10.0) -> bool:
-    """Whether the server closes *conn* (its end of input) within *timeout* seconds."""
-    try:
-        rest = await asyncio.wait_for(conn[0].read(), timeout)
-    except TimeoutError:
-        return False
-    except ConnectionError:
-        return True
-    return rest == b""
 
 
 def assert_problem(reply: RawReply, status: int, code: str) -> None:
@@ -251,10 +215,39 @@ def test_a_client_that_leaves_mid_body_is_no_server_error(
 
 
 @pytest.mark.parametrize(
-    ("files", "total", "ceiling"), [(1024, 672, 896), (256, 144, 192), (20_000, 4096, 17_500)]
+    ("files", "ceiling", "total", "per_client"),
+    [(1024, 784, 588, 441), (256, 16, 12, 9), (20_000, 19_760, 4096, 512)],
 )
-def test_the_caps_stay_below_the_open_file_limit(files: int, total: int, ceiling: int) -> None:
-    limits = ConnectionLimits.from_settings(HttpConfig(), files)
-    assert (limits.total, limits.open_ceiling) == (total, ceiling)
-    assert limits.per_client <= limits.total * 3 // 4
-    assert limits.per_client >= 300 or files < 1024  # a burst of 300 from one address fits
+def test_the_caps_stay_below_the_open_file_limit(
+    files: int, ceiling: int, total: int, per_client: int
+) -> None:
+    """With 80 files in use at start: what one accept() burst (the backlog) and a margin
+    need stays free, and one client never holds more than three quarters of the total."""
+    limits = ConnectionLimits.from_settings(HttpConfig(), files, in_use=80)
+    assert (limits.open_ceiling, limits.total, limits.per_client) == (ceiling, total, per_client)
+
+
+def test_a_flood_under_a_low_open_file_limit_leaves_others_served(tmp_path: Path) -> None:
+    """One instance under a 1,024 open-file limit; one client opens 1,100 connections that never
+    finish a request: another client is still served, and the log holds no traceback."""
+
+    async def flood(url: str) -> list[int]:
+        conns = []
+        for _ in range(1100):
+            with contextlib.suppress(ConnectionError, OSError):
+                conn = await connect(url)
+                conn[1].write(HEAD)
+                conns.append(conn)
+        try:
+            return [await send_whole(url, OTHER) for _ in range(3)]
+        finally:
+            for _, writer in conns:
+                writer.close()
+
+    with instances(tmp_path / "service.sqlite", tmp_path, NOON, 1, open_files=1024) as group:
+        instance = group.running[0]
+        assert run(flood(instance.url)) == [200, 200, 200]
+    log = instance.log.read_text()
+    assert "Too many open files" not in log
+    assert "Traceback" not in log
+    assert "refused" in log
