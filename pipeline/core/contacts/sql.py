@@ -181,6 +181,26 @@ class Statements:
             if sqlite
             else f"{select} WHERE c.words @@ {d.p('q')}::tsquery"
         )
+        # What a search reads (ContactStore.search): the same count of rows whatever it finds.
+        words_hit = (
+            "c.id IN (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH :q)"
+            if sqlite
+            else f"c.words @@ {d.p('q')}::tsquery"
+        )
+        self.search_email = self._paged(f"c.email_key = {d.p('key')} AND c.email_key != ''")
+        self.search_phones = self._paged(f"c.phone IN {d.values(d.p('phones'))} AND c.phone != ''")
+        self.search_words = self._paged(words_hit)
+        # One row per digest asked (duplicates too), with whether it is suppressed.
+        digests = (
+            "json_each(:digests) AS j"
+            if sqlite
+            else "jsonb_array_elements_text(%(digests)s::jsonb)"
+        )
+        value = "j.value" if sqlite else "v"
+        self.search_suppressed = (
+            f"SELECT {value}, EXISTS (SELECT 1 FROM suppressed AS s WHERE s.digest = {value}) "
+            f"FROM {digests}{'' if sqlite else ' AS v'}"
+        )
         # The given names stored records start with (the first of the parts).
         given = "substr(parts, 1, instr(parts, '|') - 1)" if sqlite else "split_part(parts, '|', 1)"
         self.known_given = f"SELECT DISTINCT {given} FROM contacts WHERE parts LIKE '_%|%|_%|%'"
@@ -220,6 +240,20 @@ class Statements:
             "UPDATE audit SET term_hmac = '', record_id = NULL "
             f"WHERE record_id IN {ids} OR term_hmac IN {d.values()}"
         )
+
+    def _paged(self, where: str) -> str:
+        """The records *where* holds, at most ``:page`` of them, then other records (in id
+        order, the last column 1) up to ``:page`` rows in all: a search reads as many rows
+        whether it finds no one, one person or many (see ContactStore.search)."""
+        page = self.dialect.p("page")
+        fields = f"{_FIELDS}, c.imported_at, c.hidden"
+        return f"""WITH found AS (SELECT {fields} FROM contacts AS c WHERE {where} LIMIT {page})
+        SELECT found.*, 0 FROM found
+        UNION ALL
+        SELECT * FROM (
+            SELECT {fields}, 1 FROM contacts AS c ORDER BY c.id
+            LIMIT {page} - (SELECT count(*) FROM found)
+        ) AS padding"""
 
     def written(self, row: Row, source: str, now: float) -> tuple[object, ...]:
         """The values :attr:`insert` takes for *row*, and :attr:`update` before the id."""
