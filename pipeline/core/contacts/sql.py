@@ -182,14 +182,18 @@ class Statements:
             else f"{select} WHERE c.words @@ {d.p('q')}::tsquery"
         )
         # What a search reads (ContactStore.search): the same count of rows whatever it finds.
-        words_hit = (
-            "c.id IN (SELECT rowid FROM contacts_fts WHERE contacts_fts MATCH :q)"
-            if sqlite
-            else f"c.words @@ {d.p('q')}::tsquery"
-        )
         self.search_email = self._paged(f"c.email_key = {d.p('key')} AND c.email_key != ''")
         self.search_phones = self._paged(f"c.phone IN {d.values(d.p('phones'))} AND c.phone != ''")
-        self.search_words = self._paged(words_hit)
+        # The index drives the join, so that the page's limit stops its reading (an IN over
+        # it would read every hit of a word thousands of records hold first).
+        self.search_words = (
+            self._paged(
+                "contacts_fts MATCH :q",
+                "contacts_fts JOIN contacts AS c ON c.id = contacts_fts.rowid",
+            )
+            if sqlite
+            else self._paged(f"c.words @@ {d.p('q')}::tsquery")
+        )
         # One row per digest asked (duplicates too), with whether it is suppressed.
         digests = (
             "json_each(:digests) AS j"
@@ -241,13 +245,13 @@ class Statements:
             f"WHERE record_id IN {ids} OR term_hmac IN {d.values()}"
         )
 
-    def _paged(self, where: str) -> str:
-        """The records *where* holds, at most ``:page`` of them, then other records (in id
-        order, the last column 1) up to ``:page`` rows in all: a search reads as many rows
-        whether it finds no one, one person or many (see ContactStore.search)."""
-        page = self.dialect.p("page")
+    def _paged(self, where: str, source: str = "contacts AS c") -> str:
+        """The records *where* holds, at most ``:take`` (<= ``:page``) of them, then other
+        records (in id order, the last column 1) up to ``:page`` rows in all: a search reads
+        as many rows whether it finds no one, one person or many (see ContactStore.search)."""
+        page, take = self.dialect.p("page"), self.dialect.p("take")
         fields = f"{_FIELDS}, c.imported_at, c.hidden"
-        return f"""WITH found AS (SELECT {fields} FROM contacts AS c WHERE {where} LIMIT {page})
+        return f"""WITH found AS (SELECT {fields} FROM {source} WHERE {where} LIMIT {take})
         SELECT found.*, 0 FROM found
         UNION ALL
         SELECT * FROM (

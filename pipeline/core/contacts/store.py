@@ -243,7 +243,7 @@ class ContactStore(OwnsDatabase):
 
     def _candidates(self, kind: TermKind, term: str, value: str) -> list[tuple[Candidate, bool]]:
         """The records that may answer *term*, with how they fit, and whether each is padding."""
-        page = {"page": SEARCH_ROWS}
+        page = {"page": SEARCH_ROWS, "take": SEARCH_ROWS}
         if kind is TermKind.EMAIL:
             rows = self._search(self._sql.search_email, {"key": value, **page})
             return [(candidate(s, Fit.EXACT), padding) for s, padding in rows]
@@ -253,7 +253,13 @@ class ContactStore(OwnsDatabase):
             fits = [Fit.EXACT if reads_as(term, s.row.phone) else Fit.NONE for s, _ in rows]
             return [(candidate(s, f), padding) for (s, padding), f in zip(rows, fits, strict=True)]
         words = name_term(term)
-        rows = self._search(self._sql.search_words, {**self._words(term), **page})
+        clauses = match_clauses(term)
+        if not may_fit_anyone(kind, term):
+            # No record can fit a first name alone, and thousands may hold it: the search
+            # reads one of them, the rest of its page padding, as a term that finds no one
+            # does (the answer is known beforehand; the time must not tell it).
+            page["take"] = 1
+        rows = self._search(self._sql.search_words, {"q": self._sql.match(clauses), **page})
         return [(candidate(s, name_fit(words, s)), padding) for s, padding in rows]
 
     def _search(self, statement: str, params: dict[str, Any]) -> list[tuple[StoredRow, bool]]:
