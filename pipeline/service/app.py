@@ -244,13 +244,12 @@ async def _settle(request: web.Request, endpoint: str, status: int) -> Decision:
 def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
     if isinstance(exc, web.HTTPMethodNotAllowed):
         allowed = sorted(exc.allowed_methods)
+        # The details name neither the method nor the path sent (the log does).
         return MethodNotAllowed(
-            f"{request.method} is not allowed here; use {', '.join(allowed)}.", allowed
+            f"This method is not allowed here; use {', '.join(allowed)}.", allowed
         )
     if isinstance(exc, web.HTTPNotFound):
-        return NotFound(
-            f"There is nothing at {for_log(request.path, 100)}. The API is under /api/."
-        )
+        return NotFound("There is nothing at this path. The API is under /api/.")
     # Anything else aiohttp refuses on its own (a body over its size limit, say) is a client
     # error about the request as sent; keep aiohttp's status, use the stable code.
     problem: Problem = (

@@ -104,7 +104,9 @@ def _text(description: str, max_length: int, **rules: Any) -> dict[str, Any]:
 
 
 def _fields(config: ServiceConfig, fields: dict[str, Any], rule: dict[str, Any]) -> dict[str, Any]:
-    """An object of parameters: *fields*, the legacy key, and *rule* (which are required)."""
+    """An object of parameters: *fields*, the legacy key, and *rule* (which are required);
+    unknown parameters, which are ignored, are text (a name given once: a list of values
+    would repeat it in the query string)."""
     key = {
         "type": "string",
         "description": "API key, legacy; the Authorization header wins when both are sent. A "
@@ -113,6 +115,7 @@ def _fields(config: ServiceConfig, fields: dict[str, Any], rule: dict[str, Any])
     return {
         "type": "object",
         "properties": {**fields, "apikey": key},
+        "additionalProperties": {"type": "string"},
         "maxProperties": config.service.max_parameters,
         **rule,
     }
@@ -176,7 +179,7 @@ def _operation(
     if get:
         return operation
     operation["requestBody"] = {
-        "required": False,
+        "required": True,
         "content": {
             "application/json": {"schema": json_body},
             "application/x-www-form-urlencoded": {"schema": form_body},
@@ -186,8 +189,17 @@ def _operation(
 
 
 def _without_rule(schema: dict[str, Any]) -> dict[str, Any]:
-    """The query object of a POST: its fields, none required (the body may carry them)."""
-    return {k: v for k, v in schema.items() if k not in ("oneOf", "required")}
+    """The query string of a POST: the body carries the parameters; a parameter sent in
+    both must have the same value there (a 400 conflicting_parameters else), which a schema
+    cannot state across the two, so the document keeps them apart: on POST the query string
+    carries none of the operation's parameters, only unknown ones (ignored)."""
+    names = sorted(schema["properties"])
+    return {
+        "type": "object",
+        "propertyNames": {"not": {"enum": names}},
+        "additionalProperties": schema["additionalProperties"],
+        "maxProperties": schema["maxProperties"],
+    }
 
 
 # What every counted operation shares, stated once (README: Requests).

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from pipeline.core.text import for_log
 from pipeline.service.admission import BodyTimeout
 from pipeline.service.decoding import Pairs, form_pairs, json_pairs, shown, urlencoded_pairs
 from pipeline.service.errors import (
@@ -90,8 +89,8 @@ async def _body_pairs(request: web.Request) -> Pairs:
     if not raw:
         return []
     raise InvalidParameter(
-        f"A POST body of type {for_log(request.content_type, 60)!r} cannot be read; "
-        f"send {JSON} or {FORM}, or put the parameters in the query string."
+        f"A POST body of this Content-Type cannot be read; send {JSON} or {FORM}, "
+        "or put the parameters in the query string."
     )
 
 

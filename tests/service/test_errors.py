@@ -94,10 +94,10 @@ def assert_extra_headers(replies: dict[str, Reply]) -> None:
     assert replies["invalid_api_key"].headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
     assert replies["method_not_allowed"].headers["Allow"] == "GET, POST"
     assert replies["method_not_allowed"].json["detail"] == (
-        "PUT is not allowed here; use GET, POST."
+        "This method is not allowed here; use GET, POST."
     )
     assert replies["not_found"].json["detail"] == (
-        "There is nothing at /nope. The API is under /api/."
+        "There is nothing at this path. The API is under /api/."
     )
     assert replies["quota_exceeded"].headers["Retry-After"] == "43200"
     assert replies["too_many_auth_failures"].headers["Retry-After"] == "60"

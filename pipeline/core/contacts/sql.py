@@ -208,6 +208,7 @@ class Statements:
         # The given names stored records start with (the first of the parts).
         given = "substr(parts, 1, instr(parts, '|') - 1)" if sqlite else "split_part(parts, '|', 1)"
         self.known_given = f"SELECT DISTINCT {given} FROM contacts WHERE parts LIKE '_%|%|_%|%'"
+        self.last_id = "SELECT coalesce(max(id), 0) FROM contacts"
         marks = ", ".join([q] * 11)
         self.insert = (
             f"INSERT INTO contacts ({_WRITTEN}) VALUES ({marks})"
@@ -247,16 +248,25 @@ class Statements:
 
     def _paged(self, where: str, source: str = "contacts AS c") -> str:
         """The records *where* holds, at most ``:take`` (<= ``:page``) of them, then other
-        records (in id order, the last column 1) up to ``:page`` rows in all: a search reads
-        as many rows whether it finds no one, one person or many (see ContactStore.search)."""
-        page, take = self.dialect.p("page"), self.dialect.p("take")
+        records (the last column 1) up to ``:page`` rows in all: a search reads as many rows
+        whether it finds no one, one person or many (see ContactStore.search). The others
+        are read from ``:start`` on in id order (wrapping round to the first): from a random
+        place, so that they cost a read from disk as the records found do, not a page kept
+        warm by every search."""
+        d = self.dialect
+        page, take, start = d.p("page"), d.p("take"), d.p("start")
         fields = f"{_FIELDS}, c.imported_at, c.hidden"
-        return f"""WITH found AS (SELECT {fields} FROM {source} WHERE {where} LIMIT {take})
+        ordered = f"SELECT {fields}, 1 FROM contacts AS c"
+        return f"""WITH found AS (SELECT {fields} FROM {source} WHERE {where} LIMIT {take}),
+        others AS (
+            SELECT * FROM ({ordered} WHERE c.id >= {start} ORDER BY c.id LIMIT {page}) AS later
+            UNION ALL
+            SELECT * FROM ({ordered} ORDER BY c.id LIMIT {page}) AS first
+        )
         SELECT found.*, 0 FROM found
         UNION ALL
         SELECT * FROM (
-            SELECT {fields}, 1 FROM contacts AS c ORDER BY c.id
-            LIMIT {page} - (SELECT count(*) FROM found)
+            SELECT * FROM others LIMIT {page} - (SELECT count(*) FROM found)
         ) AS padding"""
 
     def written(self, row: Row, source: str, now: float) -> tuple[object, ...]:

@@ -81,10 +81,10 @@ _BATCH: Final = 50_000
 _OPTED_OUT: Final = "the person opted out (suppressed)"
 _ANONYMOUS: Final = "anonymous"
 _DAY: Final = 86400.0
-# Candidate records one search reads. A term that more records may fit is too broad to name
-# one person (AMBIGUOUS); a full name, with or without a town, in a million people has a
-# handful of candidates.
-SEARCH_ROWS: Final = 24
+# Candidate records one search reads, by kind of term. A term that more records may fit is
+# too broad to name one person (AMBIGUOUS): a full name, with or without a town, in a million
+# people has a handful of candidates; an address or a number, one or two (a household's).
+SEARCH_ROWS: Final = {TermKind.NAME: 24, TermKind.EMAIL: 4, TermKind.PHONE: 4}
 
 
 class ContactStore(OwnsDatabase):
@@ -119,6 +119,13 @@ class ContactStore(OwnsDatabase):
         # length L, below which RFC 2104 §3 discourages HMAC keys.
         self._db.execute(self._sql.add_secret, (secrets.token_bytes(32),))
         self._secret: bytes = bytes(self._db.query(self._sql.secret)[0][0])
+        self._last_id = self._latest_id()
+
+    def _latest_id(self) -> int:
+        """The highest record id: where a search's padding may start reading (see
+        ``sql.Statements._paged``). Kept from start and imports; a stale one only narrows
+        the range."""
+        return int(self._db.query(self._sql.last_id)[0][0])
 
     def _upgrade(self) -> None:
         """Bring a SQLite store of an earlier schema version up to this one (sql.VERSION); a
@@ -144,6 +151,7 @@ class ContactStore(OwnsDatabase):
                 batch = rows[start : start + _BATCH]
                 added, joined, refused = self._import_batch(batch, source, now, screen)
                 imported, merged, rejected = imported + added, merged + joined, rejected + refused
+        self._last_id = self._latest_id()
         read = len(table.where) + len(table.rejected)
         return ContactImport(read, imported, merged, rejected)
 
@@ -227,7 +235,7 @@ class ContactStore(OwnsDatabase):
             candidates,
             term_suppressed=on_term,
             suppressed=lambda k, v: (k, v) in hits,
-            too_many=len(candidates) >= SEARCH_ROWS and may_fit_anyone(kind, term),
+            too_many=len(candidates) >= SEARCH_ROWS[kind] and may_fit_anyone(kind, term),
         )
 
     def trace(self, tracer: Callable[[str, int], None] | None) -> None:
@@ -243,7 +251,8 @@ class ContactStore(OwnsDatabase):
 
     def _candidates(self, kind: TermKind, term: str, value: str) -> list[tuple[Candidate, bool]]:
         """The records that may answer *term*, with how they fit, and whether each is padding."""
-        page = {"page": SEARCH_ROWS, "take": SEARCH_ROWS}
+        start = secrets.randbelow(self._last_id + 1)
+        page = {"page": SEARCH_ROWS[kind], "take": SEARCH_ROWS[kind], "start": start}
         if kind is TermKind.EMAIL:
             rows = self._search(self._sql.search_email, {"key": value, **page})
             return [(candidate(s, Fit.EXACT), padding) for s, padding in rows]
