@@ -160,7 +160,7 @@ class _ProblemProtocol(RequestHandler):
         elif self._request_in_progress or self._messages:
             self.close()  # the next request is late behind an answer still being made
         else:
-            self._answer_and_close(RequestTimeout(detail))
+            self._answer_and_close(self._with_rate_headers(RequestTimeout(detail), ticket))
 
     def _busy(self, ticket: Ticket) -> Problem:
         assert self._admission is not None
@@ -170,6 +170,9 @@ class _ProblemProtocol(RequestHandler):
             f"retry in {wait} seconds (Retry-After), and send each request whole.",
             wait,
         )
+        return self._with_rate_headers(problem, ticket)
+
+    def _with_rate_headers(self, problem: Problem, ticket: Ticket) -> Problem:
         server = self._manager
         if isinstance(server, _ProblemServer):
             problem.headers.update(server.rate_headers(ticket.peer))

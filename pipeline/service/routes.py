@@ -151,6 +151,11 @@ def _search_and_audit(contacts: ContactStore, term: str, identity: Identity) -> 
     return lookup
 
 
+# What a blank search term holds: white space (str.isspace: all of it is below U+3001) and
+# byte-order marks, which JSON Schema's \s counts as space.
+_BLANK = "".join(c for c in map(chr, range(0x3001)) if c.isspace()) + "\ufeff"
+
+
 def _search_term(params: dict[str, str]) -> str:
     flag = params.get("find_Contact")
     if flag is None:
@@ -163,7 +168,7 @@ def _search_term(params: dict[str, str]) -> str:
         raise MissingParameter(detail)
     if flag != "true":
         raise InvalidParameter("find_Contact must be the text true.")
-    term = params.get("search_term", "").strip()
+    term = params.get("search_term", "").strip(_BLANK)
     if not term:
         raise MissingParameter("Send search_term: a name, an email address or a phone number.")
     return term

@@ -62,7 +62,7 @@ class HttpConfig:
     )
     max_value_length: int = setting(512, "Longest accepted parameter value, in characters.")
     max_parameters: int = setting(
-        16, "Most parameters one request may carry, query string and body together."
+        16, "Most parameters one request may carry in its query string, and in its body."
     )
     auth_failures: int = setting(
         20,

@@ -186,3 +186,39 @@ def test_a_body_over_aiohttp_s_limit_is_a_problem_document(env: Env) -> None:
     assert reply.headers["Content-Type"].startswith("application/problem+json")
     assert reply.json["code"] == "invalid_parameter"
     assert reply.json["status"] == 413
+
+
+def test_no_detail_repeats_a_name_or_value_sent(env: Env) -> None:
+    """Each 400 (and the 404, 405) names only the API's own parameters, never what was sent:
+    a made-up name, a value, a content type, a path or a method."""
+    mark = "Zq9mark"
+
+    async def scenario() -> list[Reply]:
+        async with env.serving() as url, aiohttp.ClientSession() as s:
+            api, find = f"{url}/api/email", f"{url}/api/find"
+            return [
+                await fetch(s, "GET", f"{api}?{mark}=1&{mark}=2&email=a@gmail.com"),
+                await fetch(s, "GET", f"{api}?email={mark}&email=b@gmail.com"),
+                await fetch(s, "GET", f"{api}?email={mark * 80}"),
+                await fetch(s, "POST", api, json={mark: 5, "email": "a@gmail.com"}),
+                await fetch(s, "POST", api, json={"email": 5.25e300}),
+                await fetch(
+                    s,
+                    "POST",
+                    api,
+                    data=f'{{"{mark}": "\\ud800"}}'.encode(),
+                    headers={"Content-Type": "application/json"},
+                ),
+                await fetch(s, "POST", api, data=mark, headers={"Content-Type": f"text/{mark}"}),
+                await fetch(s, "POST", api, params={"email": mark}, json={"email": "b@gmail.com"}),
+                await fetch(s, "GET", find, params={"search_term": "x", "find_Contact": mark}),
+                await fetch(s, "GET", f"{url}/{mark}"),
+                await fetch(s, "PATCH", api),
+            ]
+
+    replies = run(scenario())
+    assert [r.status for r in replies] == [400] * 9 + [404, 405]
+    for reply in replies:
+        detail = reply.json["detail"]
+        for sent in (mark, "5.25e", "text/", "PATCH"):
+            assert sent not in detail, (sent, detail)

@@ -49,6 +49,7 @@ def test_a_request_whose_headers_never_end_is_cut_off(env: Env) -> None:
                 reply = await answer(conn)
                 waited = asyncio.get_running_loop().time() - started
                 assert_problem(reply, 408, "request_timeout")
+                assert all(h in reply.headers for h in RATE_HEADERS)
                 assert await closed(conn)
             assert 0.3 < waited < 8
             # A connection that sends nothing at all is cut off too.
