@@ -17,7 +17,7 @@ import contextlib
 import ipaddress
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +30,7 @@ from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.database import Where, store_where
 from pipeline.core.engine import Engine, verify_many_json
 from pipeline.core.text import failure_line, for_log
+from pipeline.service.admission import Admission, ConnectionLimits
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.errors import (
     InternalError,
@@ -41,6 +42,7 @@ from pipeline.service.errors import (
 )
 from pipeline.service.guard import AuthThrottle
 from pipeline.service.keys import (
+    ADMISSION,
     CONNECTIONS,
     DECISION,
     IDENTITY,
@@ -59,6 +61,8 @@ log = logging.getLogger("listclean.service")
 
 # Paths whose requests are counted, and the endpoint name their counters and policies use.
 COUNTED = {"/api/email": "email", "/api/find": "find"}
+# The status the access log shows for a request whose client left before its answer.
+CLIENT_CLOSED_REQUEST = 499
 
 
 @dataclass(frozen=True)
@@ -74,8 +78,13 @@ def create_app(
     offline: bool = False,
     clock: Callable[[], float] = time.time,
     loopback_only: bool = False,
+    body_timeouts: Mapping[str, float | None] | None = None,
 ) -> web.Application:
     """The application; *offline* answers without DNS (every checked domain Risky).
+
+    *body_timeouts* maps a path prefix to the seconds a request body sent there may take
+    (None: the route bounds it itself, as an upload route does by transfer rate); other
+    paths get ``[service] body_timeout``.
 
     With ``[verify] mode = "smtp"`` addresses are also probed by SMTP (slow: seconds per new
     address); *loopback_only* keeps those probes on 127.0.0.0/8 (the sandbox).
@@ -83,9 +92,21 @@ def create_app(
     config = with_shared_state(config, paths.db)
     app = web.Application(middlewares=[problem_middleware])
     app[CONNECTIONS] = Connections()
+    app[ADMISSION] = admission = Admission(
+        ConnectionLimits.from_settings(config.service), _trusted(config), body_timeouts
+    )
+    app.on_cleanup.append(lambda _: _async(admission.flood.close))
     app.cleanup_ctx.append(_resources(config, paths, offline, clock, loopback_only))
     add_routes(app)
     return app
+
+
+def _trusted(config: ServiceConfig) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    return [ipaddress.ip_network(p, strict=False) for p in config.service.trusted_proxies]
+
+
+async def _async(work: Callable[[], None]) -> None:
+    work()
 
 
 def _resources(
@@ -110,6 +131,7 @@ def _resources(
                 state = await open_live(paths.db, clock)
                 try:
                     app[SERVICES] = _services(stack, config, state, paths, engine, clock, app)
+                    app[ADMISSION].measure(config.service)  # with the service's files open
                     yield
                     await app[SERVICES].answers.drain()
                 finally:
@@ -167,7 +189,7 @@ def _services(
         answers=MicroBatcher(
             answers, size, wait, ready=nothing_more_can_come, quiet=http.batch_quiet
         ),
-        trusted=[ipaddress.ip_network(p, strict=False) for p in http.trusted_proxies],
+        trusted=_trusted(config),
         contacts=contacts,
         contacts_thread=thread,
         limits=Limits(http.max_value_length, http.max_parameters),
@@ -184,10 +206,15 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
     except web.HTTPException as exc:
         response = _from_aiohttp(request, exc).response()
     except Exception as exc:
-        log_failure(log, request, exc)
-        response = InternalError(
-            "The service failed to answer this request. Try again; if it persists, report it."
-        ).response()
+        if isinstance(exc, ConnectionError) and _client_gone(request):
+            # The client closed its connection before it was answered (mid-body, say): no
+            # failure of ours, and nobody to answer. The access log shows 499, as nginx does.
+            response = web.Response(status=CLIENT_CLOSED_REQUEST)
+        else:
+            log_failure(log, request, exc)
+            response = InternalError(
+                "The service failed to answer this request. Try again; if it persists, report it."
+            ).response()
     endpoint = COUNTED.get(request.path)
     if endpoint is not None:
         try:
@@ -196,6 +223,11 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
         except Exception as exc:  # the answer itself must still go out, and as a problem document
             log.error("cannot settle the quota of %s: %s", for_log(request.path), failure_line(exc))
     return response
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 async def _settle(request: web.Request, endpoint: str, status: int) -> Decision:
@@ -212,13 +244,12 @@ async def _settle(request: web.Request, endpoint: str, status: int) -> Decision:
 def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
     if isinstance(exc, web.HTTPMethodNotAllowed):
         allowed = sorted(exc.allowed_methods)
+        # The details name neither the method nor the path sent (the log does).
         return MethodNotAllowed(
-            f"{request.method} is not allowed here; use {', '.join(allowed)}.", allowed
+            f"This method is not allowed here; use {', '.join(allowed)}.", allowed
         )
     if isinstance(exc, web.HTTPNotFound):
-        return NotFound(
-            f"There is nothing at {for_log(request.path, 100)}. The API is under /api/."
-        )
+        return NotFound("There is nothing at this path. The API is under /api/.")
     # Anything else aiohttp refuses on its own (a body over its size limit, say) is a client
     # error about the request as sent; keep aiohttp's status, use the stable code.
     problem: Problem = (

@@ -6,7 +6,7 @@ address nobody sent. Here every name and value must be UTF-8 (RFC 3629) once per
 (RFC 3986 §2.1, form bodies per the WHATWG URL standard) or valid Unicode in JSON (RFC 8259
 §8.1-8.2); anything else is a 400 ``invalid_parameter``. JSON duplicate names, which RFC 8259
 §4 leaves to the implementation, are a 400 ``conflicting_parameters`` rather than the last one
-silently winning. Error details never repeat the value sent.
+silently winning. Error details never repeat a name or value sent (:func:`shown`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 
-from pipeline.core.text import decode_utf8, for_log, invalid_at
+from pipeline.core.text import decode_utf8, invalid_at
 from pipeline.service.errors import ConflictingParameters, InvalidParameter
 
 Pairs = list[tuple[str, str]]
@@ -54,7 +54,7 @@ def json_pairs(raw: bytes) -> Pairs:
         raise InvalidParameter("The JSON body holds a number too long to read.") from exc
     if not isinstance(data, _Members):
         raise InvalidParameter('The JSON body must be an object, like {"email": "a@b.org"}.')
-    # Names first: a value's error message shows its name.
+    # Names first: a value's error message may name its parameter.
     return [(_json_text(name, "A name"), _json_value(name, value)) for name, value in data]
 
 
@@ -71,17 +71,25 @@ def _members(pairs: list[tuple[str, object]]) -> _Members:
     return _Members(pairs)
 
 
+# The one parameter a JSON body may send as true or false rather than as text.
+JSON_BOOLEANS = frozenset({"find_Contact"})
+
+
 def _json_value(name: str, value: object) -> str:
-    if isinstance(value, bool):  # find_Contact may come as JSON true
+    if isinstance(value, bool) and name in JSON_BOOLEANS:  # find_Contact may come as true
         return "true" if value else "false"
     if isinstance(value, str):
         return _json_text(value, name)
-    if isinstance(value, _Members):
+    if isinstance(value, bool):
+        got = "true or false"
+    elif isinstance(value, _Members):
         got = "an object"
     elif isinstance(value, list):
         got = "an array"
-    else:  # a number or null
-        got = json.dumps(value)[:40]
+    elif value is None:
+        got = "null"
+    else:
+        got = "a number"
     raise InvalidParameter(f"{shown(name)} must be a string in the JSON body, got {got}.")
 
 
@@ -94,9 +102,14 @@ def _json_text(text: str, what: str) -> str:
     return text
 
 
+# The API's own parameter names: a detail may name these, and only these.
+API_NAMES = frozenset({"email", "domain", "apikey", "search_term", "find_Contact"})
+
+
 def shown(name: str) -> str:
-    """A parameter name as error details show it: escaped, and short."""
-    return for_log(name, 40)
+    """A parameter as error details name it, at the start of a sentence: one of the API's
+    own names, or "A parameter" (a detail never repeats a name or value that was sent)."""
+    return name if name in API_NAMES else "A parameter"
 
 
 def _unquote(text: str, where: str) -> str:

@@ -83,6 +83,27 @@ class TooManyAuthFailures(Problem):
         super().__init__(detail, {"Retry-After": str(retry_after)})
 
 
+class RequestTimeout(Problem):
+    """A request whose headers or body did not arrive in time (``admission.py``): the
+    connection closes after this answer."""
+
+    status, code, title = 408, "request_timeout", "Request timeout"
+
+    def response(self) -> web.Response:
+        response = super().response()
+        response.force_close()
+        return response
+
+
+class TooManyConnections(Problem):
+    """A connection over the caps on unfinished requests (``admission.py``)."""
+
+    status, code, title = 503, "too_many_connections", "Too many unfinished connections"
+
+    def __init__(self, detail: str, retry_after: int) -> None:
+        super().__init__(detail, {"Retry-After": str(retry_after)})
+
+
 class NotFound(Problem):
     status, code, title = 404, "not_found", "Not found"
 
@@ -105,6 +126,8 @@ ALL_PROBLEMS: tuple[type[Problem], ...] = (
     InvalidApiKey,
     QuotaExceeded,
     TooManyAuthFailures,
+    RequestTimeout,
+    TooManyConnections,
     NotFound,
     MethodNotAllowed,
     InternalError,

@@ -39,7 +39,7 @@ class AuthThrottle:
         """Count a failed authentication from *client_ip*: None when it may be told 401, else
         the seconds it must wait (its failures are past the limit)."""
         now = self._clock()
-        bucket = _bucket(client_ip)
+        bucket = client_bucket(client_ip)
         times = self._failures.pop(bucket, None) or deque(maxlen=self.limit)
         while times and times[0] <= now - self.window:
             times.popleft()
@@ -52,7 +52,8 @@ class AuthThrottle:
         return max(1, wait) if wait is not None else None
 
 
-def _bucket(client_ip: str) -> str:
+def client_bucket(client_ip: str) -> str:
+    """What one client is counted as: an IPv4 address (IPv4-mapped IPv6 too), an IPv6 /64."""
     try:
         address = ipaddress.ip_address(client_ip)
     except ValueError:

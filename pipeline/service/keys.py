@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from pipeline.core.contacts.store import ContactStore
+from pipeline.service.admission import Admission
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.guard import AuthThrottle
 from pipeline.service.params import Limits, client_ip
@@ -46,6 +47,7 @@ class Connections:
 
 SERVICES = web.AppKey("services", Services)
 CONNECTIONS = web.AppKey("connections", Connections)
+ADMISSION = web.AppKey("admission", Admission)
 # Per-request state: who is counted, and what the quota decided.
 IDENTITY = web.RequestKey("listclean.identity", Identity)
 DECISION = web.RequestKey("listclean.decision", Decision)

@@ -105,7 +105,8 @@ def _text(description: str, max_length: int, **rules: Any) -> dict[str, Any]:
 
 
 def _fields(config: ServiceConfig, fields: dict[str, Any], rule: dict[str, Any]) -> dict[str, Any]:
-    """An object of parameters: *fields*, the legacy key, and *rule* (which are required)."""
+    """An object of parameters: *fields*, the legacy key, and *rule* (which are required);
+    unknown parameters, of any value, are ignored."""
     key = {
         "type": "string",
         "description": "API key, legacy; the Authorization header wins when both are sent. A "
@@ -114,6 +115,9 @@ def _fields(config: ServiceConfig, fields: dict[str, Any], rule: dict[str, Any])
     return {
         "type": "object",
         "properties": {**fields, "apikey": key},
+        # Unknown parameters are ignored; each is one name=value pair (a list or an object
+        # would repeat a name, or make up several).
+        "additionalProperties": {"type": ["string", "number", "integer", "boolean", "null"]},
         "maxProperties": config.service.max_parameters,
         **rule,
     }
@@ -153,7 +157,17 @@ def _operation(
             ["quota_exceeded", "too_many_auth_failures"],
             "Retry-After",
         ),
+        "408": _problem(
+            "The request's headers or body did not arrive in time; the connection closes.",
+            ["request_timeout"],
+        ),
         "500": _problem("Unexpected failure (not counted).", ["internal_error"]),
+        "503": _problem(
+            "Too many connections that have not finished sending a request, from this client "
+            "address or in all; answered as the connection opens, before any request is read.",
+            ["too_many_connections"],
+            "Retry-After",
+        ),
         **problems,
     }
     get = method == "get"
@@ -177,18 +191,38 @@ def _operation(
     if get:
         return operation
     operation["requestBody"] = {
-        "required": False,
+        "required": True,
         "content": {
-            "application/json": {"schema": json_body},
-            "application/x-www-form-urlencoded": {"schema": form_body},
+            # JSON keeps a value's type: an unknown parameter too must be a string.
+            "application/json": {
+                "schema": {**_without_key(json_body), "additionalProperties": {"type": "string"}}
+            },
+            "application/x-www-form-urlencoded": {"schema": _without_key(form_body)},
         },
     }
     return operation
 
 
+def _without_key(schema: dict[str, Any]) -> dict[str, Any]:
+    """A POST body's object: the key goes in the query string (the apikey security scheme)
+    or the Authorization header; a body may carry it too, but one sent in both places must
+    be the same, which a schema cannot state across the two."""
+    properties = {k: v for k, v in schema["properties"].items() if k != "apikey"}
+    return {**schema, "properties": properties}
+
+
 def _without_rule(schema: dict[str, Any]) -> dict[str, Any]:
-    """The query object of a POST: its fields, none required (the body may carry them)."""
-    return {k: v for k, v in schema.items() if k not in ("oneOf", "required")}
+    """The query string of a POST: the body carries the parameters; a parameter sent in
+    both must have the same value there (a 400 conflicting_parameters else), which a schema
+    cannot state across the two, so the document keeps them apart: on POST the query string
+    carries none of the operation's parameters, only unknown ones (ignored)."""
+    names = sorted(set(schema["properties"]) - {"apikey"})  # apikey: a security scheme
+    return {
+        "type": "object",
+        "propertyNames": {"not": {"enum": names}},
+        "additionalProperties": schema["additionalProperties"],
+        "maxProperties": schema["maxProperties"],
+    }
 
 
 # What every counted operation shares, stated once (README: Requests).
@@ -246,7 +280,9 @@ def _find_operation(method: str, config: ServiceConfig) -> dict[str, Any]:
     term = _text(
         "An email address, a phone number, or a name (+ city/company); not blank.",
         config.service.max_value_length,
-        pattern=r"\S",
+        # Not blank: a character that is neither white space (ECMA-262's nor Python's) nor a
+        # byte-order mark, which the service strips.
+        pattern="[^\\s\\x1c-\\x1f\\x85\\ufeff]",
     )
     flag = {"type": "string", "enum": ["true"], "description": "Must be the text true."}
     required = {"required": ["search_term", "find_Contact"]}

@@ -10,9 +10,21 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from pipeline.core.text import for_log
-from pipeline.service.decoding import Pairs, form_pairs, json_pairs, shown, urlencoded_pairs
-from pipeline.service.errors import ConflictingParameters, InvalidApiKey, InvalidParameter
+from pipeline.service.admission import BodyTimeout
+from pipeline.service.decoding import (
+    API_NAMES,
+    Pairs,
+    form_pairs,
+    json_pairs,
+    shown,
+    urlencoded_pairs,
+)
+from pipeline.service.errors import (
+    ConflictingParameters,
+    InvalidApiKey,
+    InvalidParameter,
+    RequestTimeout,
+)
 from pipeline.service.store import ApiKey
 
 FORM = "application/x-www-form-urlencoded"
@@ -30,47 +42,54 @@ class Limits:
 async def read_params(request: web.Request, limits: Limits) -> dict[str, str]:
     """Query parameters, plus on POST the body's (JSON object or form), strictly decoded.
 
-    A name given twice in one place is a 400, even with the same value twice (HTTP parameter
-    pollution: two readers of one request must never disagree on what it asked)."""
-    params = _single_values(urlencoded_pairs(request.rel_url.raw_query_string, "query string"))
+    One of the API's parameters given twice in one place is a 400, even with the same value
+    twice (HTTP parameter pollution: two readers of one request must never disagree on what
+    it asked), and so is one given in both places with two values. Unknown parameters are
+    ignored, but for two rules: a name is given once in one place, and the names of one
+    place count toward the limit on parameters (the query string's, and the body's)."""
+    query = urlencoded_pairs(request.rel_url.raw_query_string, "query string")
+    params = _single_values(query, limits)
     if request.method == "POST" and request.can_read_body:
-        for name, value in _single_values(await _body_pairs(request)).items():
+        for name, value in _single_values(await _body_pairs(request), limits).items():
             if name in params and params[name] != value:
                 raise ConflictingParameters(
                     f"{shown(name)} is given twice, differently, in the query string and the "
                     "body. Send it once."
                 )
             params[name] = value
-    _check_sizes(params, limits)
     return params
 
 
-def _single_values(pairs: Pairs) -> dict[str, str]:
+def _single_values(pairs: Pairs, limits: Limits) -> dict[str, str]:
+    """The API's parameters among *pairs*: every name given once, none too long."""
+    names = {name for name, _ in pairs}
+    if len(names) > limits.max_parameters:
+        raise InvalidParameter(
+            f"The request has {len(names)} parameters in one place; "
+            f"the limit is {limits.max_parameters}."
+        )
+    if len(names) < len(pairs):
+        name = next(n for n in names if sum(1 for m, _ in pairs if m == n) > 1)
+        count = sum(1 for n, _ in pairs if n == name)
+        raise ConflictingParameters(f"{shown(name)} appears {count} times; send it once.")
     params: dict[str, str] = {}
     for name, value in pairs:
-        if name in params:
-            count = sum(1 for n, _ in pairs if n == name)
-            raise ConflictingParameters(f"{shown(name)} appears {count} times; send it once.")
-        params[name] = value
-    return params
-
-
-def _check_sizes(params: dict[str, str], limits: Limits) -> None:
-    if len(params) > limits.max_parameters:
-        raise InvalidParameter(
-            f"The request has {len(params)} parameters; the limit is {limits.max_parameters}."
-        )
-    for name, value in params.items():
+        if name not in API_NAMES:
+            continue
         if len(value) > limits.max_value_length:
             raise InvalidParameter(
                 f"{shown(name)} is {len(value)} characters long; "
                 f"the limit is {limits.max_value_length}."
             )
+        params[name] = value
+    return params
 
 
 async def _body_pairs(request: web.Request) -> Pairs:
     try:
         raw = await request.read()
+    except BodyTimeout as exc:
+        raise RequestTimeout(str(exc)) from exc
     except (web.RequestPayloadError, HttpProcessingError) as exc:
         # A body cut short or badly chunked: nothing of it is usable (the cause is not shown,
         # it may quote the body).
@@ -82,8 +101,8 @@ async def _body_pairs(request: web.Request) -> Pairs:
     if not raw:
         return []
     raise InvalidParameter(
-        f"A POST body of type {for_log(request.content_type, 60)!r} cannot be read; "
-        f"send {JSON} or {FORM}, or put the parameters in the query string."
+        f"A POST body of this Content-Type cannot be read; send {JSON} or {FORM}, "
+        "or put the parameters in the query string."
     )
 
 

@@ -13,7 +13,6 @@ from aiohttp import web
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.contacts.types import Lookup, Outcome
 from pipeline.core.errors import StoreError
-from pipeline.core.text import for_log
 from pipeline.service.errors import (
     ConflictingParameters,
     InvalidApiKey,
@@ -152,19 +151,24 @@ def _search_and_audit(contacts: ContactStore, term: str, identity: Identity) -> 
     return lookup
 
 
+# What a blank search term holds: white space (str.isspace: all of it is below U+3001) and
+# byte-order marks, which JSON Schema's \s counts as space.
+_BLANK = "".join(c for c in map(chr, range(0x3001)) if c.isspace()) + "\ufeff"
+
+
 def _search_term(params: dict[str, str]) -> str:
     flag = params.get("find_Contact")
     if flag is None:
-        hint = [n for n in params if n.lower() == "find_contact"]
+        hint = any(n.lower() == "find_contact" for n in params)
         detail = (
-            f"find_Contact is case-sensitive: send find_Contact=true, not {hint[0]}."
+            "find_Contact is case-sensitive: send find_Contact=true, spelt so."
             if hint
             else "Send find_Contact=true to start a contact search."
         )
         raise MissingParameter(detail)
     if flag != "true":
-        raise InvalidParameter(f"find_Contact must be the text true, got {for_log(flag, 20)!r}.")
-    term = params.get("search_term", "").strip()
+        raise InvalidParameter("find_Contact must be the text true.")
+    term = params.get("search_term", "").strip(_BLANK)
     if not term:
         raise MissingParameter("Send search_term: a name, an email address or a phone number.")
     return term

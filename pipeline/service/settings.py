@@ -66,7 +66,7 @@ class HttpConfig:
     )
     max_value_length: int = setting(512, "Longest accepted parameter value, in characters.")
     max_parameters: int = setting(
-        16, "Most parameters one request may carry, query string and body together."
+        16, "Most parameters one request may carry in its query string, and in its body."
     )
     auth_failures: int = setting(
         20,
@@ -75,6 +75,35 @@ class HttpConfig:
     )
     auth_window: float = setting(
         60.0, "Seconds over which a client address's failed authentications are counted."
+    )
+    header_timeout: float = setting(
+        10.0,
+        "Seconds a client has to send a request's line and headers, from its connection (or "
+        "the first byte of its next request on a kept-alive one); then 408 and the connection "
+        "closes.",
+        minimum=0.01,
+    )
+    body_timeout: float = setting(
+        30.0,
+        "Seconds a client has, once its headers are in, to send the whole body of an /api/ "
+        "request; then 408. Upload routes bound their bodies by a transfer rate instead.",
+        minimum=0.01,
+    )
+    max_unfinished_per_client: int = setting(
+        512,
+        "Connections one client address (an IPv4 address, an IPv6 /64) may hold that have not "
+        "finished sending a request; one more is answered 503. A trusted proxy's connections "
+        "count only toward max_unfinished_total; finished, kept-alive ones never count.",
+    )
+    max_unfinished_total: int = setting(
+        4096,
+        "Connections of all clients that have not finished sending a request; one more is "
+        "answered 503. Kept below three quarters of the open-file limit read at start.",
+    )
+    flood_log_interval: float = setting(
+        10.0,
+        "Seconds between the counted log lines that report refused and cut-off connections.",
+        minimum=0.01,
     )
     resolver_check_interval: float = setting(
         30.0, "Seconds between health checks of the resolver (canaries) while serving."

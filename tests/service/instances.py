@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import re
+import resource
 import signal
 import subprocess
 import sys
@@ -44,8 +45,15 @@ class Instance:
 class Instances:
     """Instances on the store at *db*, their quota clock in *clock_file*."""
 
-    def __init__(self, db: Path | str, root: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        db: Path | str,
+        root: Path,
+        env: dict[str, str] | None = None,
+        open_files: int | None = None,
+    ) -> None:
         self.db = db
+        self.open_files = open_files  # the instances' open-file limit, when not inherited
         self.root = root
         self.clock_file = root / "clock"
         self.env = env or {}
@@ -87,8 +95,15 @@ class Instances:
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(REPO), **self.env}
         with log.open("wb") as out:
-            process = subprocess.Popen(argv, stdout=out, stderr=out, env=env, cwd=REPO)
+            process = subprocess.Popen(
+                argv, stdout=out, stderr=out, env=env, cwd=REPO, preexec_fn=self._limits
+            )
         return process, cache, log
+
+    def _limits(self) -> None:
+        if self.open_files is not None:
+            hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, hard))
 
     def _wait(self, process: subprocess.Popen[bytes], cache: Path, log: Path) -> Instance:
         deadline = time.monotonic() + 60
@@ -114,9 +129,14 @@ class Instances:
 
 @contextlib.contextmanager
 def instances(
-    db: Path | str, root: Path, now: float, count: int = 3, env: dict[str, str] | None = None
+    db: Path | str,
+    root: Path,
+    now: float,
+    count: int = 3,
+    env: dict[str, str] | None = None,
+    open_files: int | None = None,
 ) -> Iterator[Instances]:
-    group = Instances(db, root, env)
+    group = Instances(db, root, env, open_files)
     group.set_clock(now)
     try:
         group.start(count)

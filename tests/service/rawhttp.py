@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,14 +57,14 @@ async def send_raw(base_url: str, raw: bytes, timeout: float = 10.0) -> RawReply
     try:
         writer.write(raw)
         await writer.drain()
-        return await asyncio.wait_for(_read_reply(reader), timeout)
+        return await asyncio.wait_for(read_reply(reader), timeout)
     finally:
         writer.close()
         with contextlib.suppress(ConnectionError, OSError):  # the server may close first
             await writer.wait_closed()
 
 
-async def _read_reply(reader: asyncio.StreamReader) -> RawReply:
+async def read_reply(reader: asyncio.StreamReader) -> RawReply:
     head = await reader.readuntil(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     status = int(status_line.split(" ")[1])
@@ -81,3 +82,43 @@ async def _read_reply(reader: asyncio.StreamReader) -> RawReply:
 
 def _b(text: bytes | str) -> bytes:
     return text if isinstance(text, bytes) else text.encode("latin-1")
+
+
+# A request's start, with no end of its headers: what a slow client sends.
+HEAD = b"GET /api/email?email=a@gmail.com HTTP/1.1\r\nHost: 127.0.0.1\r\n"  # no blank line yet
+
+Conn = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def connect(url: str, source: str = "127.0.0.1") -> Conn:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    return await asyncio.open_connection(host, int(port), local_addr=(source, 0))
+
+
+@contextlib.asynccontextmanager
+async def slow(url: str, count: int, source: str = "127.0.0.1") -> AsyncIterator[list[Conn]]:
+    """*count* connections that send the start of a request and then nothing more."""
+    conns = [await connect(url, source) for _ in range(count)]
+    try:
+        for _, writer in conns:
+            writer.write(HEAD)
+            await writer.drain()
+        yield conns
+    finally:
+        for _, writer in conns:
+            writer.close()
+
+
+async def answer(conn: Conn, timeout: float = 10.0) -> RawReply:
+    return await asyncio.wait_for(read_reply(conn[0]), timeout)
+
+
+async def closed(conn: Conn, timeout: float = 10.0) -> bool:
+    """Whether the server closes *conn* (its end of input) within *timeout* seconds."""
+    try:
+        rest = await asyncio.wait_for(conn[0].read(), timeout)
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        return True
+    return rest == b""

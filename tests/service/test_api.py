@@ -216,7 +216,7 @@ def test_post_bodies_that_cannot_be_read(env: Env) -> None:
         replies["number"],
         400,
         "invalid_parameter",
-        "email must be a string in the JSON body, got 5.",
+        "email must be a string in the JSON body, got a number.",
     )
     problem(
         replies["nested"],
@@ -228,7 +228,7 @@ def test_post_bodies_that_cannot_be_read(env: Env) -> None:
         replies["text"],
         400,
         "invalid_parameter",
-        "A POST body of type 'text/plain' cannot be read; send application/json or "
+        "A POST body of this Content-Type cannot be read; send application/json or "
         "application/x-www-form-urlencoded, or put the parameters in the query string.",
     )
     twice = "email is given twice, differently, in the query string and the body. Send it once."

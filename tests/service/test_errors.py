@@ -12,6 +12,7 @@ from aiohttp.web_request import BaseRequest
 
 from pipeline.service.errors import ALL_PROBLEMS
 from tests.service.conftest import PROBLEM_KEYS, Env, Reply, fetch, run
+from tests.service.rawhttp import RawReply, answer, connect, slow
 
 TITLES = {problem.code: problem.title for problem in ALL_PROBLEMS}
 STATUSES = {
@@ -23,6 +24,8 @@ STATUSES = {
     "too_many_auth_failures": 429,
     "method_not_allowed": 405,
     "not_found": 404,
+    "request_timeout": 408,
+    "too_many_connections": 503,
     "internal_error": 500,
 }
 
@@ -50,7 +53,27 @@ async def provoke(env: Env, *, internal: bool) -> dict[str, Reply]:
             replies["internal_error"] = await fetch(
                 s, "GET", f"{api}?email=a@gmail.com", headers={"Authorization": f"Bearer {retired}"}
             )
+    replies.update(await provoke_slow(env))
+    return replies
+
+
+async def provoke_slow(env: Env) -> dict[str, Reply]:
+    """A body that never ends (408), then a connection over the per-client cap (503)."""
+    config = env.config(header_timeout=30, body_timeout=0.3, max_unfinished_per_client=1)
+    async with env.serving(config) as url:
+        late = await connect(url)
+        late[1].write(b"POST /api/email HTTP/1.1\r\nHost: a\r\nContent-Length: 9\r\n\r\n{")
+        replies = {"request_timeout": as_reply(await answer(late))}
+        async with slow(url, 1):
+            busy = await connect(url)
+            replies["too_many_connections"] = as_reply(await answer(busy))
+        for conn in (late, busy):
+            conn[1].close()
         return replies
+
+
+def as_reply(raw: RawReply) -> Reply:
+    return Reply(raw.status, raw.headers, raw.body.decode())
 
 
 def assert_problem_document(code: str, reply: Reply) -> None:
@@ -71,15 +94,16 @@ def assert_extra_headers(replies: dict[str, Reply]) -> None:
     assert replies["invalid_api_key"].headers["WWW-Authenticate"] == 'Bearer error="invalid_token"'
     assert replies["method_not_allowed"].headers["Allow"] == "GET, POST"
     assert replies["method_not_allowed"].json["detail"] == (
-        "PUT is not allowed here; use GET, POST."
+        "This method is not allowed here; use GET, POST."
     )
     assert replies["not_found"].json["detail"] == (
-        "There is nothing at /nope. The API is under /api/."
+        "There is nothing at this path. The API is under /api/."
     )
     assert replies["quota_exceeded"].headers["Retry-After"] == "43200"
     assert replies["too_many_auth_failures"].headers["Retry-After"] == "60"
+    assert replies["too_many_connections"].headers["Retry-After"] == "30"
     for code, reply in replies.items():
-        assert ("Retry-After" in reply.headers) == (reply.status == 429), code
+        assert ("Retry-After" in reply.headers) == (reply.status in (429, 503)), code
 
 
 def test_every_client_error_path_answers_a_problem_document(env: Env) -> None:
@@ -162,3 +186,39 @@ def test_a_body_over_aiohttp_s_limit_is_a_problem_document(env: Env) -> None:
     assert reply.headers["Content-Type"].startswith("application/problem+json")
     assert reply.json["code"] == "invalid_parameter"
     assert reply.json["status"] == 413
+
+
+def test_no_detail_repeats_a_name_or_value_sent(env: Env) -> None:
+    """Each 400 (and the 404, 405) names only the API's own parameters, never what was sent:
+    a made-up name, a value, a content type, a path or a method."""
+    mark = "Zq9mark"
+
+    async def scenario() -> list[Reply]:
+        async with env.serving() as url, aiohttp.ClientSession() as s:
+            api, find = f"{url}/api/email", f"{url}/api/find"
+            return [
+                await fetch(s, "GET", f"{api}?{mark}=1&{mark}=2&email=a@gmail.com"),
+                await fetch(s, "GET", f"{api}?email={mark}&email=b@gmail.com"),
+                await fetch(s, "GET", f"{api}?email={mark * 80}"),
+                await fetch(s, "POST", api, json={mark: 5, "email": "a@gmail.com"}),
+                await fetch(s, "POST", api, json={"email": 5.25e300}),
+                await fetch(
+                    s,
+                    "POST",
+                    api,
+                    data=f'{{"{mark}": "\\ud800"}}'.encode(),
+                    headers={"Content-Type": "application/json"},
+                ),
+                await fetch(s, "POST", api, data=mark, headers={"Content-Type": f"text/{mark}"}),
+                await fetch(s, "POST", api, params={"email": mark}, json={"email": "b@gmail.com"}),
+                await fetch(s, "GET", find, params={"search_term": "x", "find_Contact": mark}),
+                await fetch(s, "GET", f"{url}/{mark}"),
+                await fetch(s, "PATCH", api),
+            ]
+
+    replies = run(scenario())
+    assert [r.status for r in replies] == [400] * 9 + [404, 405]
+    for reply in replies:
+        detail = reply.json["detail"]
+        for sent in (mark, "5.25e", "text/", "PATCH"):
+            assert sent not in detail, (sent, detail)

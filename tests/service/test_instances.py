@@ -41,6 +41,19 @@ def remaining(replies: list[Reply], status: int = 200) -> list[int]:
     return sorted(r.remaining for r in replies if r.status == status)
 
 
+def diagnosis(replies: list[Reply], group: Instances) -> str:
+    """What a failed burst needs explained: its answers by status and problem code (with one
+    detail of each), and the end of each instance's log."""
+    kinds: Counter[tuple[int, str]] = Counter()
+    details: dict[tuple[int, str], str] = {}
+    for r in replies:
+        code = r.json.get("code", "") if r.status != 200 else ""
+        kinds[(r.status, code)] += 1
+        details.setdefault((r.status, code), r.text[:300])
+    logs = [i.log.read_text(errors="replace")[-2000:] for i in group.running]
+    return f"{dict(kinds)}\n{details}\n" + "\n---\n".join(logs)
+
+
 def test_300_requests_on_100_units_give_exactly_100(group: Instances) -> None:
     key_id, secret = group.key()
     replies = asyncio.run(burst([i.url for i in group.running], 300, [bearer(secret)]))
@@ -143,7 +156,7 @@ def test_an_instance_killed_mid_burst(group: Instances) -> None:
 
     replies = asyncio.run(scenario())
     served = [r for r in replies if r.status == 200]
-    assert {r.status for r in replies} == {200, 429}
+    assert {r.status for r in replies} == {200, 429}, diagnosis(replies, group)
     assert len({r.remaining for r in served}) == len(served)  # no unit taken twice
     assert group.used(f"key:{key_id}", "email-month", JAN) == 100
     # A unit the killed instance took and never answered stays spent: at most one per request

@@ -100,6 +100,13 @@ def name_term(term: str) -> Term:
     return Term.of(term, MAX_WORDS)
 
 
+def may_fit_anyone(kind: TermKind, term: str) -> bool:
+    """Whether any record could fit *term*: a name needs two words at least (a given name and
+    a surname, :func:`~pipeline.core.contacts.names.fit`); a first name or a town alone is
+    nobody, however many records hold it."""
+    return kind is not TermKind.NAME or len(name_term(term).tokens) >= 2
+
+
 def phone_candidates(term: str) -> list[str]:
     """The E.164 numbers to look up for a phone term (see :func:`phone_readings`)."""
     return phone_readings(term)
@@ -214,13 +221,17 @@ def decide(
     *,
     term_suppressed: bool,
     suppressed: Callable[[str, str], bool],
+    too_many: bool = False,
 ) -> Lookup:
     """The answer to a search from its candidates (see the module docstring).
 
-    *suppressed* (kind, value) tells whether an identifier is suppressed.
+    *suppressed* (kind, value) tells whether an identifier is suppressed; *too_many*, that
+    more records may fit the term than a search reads: it is too broad to name one person.
     """
     if term_suppressed:
         return Lookup(kind, Outcome.SUPPRESSED, None)
+    if too_many:
+        return Lookup(kind, Outcome.AMBIGUOUS, None)
     fitting = [c for c in candidates if c.fit is not Fit.NONE]
     found = people(fitting)
     exact = [g for g in found if any(c.fit is Fit.EXACT for c in g)]

@@ -181,9 +181,34 @@ class Statements:
             if sqlite
             else f"{select} WHERE c.words @@ {d.p('q')}::tsquery"
         )
+        # What a search reads (ContactStore.search): the same count of rows whatever it finds.
+        self.search_email = self._paged(f"c.email_key = {d.p('key')} AND c.email_key != ''")
+        self.search_phones = self._paged(f"c.phone IN {d.values(d.p('phones'))} AND c.phone != ''")
+        # The index drives the join, so that the page's limit stops its reading (an IN over
+        # it would read every hit of a word thousands of records hold first).
+        self.search_words = (
+            self._paged(
+                "contacts_fts MATCH :q",
+                "contacts_fts JOIN contacts AS c ON c.id = contacts_fts.rowid",
+            )
+            if sqlite
+            else self._paged(f"c.words @@ {d.p('q')}::tsquery")
+        )
+        # One row per digest asked (duplicates too), with whether it is suppressed.
+        digests = (
+            "json_each(:digests) AS j"
+            if sqlite
+            else "jsonb_array_elements_text(%(digests)s::jsonb)"
+        )
+        value = "j.value" if sqlite else "v"
+        self.search_suppressed = (
+            f"SELECT {value}, EXISTS (SELECT 1 FROM suppressed AS s WHERE s.digest = {value}) "
+            f"FROM {digests}{'' if sqlite else ' AS v'}"
+        )
         # The given names stored records start with (the first of the parts).
         given = "substr(parts, 1, instr(parts, '|') - 1)" if sqlite else "split_part(parts, '|', 1)"
         self.known_given = f"SELECT DISTINCT {given} FROM contacts WHERE parts LIKE '_%|%|_%|%'"
+        self.last_id = "SELECT coalesce(max(id), 0) FROM contacts"
         marks = ", ".join([q] * 11)
         self.insert = (
             f"INSERT INTO contacts ({_WRITTEN}) VALUES ({marks})"
@@ -220,6 +245,29 @@ class Statements:
             "UPDATE audit SET term_hmac = '', record_id = NULL "
             f"WHERE record_id IN {ids} OR term_hmac IN {d.values()}"
         )
+
+    def _paged(self, where: str, source: str = "contacts AS c") -> str:
+        """The records *where* holds, at most ``:take`` (<= ``:page``) of them, then other
+        records (the last column 1) up to ``:page`` rows in all: a search reads as many rows
+        whether it finds no one, one person or many (see ContactStore.search). The others
+        are read from ``:start`` on in id order (wrapping round to the first): from a random
+        place, so that they cost a read from disk as the records found do, not a page kept
+        warm by every search."""
+        d = self.dialect
+        page, take, start = d.p("page"), d.p("take"), d.p("start")
+        fields = f"{_FIELDS}, c.imported_at, c.hidden"
+        ordered = f"SELECT {fields}, 1 FROM contacts AS c"
+        return f"""WITH found AS (SELECT {fields} FROM {source} WHERE {where} LIMIT {take}),
+        others AS (
+            SELECT * FROM ({ordered} WHERE c.id >= {start} ORDER BY c.id LIMIT {page}) AS later
+            UNION ALL
+            SELECT * FROM ({ordered} ORDER BY c.id LIMIT {page}) AS first
+        )
+        SELECT found.*, 0 FROM found
+        UNION ALL
+        SELECT * FROM (
+            SELECT * FROM others LIMIT {page} - (SELECT count(*) FROM found)
+        ) AS padding"""
 
     def written(self, row: Row, source: str, now: float) -> tuple[object, ...]:
         """The values :attr:`insert` takes for *row*, and :attr:`update` before the id."""

@@ -7,9 +7,12 @@ the statements of each are in :mod:`.sql`). :meth:`ContactStore.search`
 answers a search term with one :class:`Lookup`; the service answers 404 for anything but a MATCH.
 
 Term classification, name rules and the decision: :mod:`pipeline.core.contacts.search` and
-:mod:`pipeline.core.contacts.names`. Every search of a kind runs the same statements whatever
-its outcome: the candidates (all of them, no limit), then one look-up of their identifiers (and
-the term's) in the suppression list; the decision is made afterwards, in memory.
+:mod:`pipeline.core.contacts.names`. Every search of a kind does the same work whatever its
+outcome, so that its time tells no one which 404 it got: the same two statements reading as
+many rows (the candidates, :data:`SEARCH_ROWS` rows padded with other records, then a row for
+each of their identifiers and the term's in the suppression list), every row decoded and
+fitted; the decision is made afterwards, in memory. A term that more records may fit than a
+search reads is too broad to name one person (AMBIGUOUS).
 
 Opt-out (:meth:`ContactStore.suppress`) and erasure (:meth:`ContactStore.erase`)
     Whom they reach: :mod:`pipeline.core.contacts.privacy`. The person's identifiers (email
@@ -55,6 +58,7 @@ from pipeline.core.contacts.search import (
     classify_term,
     decide,
     match_clauses,
+    may_fit_anyone,
     name_fit,
     name_term,
     phone_candidates,
@@ -63,7 +67,6 @@ from pipeline.core.contacts.types import (
     Candidate,
     ContactImport,
     Lookup,
-    Outcome,
     Reached,
     Rejected,
     Row,
@@ -78,6 +81,10 @@ _BATCH: Final = 50_000
 _OPTED_OUT: Final = "the person opted out (suppressed)"
 _ANONYMOUS: Final = "anonymous"
 _DAY: Final = 86400.0
+# Candidate records one search reads, by kind of term. A term that more records may fit is
+# too broad to name one person (AMBIGUOUS): a full name, with or without a town, in a million
+# people has a handful of candidates; an address or a number, one or two (a household's).
+SEARCH_ROWS: Final = {TermKind.NAME: 24, TermKind.EMAIL: 4, TermKind.PHONE: 4}
 
 
 class ContactStore(OwnsDatabase):
@@ -106,11 +113,19 @@ class ContactStore(OwnsDatabase):
         self._region = region
         self._clock = clock
         self._lock = threading.RLock()
+        self._tracer: Callable[[str, int], None] | None = None
         self._upgrade()
         # Made once per store (INSERT OR IGNORE keeps the first). 32 bytes is SHA-256's output
         # length L, below which RFC 2104 §3 discourages HMAC keys.
         self._db.execute(self._sql.add_secret, (secrets.token_bytes(32),))
         self._secret: bytes = bytes(self._db.query(self._sql.secret)[0][0])
+        self._last_id = self._latest_id()
+
+    def _latest_id(self) -> int:
+        """The highest record id: where a search's padding may start reading (see
+        ``sql.Statements._paged``). Kept from start and imports; a stale one only narrows
+        the range."""
+        return int(self._db.query(self._sql.last_id)[0][0])
 
     def _upgrade(self) -> None:
         """Bring a SQLite store of an earlier schema version up to this one (sql.VERSION); a
@@ -136,6 +151,7 @@ class ContactStore(OwnsDatabase):
                 batch = rows[start : start + _BATCH]
                 added, joined, refused = self._import_batch(batch, source, now, screen)
                 imported, merged, rejected = imported + added, merged + joined, rejected + refused
+        self._last_id = self._latest_id()
         read = len(table.where) + len(table.rejected)
         return ContactImport(read, imported, merged, rejected)
 
@@ -194,23 +210,37 @@ class ContactStore(OwnsDatabase):
     # ---- search
 
     def search(self, term: str) -> Lookup:
-        """The contact *term* names, if exactly one person fits and is not opted out."""
+        """The contact *term* names, if exactly one person fits and is not opted out.
+
+        Whatever it finds, a search of a kind does the same work, so that its time tells no
+        one which 404 it was (no match, opted out, too close to call): two statements, the
+        candidates (:data:`SEARCH_ROWS` rows, padded with other records; more that fit make
+        the term too broad to name one person) and one row per identifier asked about in the
+        suppression list; every row read is decoded and fitted, the padding then dropped.
+        """
         kind, value = classify_term(term, self._region)
-        if not value:
-            return Lookup(kind, Outcome.NO_MATCH, None)
         term_ids = self._term_identifiers(kind, term, value)
         with self._lock, self._db.transaction():  # one snapshot for all queries
-            candidates = self._candidates(kind, term, value)
+            read = self._candidates(kind, term, value)
             asked = term_ids + [
-                i for c in candidates for i in (("email", c.email_key), ("phone", c.contact.phone))
+                i for c, _ in read for i in (("email", c.email_key), ("phone", c.contact.phone))
             ]
-            hits = self._suppressed_among(asked)
+            hits = self._suppressed_among_all(asked)
+        candidates = [c for c, padding in read if not padding]
         on_term = any(
             i in hits and (kind is not TermKind.PHONE or reads_as(term, i[1])) for i in term_ids
         )
         return decide(
-            kind, candidates, term_suppressed=on_term, suppressed=lambda k, v: (k, v) in hits
+            kind,
+            candidates,
+            term_suppressed=on_term,
+            suppressed=lambda k, v: (k, v) in hits,
+            too_many=len(candidates) >= SEARCH_ROWS[kind] and may_fit_anyone(kind, term),
         )
+
+    def trace(self, tracer: Callable[[str, int], None] | None) -> None:
+        """Call *tracer* (statement, rows read) for each statement a search runs (tests)."""
+        self._tracer = tracer
 
     def _term_identifiers(self, kind: TermKind, term: str, value: str) -> list[tuple[str, str]]:
         if kind is TermKind.EMAIL:
@@ -219,27 +249,49 @@ class ContactStore(OwnsDatabase):
             return [("phone", number) for number in phone_candidates(term)]
         return []
 
-    def _candidates(self, kind: TermKind, term: str, value: str) -> list[Candidate]:
-        """Every record that may answer *term*, with how it fits."""
+    def _candidates(self, kind: TermKind, term: str, value: str) -> list[tuple[Candidate, bool]]:
+        """The records that may answer *term*, with how they fit, and whether each is padding."""
+        start = secrets.randbelow(self._last_id + 1)
+        page = {"page": SEARCH_ROWS[kind], "take": SEARCH_ROWS[kind], "start": start}
         if kind is TermKind.EMAIL:
-            return [candidate(s, Fit.EXACT) for s in self._records(self._sql.by_email, (value,))]
+            rows = self._search(self._sql.search_email, {"key": value, **page})
+            return [(candidate(s, Fit.EXACT), padding) for s, padding in rows]
         if kind is TermKind.PHONE:
-            found = self._records(self._sql.by_phones, (json.dumps(phone_candidates(term)),))
-            return [
-                candidate(s, Fit.EXACT if reads_as(term, s.row.phone) else Fit.NONE) for s in found
-            ]
+            phones = json.dumps(phone_candidates(term))
+            rows = self._search(self._sql.search_phones, {"phones": phones, **page})
+            fits = [Fit.EXACT if reads_as(term, s.row.phone) else Fit.NONE for s, _ in rows]
+            return [(candidate(s, f), padding) for (s, padding), f in zip(rows, fits, strict=True)]
         words = name_term(term)
-        found = self._records(self._sql.by_words, self._words(term))
-        return [candidate(s, name_fit(words, s)) for s in found]
+        clauses = match_clauses(term)
+        if not may_fit_anyone(kind, term):
+            # No record can fit a first name alone, and thousands may hold it: the search
+            # reads one of them, the rest of its page padding, as a term that finds no one
+            # does (the answer is known beforehand; the time must not tell it).
+            page["take"] = 1
+        rows = self._search(self._sql.search_words, {"q": self._sql.match(clauses), **page})
+        return [(candidate(s, name_fit(words, s)), padding) for s, padding in rows]
+
+    def _search(self, statement: str, params: dict[str, Any]) -> list[tuple[StoredRow, bool]]:
+        rows = self._traced(statement, params)
+        return [(_stored(row[:-1]), bool(row[-1])) for row in rows]
+
+    def _traced(self, statement: str, params: Any) -> list[Any]:
+        rows = self._db.query(statement, params)
+        if self._tracer is not None:
+            self._tracer(statement, len(rows))
+        return rows
 
     def _records(self, statement: str, params: Any) -> list[StoredRow]:
         return list(map(_stored, self._db.query(statement, params)))
 
-    def _suppressed_among(self, identifiers: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Those of *identifiers* that are suppressed (one statement, whatever they are)."""
-        digests = {self._digest("suppress", *i): i for i in identifiers if i[1]}
-        rows = self._db.query(self._sql.suppressed_among, (json.dumps(sorted(digests)),))
-        return {digests[d] for (d,) in rows}
+    def _suppressed_among_all(self, identifiers: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Those of *identifiers* that are suppressed: one statement that reads a row for
+        each of them, empty and repeated ones too (none of those is ever suppressed)."""
+        digests = [self._digest("suppress", *i) for i in identifiers]
+        rows = self._traced(self._sql.search_suppressed, {"digests": json.dumps(digests)})
+        suppressed = {digest for digest, hit in rows if hit}
+        pairs = zip(identifiers, digests, strict=True)
+        return {i for i, digest in pairs if i[1] and digest in suppressed}
 
     # ---- opt-out and erasure
 
@@ -357,6 +409,8 @@ class ContactStore(OwnsDatabase):
         )
         with self._lock:
             self._db.execute(self._sql.add_audit, row)
+            if self._tracer is not None:
+                self._tracer(self._sql.add_audit, 0)
 
     def audit_records(self, since: float | None = None) -> list[dict[str, object]]:
         """Audit records, oldest first; only those at or after *since* when given."""

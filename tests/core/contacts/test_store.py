@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.config import ContactsConfig
-from pipeline.core.contacts.store import ContactStore
+from pipeline.core.contacts.store import SEARCH_ROWS, ContactStore
 from pipeline.core.contacts.types import Lookup, Outcome, TermKind
 from pipeline.core.errors import ConfigError, UsageError
+from tests.conftest import StoreAt
 from tests.core.contacts.common import (
     AMBIGUOUS,
     CONFIG,
@@ -64,7 +65,8 @@ def test_exact_email_and_phone_match(store: ContactStore) -> None:
         ("Tobias Wrenfield", MATCH, ""),  # middle name left out
         ("Jordan", NO_MATCH, None),  # a first name alone is nobody
         ("Glimmerford", NO_MATCH, None),  # a town alone is nobody
-        ("Quillfeather Paper Co", NO_MATCH, None),
+        # More records hold it than a search reads (SEARCH_ROWS): too broad to name anyone.
+        ("Quillfeather Paper Co", AMBIGUOUS, None),
     ],
 )
 def test_name_search(store: ContactStore, term: str, outcome: Outcome, email: str | None) -> None:
@@ -116,7 +118,9 @@ def work(store: ContactStore, term: str) -> tuple[Outcome, list[str]]:
     finally:
         store._db._db.set_trace_callback(None)
     own = [s for s in seen if not s.startswith("--") and "'main'." not in s]
-    return outcome, [re.sub(r"'(?:[^']|'')*'", "?", s) for s in own]
+    # Values blanked: the texts, and the numbers (a page's size, where its padding starts).
+    blank = [re.sub(r"'(?:[^']|'')*'", "?", s) for s in own]
+    return outcome, [re.sub(r"\b\d+\b", "?", s) for s in blank]
 
 
 SHARED = (
@@ -214,7 +218,54 @@ def test_every_outcome_does_the_same_work_on_postgresql(
                 ran.clear()
                 assert store.search(term).outcome is outcome, term
                 work[-1].add(tuple(ran))
-    assert work == [{("BEGIN", "SELECT", "SELECT")}] * 3
+    assert work == [{("BEGIN", "WITH", "SELECT")}] * 3
+
+
+# Each kind's 404s: nobody, too close to call, opted out; for names also a first name alone
+# that many records hold (Niamh: 67 in the sample) and a term too broad to name anyone.
+NOT_FOUND = {
+    TermKind.EMAIL: {
+        NO_MATCH: "nobody@madeup-mail.net",
+        AMBIGUOUS: "the.carrows@madeup-mail.net",
+        SUPPRESSED: "zoe.aberlund@fictional-post.net",
+    },
+    TermKind.PHONE: {
+        NO_MATCH: "(303) 555-0100",
+        AMBIGUOUS: "(602) 555-0120",
+        SUPPRESSED: "(206) 555-0105",  # written nationally too: as many readings to look up
+    },
+    TermKind.NAME: {
+        NO_MATCH: "Jordan Elery",
+        AMBIGUOUS: "Jordan Ellery",
+        SUPPRESSED: "Zoe Aberlund",
+        "a first name many hold": "Niamh",
+        "too broad": "Quillfeather Paper Co",
+    },
+}
+
+
+def test_every_404_reads_the_same_rows(store_at: StoreAt, tmp_path: Path) -> None:
+    """Within a kind of term, every search that ends in the 404 runs the same statements and
+    reads as many rows from each, on SQLite and on PostgreSQL: its time cannot tell them
+    apart (counted through the store's trace hook, not timed)."""
+    with ContactStore(store_at("contacts.sqlite"), CONFIG, clock=Clock()) as store:
+        store.import_file(SAMPLE, SAMPLE.name)
+        store.import_file(write_csv(tmp_path, "shared.csv", SHARED), "shared.csv")
+        store.suppress(email="zoe.aberlund@fictional-post.net")
+        traced: list[tuple[str, int]] = []
+        store.trace(lambda statement, rows: traced.append((statement, rows)))
+        for kind, terms in NOT_FOUND.items():
+            work = {}
+            for label, term in terms.items():
+                traced.clear()
+                lookup = store.search(term)
+                assert lookup.kind is kind and lookup.contact is None, term
+                if isinstance(label, Outcome):
+                    assert lookup.outcome is label, term
+                store.audit(key_id="k_1", client_ip="", term=term, lookup=lookup)
+                work[label] = tuple(traced)
+            assert len(set(work.values())) == 1, (kind, work)
+            assert [rows for _, rows in work[NO_MATCH]][:1] == [SEARCH_ROWS[kind]], work
 
 
 # --------------------------------------------------------------------------- opt-out
