@@ -32,8 +32,8 @@ integration: $(STAMP)
 	$(BIN)/python -m pytest -m integration
 
 lint: $(STAMP)
-	$(BIN)/ruff check pipeline tests bench sample_data
-	$(BIN)/ruff format --check pipeline tests bench sample_data
+	$(BIN)/ruff check pipeline worlds tests bench sample_data
+	$(BIN)/ruff format --check pipeline worlds tests bench sample_data
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/cog --check --check-fail-msg='run make docs' README.md

@@ -41,15 +41,15 @@ sys.path.insert(0, str(ROOT))
 
 from pipeline.core.domains.suggest import suggest_domain  # noqa: E402
 from pipeline.core.lists import load_lists  # noqa: E402
-from pipeline.sandbox.evaluation.names import (  # noqa: E402
+from pipeline.sandbox.files import SANDBOX_SETTINGS  # noqa: E402
+from worlds.evaluation.names import (  # noqa: E402
     NEAR_PROVIDER,
     TYPO_TARGETS,
     one_edit_typos,
     shipped_list,
     shipped_pairs,
 )
-from pipeline.sandbox.evaluation.world import SEED, generate  # noqa: E402
-from pipeline.sandbox.files import SANDBOX_SETTINGS  # noqa: E402
+from worlds.evaluation.world import SEED, generate  # noqa: E402
 
 CONFIG = SANDBOX_SETTINGS
 VERDICTS = ("Valid", "Risky", "Invalid")

@@ -2,13 +2,13 @@
 
     python bench/bench_identity.py [--http] [--keep DIR] [--json FILE]
 
-Builds the labelled population of :mod:`pipeline.sandbox.people.population` (fixed seed) into a
+Builds the labelled population of :mod:`worlds.people.population` (fixed seed) into a
 temporary directory (or --keep DIR), imports ``contacts.csv`` into a fresh ``ContactStore``, applies
 ``optouts.csv`` (``erase`` / ``suppress``), imports ``contacts_update.csv``, then runs every
 search through ``ContactStore.search`` and, with --http, also through a real ``listclean serve``
 on 127.0.0.1 over HTTP (``GET /api/find``).
 
-Scoring (:mod:`pipeline.sandbox.people.scoring`). Every field of an answer (name, address,
+Scoring (:mod:`worlds.people.scoring`). Every field of an answer (name, address,
 phone, email, company) is traced to the people whose rows carried that value, normalized
 exactly as the import normalizes it; an answer is correct, about the wrong person, a mix of
 people, or missing (not found), and no answer where none is right is a correct refusal.
@@ -43,11 +43,13 @@ from typing import Any
 
 import aiohttp
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the test worlds
+
 from pipeline.core.config import ContactsConfig
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.contacts.types import Contact, Outcome
-from pipeline.sandbox.people.population import Population, Search, SearchKind, build, write
-from pipeline.sandbox.people.scoring import (
+from worlds.people.population import Population, Search, SearchKind, build, write
+from worlds.people.scoring import (
     REGION,
     Answer,
     Owners,

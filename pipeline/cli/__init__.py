@@ -40,9 +40,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from pipeline import __version__
 from pipeline.cli.log import Log, LogFormat
 from pipeline.stages.signals import Interrupted, handled
+from pipeline.version import __version__
 
 __all__ = ["main"]
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipeline import __version__
 from pipeline.core.schema import SPEC_COLUMNS
 from pipeline.core.verdict import HELD_BACK, Reason, Verdict
 from pipeline.service.errors import ALL_PROBLEMS
 from pipeline.service.protocol import MAX_HEADERS, MAX_LINE_BYTES
 from pipeline.service.settings import ServiceConfig
+from pipeline.version import __version__
 
 _JSON_TYPES = {"String": "string", "Float64": "number", "Boolean": "boolean"}
 _VERDICTS = [v.value for v in Verdict]

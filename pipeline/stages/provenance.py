@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
-from pipeline import __version__
 from pipeline.core.clock import now
 from pipeline.core.config import Config, StorageConfig
 from pipeline.stages.objects import (
@@ -42,6 +41,7 @@ from pipeline.stages.objects import (
     remote_shards,
 )
 from pipeline.stages.read.parquet_source import is_dataset, shards
+from pipeline.version import __version__
 
 if TYPE_CHECKING:
     from pipeline.stages.job import CleanJob

@@ -3,7 +3,7 @@
 The same run as ``bench/bench_identity.py`` (the whole population, every second search), held
 to its targets: no answer about the wrong person, none mixing two people, no stored record
 mixing two people. Each cause of wrong answers the store once had has its labelled searches
-here (see :mod:`pipeline.sandbox.people.searches` for how they are labelled).
+here (see :mod:`worlds.people.searches` for how they are labelled).
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import pytest
 from pipeline.core.config import ContactsConfig
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.contacts.types import Outcome
-from pipeline.sandbox.people.population import Group, Population, Search, SearchKind, build, write
-from pipeline.sandbox.people.scoring import (
+from tests import pg
+from worlds.people.population import Group, Population, Search, SearchKind, build, write
+from worlds.people.scoring import (
     REGION,
     Owners,
     StoreState,
@@ -30,8 +31,7 @@ from pipeline.sandbox.people.scoring import (
     judge,
     load,
 )
-from pipeline.sandbox.people.searches import PINNED
-from tests import pg
+from worlds.people.searches import PINNED
 
 
 @dataclass

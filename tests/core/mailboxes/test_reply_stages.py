@@ -22,9 +22,9 @@ from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.prober import Budget, MailboxResult, Prober, Target
 from pipeline.core.mailboxes.smtp import Mailbox, SmtpSettings
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
-from pipeline.sandbox.replies.corpus import CORPUS, CorpusReply, Meaning, Stage, by_key
 from pipeline.sandbox.smtp_server import SandboxSMTP
 from tests.conftest import fast_dns
+from worlds.replies.corpus import CORPUS, CorpusReply, Meaning, Stage, by_key
 
 INVALID = frozenset({Mailbox.NO_SUCH_USER, Mailbox.DISABLED})
 # Replies that mean "no such user" or "disabled" but say so too vaguely to be trusted (Risky).

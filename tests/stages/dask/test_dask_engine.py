@@ -1,0 +1,210 @@
+"""The Dask engine gives the local engine's answers: a LocalCluster of two worker processes,
+joined with --scheduler, against the sandbox world on loopback; both workers do part of the
+work; a second run over the same list sends no DNS query; the budget is spent as a local run
+spends it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from distributed import Client, LocalCluster
+
+from pipeline.cli import main
+from pipeline.core.config import ReadConfig
+from pipeline.sandbox.dns_server import SandboxDNS, load_world
+from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
+from pipeline.stages.read.reader import Choice, open_list
+from pipeline.stages.runner import batch_rows
+from tests.conftest import SAMPLE_CSV
+from tests.stages.read.test_consent import (
+    CLEANED,
+    SUBSCRIBED,
+    UNSUBSCRIBED,
+    mailchimp_zip,
+    repeated_person,
+)
+from tests.stages.test_streaming import messy_list
+
+SANDBOX = str(SANDBOX_SETTINGS)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
+    """Two worker processes, each with a local directory of its own."""
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",  # never the 8787 another cluster on the host may hold
+            local_directory=str(tmp_path_factory.mktemp("workers")),
+        ) as local,
+        Client(local) as client,
+    ):
+        client.wait_for_workers(2)
+        yield client
+
+
+def executed(client: Client) -> dict[str, int]:
+    counts: dict[str, int] = client.run(lambda dask_worker: dask_worker.state.executed_count)
+    return counts
+
+
+def clean(
+    tmp: Path, source: Path, output: str, cache: str, *extra: str, sandbox: bool = True
+) -> dict[str, Any]:
+    code = main(
+        [
+            "clean",
+            f"file://{source}",
+            "-o",
+            f"file://{tmp / output}",
+            *(["--sandbox"] if sandbox else []),
+            "--config",
+            SANDBOX,
+            "--cache-dir",
+            str(tmp / cache),
+            "--quiet",
+            "--memory",
+            "64",
+            *extra,
+        ]
+    )
+    assert code == 0
+    summary: dict[str, Any] = json.loads(
+        (tmp / output.replace(".parquet", ".summary.json")).read_text()
+    )
+    return summary
+
+
+def same(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    # DNS queries are compared as the questions the server heard (see below): a UDP answer
+    # lost on a busy machine is asked again, in either engine.
+    drop = ("stages", "output", "rejects_file", "files", "run", "dns_queries")
+    assert {k: v for k, v in a.items() if k not in drop} == {
+        k: v for k, v in b.items() if k not in drop
+    }
+    return a
+
+
+def test_the_dask_engine_gives_the_local_answers(cluster: Client, tmp_path: Path) -> None:
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=12_000)  # several batches at --memory 64
+    sample = pl.read_csv(SAMPLE_CSV, infer_schema=False).get_column("Email Address")
+    every_kind = pl.DataFrame({"id": [f"s{i}" for i in range(sample.len())], "email": sample})
+    pl.concat([pl.read_csv(source, infer_schema=False), every_kind]).write_csv(source)
+    with SandboxDNS(load_world(SANDBOX_WORLD), query_log_limit=1_000_000) as dns:
+        heard = ("--resolver", dns.address)
+        local = clean(tmp_path, source, "local.parquet", "cache-local", *heard, sandbox=False)
+        asked_locally = sorted(dns.queries())
+        dns.reset_counts()
+        before = executed(cluster)
+        dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, *heard)
+        spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
+        after = executed(cluster)
+        asked_by_dask = sorted(dns.queries())
+    assert all(after[w] > before.get(w, 0) + 3 for w in after) and len(after) == 2
+    same(local, spread)
+    assert local["dns_queries"] > 0 and local["distinct_domains"] > 10
+    # The same questions, each domain and mail host resolved once in the whole cluster.
+    assert set(asked_by_dask) == set(asked_locally)
+    assert spread["dns_queries"] >= len(set(asked_by_dask))
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+    again = clean(tmp_path, source, "again.parquet", "cache-dask", *dask, sandbox=False)
+    assert again["dns_queries"] == 0 and again["cache_hits"] == local["distinct_domains"]
+    assert pl.read_parquet(tmp_path / "again.parquet").equals(expected)
+
+
+LONG = ReadConfig(max_field_bytes=2_000)
+
+
+def test_a_last_batch_of_rejects_only(cluster: Client, tmp_path: Path) -> None:
+    """A list of exactly one batch of rows and then blank rows: its second batch has rejects
+    and no row, which neither engine may trip on; a field over read.max_field_bytes is
+    rejected in its place by both."""
+    blank, row = 3, "N{:06d}," + "n" * 1_980 + ",user{:06d}@gmail.com\n"
+    rows = 1_000
+    for _ in range(5):  # the batch size follows from the bytes per row, which follow from it
+        size = len("name,about,email\n") + rows * len(row.format(0, 0)) + blank
+        rows = batch_rows(64, size / (rows + blank))
+    long = "Bob,about," + "b" * 3_000 + "@x.com\n"
+    text = "name,about,email\n" + long + "".join(row.format(i, i) for i in range(rows - 1))
+    source = tmp_path / "list.csv"
+    source.write_text(text + "\n" * blank)
+    reader = open_list(str(source), source, tmp_path, None, choice=Choice(limits=LONG))
+    heights = [b.frame.height for b in reader.batches(batch_rows(64, reader.bytes_per_row))]
+    assert len(heights) > 1 and heights[-1] == 0, heights  # the case this test is about
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LISTCLEAN_READ_MAX_FIELD_BYTES", str(LONG.max_field_bytes))
+        local = clean(tmp_path, source, "local.parquet", "cache", "--offline", sandbox=False)
+        spread = clean(tmp_path, source, "dask.parquet", "cache", *dask, sandbox=False)
+    same(local, spread)
+    assert (local["rows_in"], local["rows_out"]) == (rows + blank, rows - 1)
+    assert local["rejects_by_reason"] == {"empty_row": blank, "field_too_long": 1}
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+
+
+def test_smtp_checks_spread_by_provider_spend_the_local_budget(
+    cluster: Client, tmp_path: Path
+) -> None:
+    smtp = ("--verify", "smtp", "--budget", "40")
+    local = clean(tmp_path, SAMPLE_CSV, "local.parquet", "cache-local", *smtp)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean(tmp_path, SAMPLE_CSV, "dask.parquet", "cache-dask", *smtp, *dask)
+    assert spread["rcpts_sent"] == local["rcpts_sent"] <= 40
+    assert spread["verdicts"] == local["verdicts"] and spread["reasons"] == local["reasons"]
+    columns = ["EMAIL", "VERDICT", "SCORE", "REASON", "DUPLICATE"]
+    expected = pl.read_parquet(tmp_path / "local.parquet").select(columns)
+    assert pl.read_parquet(tmp_path / "dask.parquet").select(columns).equals(expected)
+    # Every answer reached the driver's mailbox cache: a second run asks only about the
+    # addresses the first one's budget did not reach, as a second local run does.
+    local_again = clean(tmp_path, SAMPLE_CSV, "local2.parquet", "cache-local", *smtp)
+    again = clean(tmp_path, SAMPLE_CSV, "again.parquet", "cache-dask", *smtp, *dask)
+    assert 0 < again["rcpts_sent"] == local_again["rcpts_sent"]
+    assert again["reasons"] == local_again["reasons"]
+    assert (
+        pl.read_parquet(tmp_path / "again.parquet")
+        .select(columns)
+        .equals(pl.read_parquet(tmp_path / "local2.parquet").select(columns))
+    )
+
+
+def test_a_remote_cluster_refuses_local_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=10)
+    args = ["clean", str(source), "-o", str(tmp_path / "o.parquet"), "--engine", "dask"]
+    assert main([*args, "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "every machine of the cluster" in capsys.readouterr().err
+    assert main(["clean", str(source), "--scheduler", "tcp://127.0.0.1:9"]) == 2
+    assert "--engine dask" in capsys.readouterr().err
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_consent_is_kept_by_the_dask_engine(cluster: Client, tmp_path: Path) -> None:
+    """A Mailchimp export through both engines: the same rows held back, the same counts."""
+    mailchimp_zip(tmp_path / "export.zip")
+    local = clean(tmp_path, tmp_path / "export.zip", "local.parquet", "cache-local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean(tmp_path, tmp_path / "export.zip", "dask.parquet", "cache-dask", *dask)
+    same(local, spread)
+    assert spread["held_back"] == UNSUBSCRIBED + CLEANED and spread["safe_to_send"] == SUBSCRIBED
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+    # A person held back on one row of a list is held back on every row, in both engines.
+    repeated_person(tmp_path / "crm.csv")
+    local = clean(tmp_path, tmp_path / "crm.csv", "local2.parquet", "cache-local")
+    spread = clean(tmp_path, tmp_path / "crm.csv", "dask2.parquet", "cache-dask", *dask)
+    same(local, spread)
+    assert spread["held_back"] == 2
+    expected = pl.read_parquet(tmp_path / "local2.parquet")
+    assert pl.read_parquet(tmp_path / "dask2.parquet").equals(expected)
