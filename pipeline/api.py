@@ -29,16 +29,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict, TypeVar, cast
 
-import platformdirs
 import polars as pl
 
 from pipeline.core.assembly import build as assembly
 from pipeline.core.assembly.build import EngineOptions
-from pipeline.core.config import Config, load_config, service_link_warning, service_links
+from pipeline.core.config import (
+    Config,
+    api_key,
+    cache_root,
+    load_config,
+    service_link_warning,
+    service_links,
+    setting_variables,
+)
 from pipeline.core.engine import Engine, verify_once
 from pipeline.core.files.encodings import Decoding, codec_name
-from pipeline.service.settings import env_settings
-from pipeline.stages.job import CleanJob, open_input
+from pipeline.stages.job import CleanRequest, open_job
 from pipeline.stages.runner import run_clean
 from pipeline.stages.summary import RunSummary
 
@@ -142,19 +148,19 @@ def _clean(
 ) -> CleanResult:
     with contextlib.ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="listclean-api-")))
+        label = None
         if isinstance(data, pl.DataFrame):
-            source: Path | str = folder / "input.parquet"
-            data.write_parquet(source)
-            name = "DataFrame"
-        else:
-            name = str(data)
-            source = stack.enter_context(open_input(name, config.storage))
-        job = CleanJob(
-            source, folder / "out.parquet", asked.email_column, name, memory_mb=config.run.memory
+            data.write_parquet(folder / "input.parquet")
+            data, label = folder / "input.parquet", "DataFrame"
+        request = CleanRequest(
+            str(data),
+            str(folder / "out.parquet"),
+            asked.email_column,
+            memory_mb=config.run.memory,
+            decoding=asked.decoding,
+            label=label,
         )
-        job = dataclasses.replace(
-            job, storage=config.storage, decoding=asked.decoding, read=config.read
-        )
+        job = stack.enter_context(open_job(request, config.storage, config.read))
         engine = _engine(stack, config, cache_dir, offline)
         summary = run_clean(job, engine, folder)
         frame = pl.read_parquet(job.output)
@@ -166,25 +172,22 @@ def _clean(
 def _engine(
     stack: contextlib.ExitStack, config: Config, cache_dir: str | Path | None, offline: bool
 ) -> Engine:
-    options = EngineOptions(
-        offline=offline, api_key=os.environ.get("LISTCLEAN_API_KEY") or None, spent=0
-    )
+    options = EngineOptions(offline=offline, api_key=api_key(), spent=0)
     return assembly.open_engine(stack, config, _domain_cache(config, cache_dir), options)
 
 
 def _domain_cache(config: Config, cache_dir: str | Path | None) -> Path:
     """Where the command line keeps its domain cache, so both learn from each other."""
-    root = cache_dir or config.cache.dir or platformdirs.user_cache_dir("listclean")
-    return Path(root) / "domains.sqlite"
+    return cache_root(cache_dir, config) / "domains.sqlite"
 
 
 def _settings(config: Settings) -> Config:
     if isinstance(config, Config):
         return config
     path = Path(config) if config is not None else None
-    if links := service_links(os.environ, env_settings()):
-        _log.warning("%s", service_link_warning(links, env_settings()))
-    return load_config(path, os.environ, env_settings())
+    if links := service_links(os.environ, setting_variables()):
+        _log.warning("%s", service_link_warning(links, setting_variables()))
+    return load_config(path, os.environ, setting_variables())
 
 
 def _blocking(work: Callable[[], T]) -> T:

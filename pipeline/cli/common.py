@@ -12,8 +12,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import get_args
 
-import platformdirs
-
 from pipeline.cli.log import Log, duration
 from pipeline.core.assembly import build as assembly
 from pipeline.core.assembly.build import EngineOptions
@@ -22,9 +20,12 @@ from pipeline.core.config import (
     InputConfig,
     VerifyConfig,
     VerifyMode,
+    api_key,
+    cache_root,
     load_config,
     service_link_warning,
     service_links,
+    setting_variables,
 )
 from pipeline.core.db.database import Where, store_where
 from pipeline.core.engine import Engine
@@ -34,7 +35,6 @@ from pipeline.core.mailboxes.types import Plan
 from pipeline.core.text import invalid_at
 from pipeline.core.verdict import Reason
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
-from pipeline.service.settings import env_settings
 from pipeline.stages.state.workdir import WorkDir
 
 
@@ -130,7 +130,7 @@ def config_file(args: argparse.Namespace) -> Path | None:
 
 def settings(args: argparse.Namespace) -> Config:
     """The settings: defaults, then the file, then ``LISTCLEAN_`` variables (flags come last)."""
-    return load_config(config_file(args), os.environ, env_settings())
+    return load_config(config_file(args), os.environ, setting_variables())
 
 
 def decoding_of(flag: str | None, given: InputConfig) -> Decoding:
@@ -141,8 +141,8 @@ def decoding_of(flag: str | None, given: InputConfig) -> Decoding:
 
 def warn_service_links(log: Log) -> None:
     """One warning naming the Kubernetes service-link variables the settings ignore, if any."""
-    if links := service_links(os.environ, env_settings()):
-        message = service_link_warning(links, env_settings())
+    if links := service_links(os.environ, setting_variables()):
+        message = service_link_warning(links, setting_variables())
         log.warning("service_links", message, variables=links)
 
 
@@ -223,8 +223,7 @@ def _sandbox(world_path: Path) -> Iterator[tuple[str, int | None]]:
 
 
 def cache_path(args: argparse.Namespace, config: Config) -> Path:
-    root = args.cache_dir or (Path(config.cache.dir) if config.cache.dir else None)
-    root = root or Path(platformdirs.user_cache_dir("listclean"))
+    root = cache_root(args.cache_dir, config)
     # Sandbox answers are made up: they must never be mixed into the real cache.
     return root / ("sandbox-domains.sqlite" if args.sandbox else "domains.sqlite")
 
@@ -247,7 +246,7 @@ def open_engine(args: argparse.Namespace, work: WorkDir | None = None) -> Iterat
             offline=args.offline,
             loopback_only=args.sandbox,
             progress=log.meters(config.run.progress_every, quiet),
-            api_key=getattr(args, "api_key", None) or os.environ.get("LISTCLEAN_API_KEY") or None,
+            api_key=api_key(getattr(args, "api_key", None)),
             spent=work.spent if work else 0,
             on_plan=None if quiet else lambda plan: _show_plan(log, plan, config),
             on_spent=work.record_spent if work else None,

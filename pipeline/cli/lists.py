@@ -28,20 +28,13 @@ from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
-from pipeline.stages.job import (
-    CleanJob,
-    check_location,
-    check_output,
-    open_input,
-    remote_output,
-)
-from pipeline.stages.objects import Upload, is_object_url, local_path
+from pipeline.stages.job import CleanJob, CleanRequest, open_job
+from pipeline.stages.objects import is_object_url, local_path
 from pipeline.stages.runner import run_clean
 from pipeline.stages.signals import Interrupted
-from pipeline.stages.state.workdir import WorkDir, check_work_dir, fingerprint, work_folder
+from pipeline.stages.state.workdir import WorkDir, fingerprint, work_folder
 from pipeline.stages.summary import RunSummary
-from pipeline.stages.write.formats import OutputFormat, choose_format
-from pipeline.stages.write.outputs import default_output
+from pipeline.stages.write.formats import OutputFormat
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -141,50 +134,34 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def _clean(args: argparse.Namespace) -> int:
-    check_location(args.input, "input")
-    if args.output is not None:
-        check_location(args.output, "output")
     _check_engine(args)
-    input_text = local_path(args.input)
-    output_text = local_path(args.output) if args.output else None
-    fmt = choose_format(output_text, args.output_format)
-    dataset = fmt is OutputFormat.DATASET
     config = settings(args)
     addressed = verify_config(args, config).mode in ("smtp", "api")
-    memory = args.memory if args.memory is not None else config.run.memory
-    if memory < 64:
-        raise UsageError(f"--memory must be at least 64 (MiB), got {memory}.")
+    request = CleanRequest(
+        args.input,
+        args.output,
+        args.email_column,
+        args.output_format,
+        args.split,
+        args.csv_bom,
+        args.member,
+        args.sheet,
+        args.memory if args.memory is not None else config.run.memory,
+        decoding_of(args.encoding, config.input),
+    )
     work: WorkDir | None = None
-    named = output_text
+    named = args.output
     try:
         with contextlib.ExitStack() as stack:
-            output, upload = _output(stack, input_text, output_text, (fmt, args.split), config)
-            named = output_text if upload and output_text else str(output.resolve())
-            directory = args.work_dir or _work_dir(output, upload, named, args, config)
-            check_work_dir(directory)
-            source = stack.enter_context(open_input(input_text, config.storage))
+            job = stack.enter_context(open_job(request, config.storage, config.read))
+            named = job.named
+            directory = args.work_dir or _work_dir(job, args, config)
             folder = stack.enter_context(work_folder(directory))
             if addressed:
-                run_id = fingerprint(_identity(input_text), named, args.budget, args.config)
+                source = _identity(local_path(args.input))
+                run_id = fingerprint(source, named, args.budget, args.config)
                 work = stack.enter_context(WorkDir(folder, run_id))
             engine = stack.enter_context(open_engine(args, work))
-            job = CleanJob(
-                source,
-                output,
-                args.email_column,
-                args.input,
-                dataset,
-                memory,
-                config.storage,
-                upload,
-                fmt,
-                args.csv_bom,
-                args.member,
-                args.sheet,
-                args.split,
-                decoding=decoding_of(args.encoding, config.input),
-                read=config.read,
-            )
             summary = _run(args, job, engine, folder.path)
             if work is not None:
                 work.finish()
@@ -197,33 +174,12 @@ def _clean(args: argparse.Namespace) -> int:
     return judge(log, summary, args.fail_on_invalid, args.fail_on_rejected)
 
 
-def _output(
-    stack: contextlib.ExitStack,
-    input_text: str,
-    output_text: str | None,
-    written: tuple[OutputFormat, bool],
-    config: Config,
-) -> tuple[Path, Upload | None]:
-    """Where the run writes (in the format, with ``--split`` or not): a local path, or a local
-    staging path and its upload."""
-    fmt, split = written
-    dataset = fmt is OutputFormat.DATASET
-    if output_text is not None and is_object_url(output_text):
-        staged = remote_output(output_text, input_text, dataset, config.storage)
-        return stack.enter_context(staged)
-    output = Path(output_text) if output_text else default_output(input_text, fmt)
-    check_output(input_text, output, dataset, split)
-    return output, None
-
-
-def _work_dir(
-    output: Path, upload: Upload | None, named: str, args: argparse.Namespace, config: Config
-) -> Path:
+def _work_dir(job: CleanJob, args: argparse.Namespace, config: Config) -> Path:
     """``<output>.work``; for an object-store output, a folder of the user's cache named after
     it, so a killed run started again finds its state."""
-    if upload is None:
-        return output.with_name(output.name + ".work")
-    return cache_path(args, config).parent / "work" / fingerprint(named)
+    if job.upload is None:
+        return job.output.with_name(job.output.name + ".work")
+    return cache_path(args, config).parent / "work" / fingerprint(job.named)
 
 
 def _check_engine(args: argparse.Namespace) -> None:

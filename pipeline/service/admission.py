@@ -38,8 +38,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from pipeline.core.config import HttpConfig
 from pipeline.service.guard import client_bucket
-from pipeline.service.settings import HttpConfig
 
 log = logging.getLogger("listclean.service")
 

@@ -35,13 +35,22 @@ from pipeline.stages.objects import (
     filesystem,
     is_object_url,
     is_remote_dataset,
+    local_path,
     read_head,
 )
 from pipeline.stages.read.parquet_source import is_dataset
-from pipeline.stages.write.formats import OutputFormat, stem_of
-from pipeline.stages.write.outputs import OutputPaths, companions
+from pipeline.stages.write.formats import OutputFormat, choose_format, stem_of
+from pipeline.stages.write.outputs import OutputPaths, companions, default_output
 
-__all__ = ["CleanJob", "check_location", "check_output", "open_input", "remote_output"]
+__all__ = [
+    "CleanJob",
+    "CleanRequest",
+    "check_location",
+    "check_output",
+    "open_input",
+    "open_job",
+    "remote_output",
+]
 
 STDIN: Final = "-"
 _PART: Final = re.compile(r"part-\d+\.parquet")
@@ -69,6 +78,71 @@ class CleanJob:
     @property
     def paths(self) -> OutputPaths:
         return OutputPaths.for_output(self.output, self.dataset, self.upload, self.format)
+
+    @property
+    def named(self) -> str:
+        """The output as its user names it: its URL when uploaded, else its whole path."""
+        return self.upload.name(self.output) if self.upload else str(self.output.resolve())
+
+
+@dataclass(frozen=True)
+class CleanRequest:
+    """A clean run as a front asks for it (the command line's flags, the Python API's
+    arguments): the input and output as the user named them, how to read and write."""
+
+    input: str  # a path, "-" for standard input, an object's URL
+    output: str | None = None  # default: beside the input (see default_output)
+    email_column: str | None = None
+    output_format: str | None = None  # default: from the output's suffix
+    split: bool = False
+    csv_bom: bool = False
+    member: str | None = None
+    sheet: str | None = None
+    memory_mb: int = 1024
+    decoding: Decoding = field(default_factory=Decoding)
+    label: str | None = None  # how the input is named, when not by *input* (a DataFrame)
+
+
+@contextlib.contextmanager
+def open_job(request: CleanRequest, storage: StorageConfig, read: ReadConfig) -> Iterator[CleanJob]:
+    """The job *request* asks for, checked before any work (places, format, memory) and opened:
+    the input as a regular file or a URL (:func:`open_input`), the output local or staged for
+    its upload (:func:`remote_output`). Both fronts open their jobs here."""
+    check_location(request.input, "input")
+    if request.output is not None:
+        check_location(request.output, "output")
+    if request.memory_mb < 64:
+        raise UsageError(f"--memory must be at least 64 (MiB), got {request.memory_mb}.")
+    input_text = local_path(request.input)
+    output_text = local_path(request.output) if request.output else None
+    fmt = choose_format(output_text, request.output_format)
+    dataset = fmt is OutputFormat.DATASET
+    with contextlib.ExitStack() as stack:
+        upload = None
+        if output_text is not None and is_object_url(output_text):
+            staged = remote_output(output_text, input_text, dataset, storage)
+            output, upload = stack.enter_context(staged)
+        else:
+            output = Path(output_text) if output_text else default_output(input_text, fmt)
+            check_output(input_text, output, dataset, request.split)
+        source = stack.enter_context(open_input(input_text, storage))
+        yield CleanJob(
+            source,
+            output,
+            request.email_column,
+            request.label or request.input,
+            dataset,
+            request.memory_mb,
+            storage,
+            upload,
+            fmt,
+            request.csv_bom,
+            request.member,
+            request.sheet,
+            request.split,
+            request.decoding,
+            read,
+        )
 
 
 @contextlib.contextmanager

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.core.config import Config, DnsConfig, load_config
+from pipeline.core.config import Config, DnsConfig, load_config, setting_variables
 from pipeline.core.errors import ConfigError
 from tests.conftest import REPO
 
@@ -99,9 +99,9 @@ def test_environment_mistakes_are_named(env: dict[str, str], message: str) -> No
 
 
 def test_another_commands_settings_are_not_refused() -> None:
-    from pipeline.service.settings import env_settings, load_service_config
+    from pipeline.service.settings import load_service_config
 
     env = {"LISTCLEAN_HTTP_PORT": "9000", "LISTCLEAN_DNS_TIMEOUT": "0.7"}
-    assert load_config(None, env, env_settings()).dns.timeout == 0.7
+    assert load_config(None, env, setting_variables()).dns.timeout == 0.7
     service = load_service_config(None, env)
     assert (service.service.port, service.engine.dns.timeout) == (9000, 0.7)

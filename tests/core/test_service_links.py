@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from pipeline.cli import main
-from pipeline.core.config import load_config, service_link_warning, service_links
+from pipeline.core.config import load_config, service_link_warning, service_links, setting_variables
 from pipeline.core.errors import ConfigError
-from pipeline.service.settings import env_settings, load_service_config
+from pipeline.service.settings import load_service_config
 
 
 def service_link_variables(
@@ -48,7 +48,7 @@ NAMESPACE = {
 
 def test_a_namespace_of_listclean_services_sets_no_setting() -> None:
     assert "LISTCLEAN_SERVICE_HOST" in NAMESPACE and "LISTCLEAN_VERIFY_PORT" in NAMESPACE
-    assert load_config(None, NAMESPACE, env_settings()) == load_config(None)
+    assert load_config(None, NAMESPACE, setting_variables()) == load_config(None)
     assert load_service_config(None, NAMESPACE) == load_service_config(None)
 
 
@@ -61,9 +61,9 @@ def test_the_service_is_set_by_names_kubernetes_cannot_give() -> None:
 
 
 def test_one_warning_names_the_links_and_the_new_names() -> None:
-    links = service_links(NAMESPACE, env_settings())
+    links = service_links(NAMESPACE, setting_variables())
     assert links == sorted(NAMESPACE)
-    message = service_link_warning(links, env_settings())
+    message = service_link_warning(links, setting_variables())
     assert "LISTCLEAN_SERVICE_HOST: use LISTCLEAN_HTTP_HOST" in message
     assert "LISTCLEAN_SERVICE_PORT: use LISTCLEAN_HTTP_PORT" in message
     assert "enableServiceLinks: false" in message

@@ -12,9 +12,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from pipeline.core.config import ContactsConfig
+from pipeline.core.config import AnonymousConfig, ContactsConfig
 from pipeline.core.contacts.store import ContactStore
-from pipeline.service.settings import AnonymousConfig, PlanConfig
+from pipeline.service.settings import PlanConfig
 from tests.conftest import REPO
 from tests.service.conftest import PROBLEM_KEYS, Env, Reply, create_key, fetch, run, service_config
 

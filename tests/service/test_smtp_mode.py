@@ -9,11 +9,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from pipeline.core.config import VerifyConfig
+from pipeline.core.config import AnonymousConfig, VerifyConfig
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.smtp_server import SandboxSMTP
 from pipeline.service.app import Paths, create_app
-from pipeline.service.settings import AnonymousConfig
 from tests.conftest import SAMPLE_WORLD
 from tests.service.conftest import fetch, run, service_config
 

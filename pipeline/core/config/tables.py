@@ -1,47 +1,24 @@
-"""Configuration: one documented table, loaded from TOML, validated at load, passed explicitly.
-
-Every setting is a field of a frozen dataclass with its default and a one-line help text
-(``field(metadata={"help": ...})``). ``configs/pipeline.toml`` mirrors these tables; the README's
-settings tables are generated from :func:`settings_table` (``make docs``, checked by
-``make lint``). Command-line flags override the file with :func:`dataclasses.replace`.
-"""
+"""The engine's setting tables: one frozen dataclass a section, each field with its default
+and a one-line help text. ``configs/pipeline.toml`` mirrors them, and the docs' settings tables
+are drawn from them (:func:`settings_table`, :func:`markdown_table`)."""
 
 from __future__ import annotations
 
 import codecs
 import dataclasses
 import json
-import re
-import tomllib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final, Literal, TypeVar, get_args, get_origin, get_type_hints
+from typing import Any, Literal
 
 import phonenumbers
 
+from pipeline.core.config.rules import setting
 from pipeline.core.errors import ConfigError
 from pipeline.core.files.encodings import DEFAULT_MARGIN
 
-T = TypeVar("T")
-
 # Closed sets of values: a setting typed with one of these accepts nothing else.
 VerifyMode = Literal["none", "smtp", "api"]
-
-
-def setting(
-    default: Any,
-    help: str,
-    minimum: float = 1,
-    check: Callable[[Any, str], Any] | None = None,
-) -> Any:
-    """A config field: its default, its help line, for numbers the least value allowed, and
-    for values with rules of their own a *check* (value, where) that returns the value to keep
-    or raises :class:`ConfigError`."""
-    metadata = {"help": help, "minimum": minimum, "check": check}
-    if isinstance(default, list | tuple):
-        return field(default=tuple(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
 
 
 def known_region(code: str, where: str = "contacts.region") -> str:
@@ -282,206 +259,6 @@ class Config:
     api: ApiConfig = field(default_factory=ApiConfig)
     bounces: BouncesConfig = field(default_factory=BouncesConfig)
     contacts: ContactsConfig = field(default_factory=ContactsConfig)
-
-
-def load_config(
-    path: Path | None, env: Mapping[str, str] | None = None, known: frozenset[str] = frozenset()
-) -> Config:
-    """Read *path* (TOML) over the defaults (``None``: the defaults), then the settings that
-    *env* gives as ``LISTCLEAN_<SECTION>_<KEY>`` variables over those (*known*: the names of
-    other commands' settings, which this one ignores)."""
-    config = Config() if path is None else build(Config, load_toml(path), str(path))
-    return with_environment(config, env or {}, known=known)
-
-
-ENV_PREFIX: Final = "LISTCLEAN_"
-# Variables of ours that are not settings (a secret is never a setting: it is not in files).
-NOT_SETTINGS: Final = frozenset({"LISTCLEAN_API_KEY"})
-
-
-# Kubernetes gives every container variables for each Service of its namespace (unless the pod
-# says enableServiceLinks: false), named after the Service: for "listclean-api",
-# LISTCLEAN_API_SERVICE_HOST, LISTCLEAN_API_SERVICE_PORT[_<port name>],
-# LISTCLEAN_API_PORT=tcp://10.0.0.11:8080 and LISTCLEAN_API_PORT_8080_TCP[_PROTO|_PORT|_ADDR]
-# ("Services", Kubernetes documentation: Discovering services, Environment variables). Any of
-# these shapes is a service link, not a setting: ignored, with a warning (service_links).
-_SERVICE_LINK: Final = re.compile(
-    r"LISTCLEAN(_[A-Z0-9_]+?)?_(SERVICE_HOST|SERVICE_PORT|PORT)(_\w+)?"
-)
-# What Kubernetes puts in <SERVICE>_PORT, where a setting of ours could have the same name
-# (LISTCLEAN_VERIFY_PORT for a Service "listclean-verify"): a URL, never a port number.
-_LINK_VALUE: Final = re.compile(r"(tcp|udp|sctp)://", re.IGNORECASE)
-# Names of ours that Kubernetes now owns: the [service] table's variables are LISTCLEAN_HTTP_*.
-RENAMED: Final = {"LISTCLEAN_SERVICE_": "LISTCLEAN_HTTP_"}
-
-
-def is_service_link(name: str, value: str, settings: Iterable[str] = ()) -> bool:
-    """Whether the variable *name* is one Kubernetes sets for a Service whose name starts with
-    ``listclean`` rather than a setting (*settings*: the names that are settings)."""
-    if not _SERVICE_LINK.fullmatch(name):
-        return False
-    return name not in settings or bool(_LINK_VALUE.match(value.strip()))
-
-
-def service_links(env: Mapping[str, str], settings: Iterable[str]) -> list[str]:
-    """The variables of *env* that are Kubernetes service links (see :func:`is_service_link`),
-    in name order."""
-    known = frozenset(settings)
-    return sorted(var for var in env if is_service_link(var, env[var], known))
-
-
-def service_link_warning(links: Iterable[str], settings: Iterable[str]) -> str:
-    """The one warning for the service-link variables *links*, naming the variable that sets
-    what an old name of ours did (LISTCLEAN_SERVICE_PORT: LISTCLEAN_HTTP_PORT)."""
-    links = list(links)
-    known = frozenset(settings)
-    instead = [f"{var}: use {new}" for var in links if (new := renamed(var)) in known]
-    said = f" ({'; '.join(instead)})" if instead else ""
-    return (
-        f"Ignored {', '.join(links)}: Kubernetes sets such variables for a Service whose name "
-        f"starts with listclean (service links); they are not settings{said}. Set "
-        "enableServiceLinks: false in the pod's spec to keep them out."
-    )
-
-
-def renamed(var: str) -> str:
-    """The name a variable of an older release has now (itself when it was not renamed)."""
-    for old, new in RENAMED.items():
-        if var.startswith(old):
-            return new + var.removeprefix(old)
-    return var
-
-
-def env_names(cls: type[Any], prefix: str = ENV_PREFIX) -> frozenset[str]:
-    """The environment variables that set the settings of the table *cls*."""
-    return frozenset(var for var, _ in _env_slots(cls, prefix))
-
-
-def with_environment(
-    config: T, env: Mapping[str, str], prefix: str = ENV_PREFIX, known: frozenset[str] = frozenset()
-) -> T:
-    """*config* (a tree of setting tables) with every ``LISTCLEAN_<SECTION>_<KEY>`` of *env*
-    applied. A ``LISTCLEAN_`` variable that no setting has (and that is not in *known*) is
-    refused, naming it, like an unknown key in a file."""
-    slots = dict(_env_slots(type(config), prefix))
-    settings = known | slots.keys()
-    for var in sorted(env):
-        if not var.startswith(ENV_PREFIX) or var in NOT_SETTINGS or var in known - slots.keys():
-            continue
-        if is_service_link(var, env[var], settings):
-            continue  # Kubernetes's, not ours: the front warns once (service_links)
-        if var not in slots:
-            raise ConfigError(_unknown(var, settings))
-        path, spec = slots[var]
-        config = _replaced(config, path, _env_value(env[var], spec, var))
-    return config
-
-
-def _unknown(var: str, settings: Iterable[str]) -> str:
-    if (new := renamed(var)) != var and new in settings:
-        return f"The environment variable {var} is now named {new}: rename it."
-    return (
-        f"Unknown environment variable {var}: no setting has that name. Settings are "
-        "LISTCLEAN_<SECTION>_<KEY> in upper case, e.g. LISTCLEAN_DNS_TIMEOUT."
-    )
-
-
-def _env_slots(cls: type[Any], prefix: str) -> Iterator[tuple[str, tuple[tuple[str, ...], Any]]]:
-    hints = get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        kind = hints[f.name]
-        if dataclasses.is_dataclass(kind):
-            for var, (path, spec) in _env_slots(kind, f"{prefix}{f.name.upper()}_"):  # type: ignore[arg-type]
-                yield var, ((f.name, *path), spec)
-        elif "help" in f.metadata:
-            yield f"{prefix}{f.name.upper()}", ((f.name,), (kind, f.metadata))
-
-
-def _env_value(text: str, spec: tuple[Any, Mapping[str, Any]], var: str) -> Any:
-    """A variable's text as the setting's type: TOML for numbers and lists ("1.5",
-    '["a", "b"]'), and a plain comma-separated list for a list of strings ("a,b")."""
-    kind, metadata = spec
-    raw: Any = text
-    if kind == tuple[str, ...] and not text.lstrip().startswith("["):
-        raw = [part.strip() for part in text.split(",") if part.strip()]
-    elif kind is not str and get_origin(kind) is not Literal:
-        try:
-            raw = tomllib.loads(f"value = {text}")["value"]
-        except tomllib.TOMLDecodeError:
-            raw = text  # refused below, with the variable's name
-    value = _coerce(raw, kind, metadata.get("minimum", 1), var)
-    check = metadata.get("check")
-    return check(value, var) if check else value
-
-
-def _replaced(config: T, path: tuple[str, ...], value: Any) -> T:
-    head, *rest = path
-    inner = value if not rest else _replaced(getattr(config, head), tuple(rest), value)
-    return dataclasses.replace(config, **{head: inner})  # type: ignore[type-var]
-
-
-def load_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(
-            f"Cannot read config file {path}: {exc.strerror}. Check the path."
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"Config file {path} is not valid TOML: {exc}. Fix the syntax.") from exc
-
-
-def build(cls: type[T], data: Mapping[str, Any], where: str) -> T:
-    """An instance of the config dataclass *cls* from a TOML table, validated field by field."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where} must be a table.")
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown setting {unknown[0]!r}; "
-            f"known settings are {', '.join(sorted(fields))}."
-        )
-    hints = get_type_hints(cls)
-    values: dict[str, Any] = {}
-    for name, raw in data.items():
-        kind = hints[name]
-        if dataclasses.is_dataclass(kind):
-            values[name] = build(kind, raw, f"{where} [{name}]")  # type: ignore[arg-type]
-        else:
-            metadata = fields[name].metadata
-            value = _coerce(raw, kind, metadata.get("minimum", 1), f"{where}: {name}")
-            check = metadata.get("check")
-            values[name] = check(value, f"{where}: {name}") if check else value
-    return cls(**values)
-
-
-def _coerce(raw: Any, kind: Any, minimum: float, where: str) -> Any:
-    if get_origin(kind) is Literal:
-        allowed = get_args(kind)
-        if raw not in allowed:
-            listing = ", ".join(repr(a) for a in allowed)
-            raise ConfigError(f"{where} must be one of {listing}, got {raw!r}.")
-        return raw
-    if kind == tuple[str, ...]:
-        if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
-            raise ConfigError(f"{where} must be a list of strings, got {raw!r}.")
-        return tuple(raw)
-    if kind == tuple[float, ...]:
-        numbers = isinstance(raw, list) and all(
-            isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in raw
-        )
-        if not numbers:
-            raise ConfigError(f"{where} must be a list of non-negative numbers, got {raw!r}.")
-        return tuple(float(v) for v in raw)
-    number = isinstance(raw, int | float) and not isinstance(raw, bool)
-    if (kind is float and number) or (kind is int and isinstance(raw, int) and number):
-        if raw < minimum:
-            raise ConfigError(f"{where} must be at least {minimum}, got {raw!r}.")
-        return kind(raw)
-    if kind is str and isinstance(raw, str):
-        return raw
-    raise ConfigError(f"{where} must be of type {kind.__name__}, got {raw!r}.")
 
 
 def settings_table(cls: type[Any] = Config, prefix: str = "") -> Iterator[tuple[str, Any, str]]:

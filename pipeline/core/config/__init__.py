@@ -1,0 +1,87 @@
+"""Configuration: one documented table, loaded from TOML, validated at load, passed explicitly.
+
+Every setting is a field of a frozen dataclass with its default and a one-line help text
+(``field(metadata={"help": ...})``). ``configs/pipeline.toml`` mirrors these tables; the docs'
+settings tables are generated from :func:`settings_table` (``make docs``, checked by ``make
+lint``). Command-line flags override the file with :func:`dataclasses.replace`.
+
+tables.py       the engine's tables ([dns], [cache], [verify], ...), :class:`Config`, the docs'
+                table of every setting
+http.py         the service's own tables ([service], [anonymous])
+rules.py        how a setting is declared, built from TOML and checked
+environment.py  the file, then LISTCLEAN_ variables; the registry of every variable we read
+"""
+
+from pipeline.core.config.environment import (
+    API_KEY,
+    api_key,
+    cache_root,
+    env_names,
+    is_service_link,
+    load_config,
+    renamed,
+    service_link_warning,
+    service_links,
+    setting_variables,
+    with_environment,
+)
+from pipeline.core.config.http import ANONYMOUS_PREFIX, HTTP_PREFIX, AnonymousConfig, HttpConfig
+from pipeline.core.config.rules import ENV_PREFIX, build, load_toml, setting
+from pipeline.core.config.tables import (
+    ApiConfig,
+    BouncesConfig,
+    CacheConfig,
+    Config,
+    ContactsConfig,
+    DnsConfig,
+    InputConfig,
+    ListsConfig,
+    ReadConfig,
+    RunConfig,
+    StorageConfig,
+    VerifyConfig,
+    VerifyMode,
+    known_region,
+    markdown_table,
+    settings_table,
+    share,
+)
+
+__all__ = [
+    "ANONYMOUS_PREFIX",
+    "API_KEY",
+    "ENV_PREFIX",
+    "HTTP_PREFIX",
+    "AnonymousConfig",
+    "ApiConfig",
+    "BouncesConfig",
+    "CacheConfig",
+    "Config",
+    "ContactsConfig",
+    "DnsConfig",
+    "HttpConfig",
+    "InputConfig",
+    "ListsConfig",
+    "ReadConfig",
+    "RunConfig",
+    "StorageConfig",
+    "VerifyConfig",
+    "VerifyMode",
+    "api_key",
+    "build",
+    "cache_root",
+    "env_names",
+    "is_service_link",
+    "known_region",
+    "load_config",
+    "load_toml",
+    "markdown_table",
+    "renamed",
+    "service_link_warning",
+    "service_links",
+    "setting",
+    "setting_variables",
+    "settings_table",
+    "share",
+    "with_environment",
+]
