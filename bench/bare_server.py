@@ -19,7 +19,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from pipeline.service.logs import RedactingAccessLogger
+from pipeline.service.connections.logs import RedactingAccessLogger
 
 
 def make_app(body: dict[str, object]) -> web.Application:

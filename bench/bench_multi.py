@@ -133,7 +133,7 @@ def target(
     spec: dict[str, Any],
     database: int | None,
 ) -> dict[str, Any]:
-    from pipeline.service.state import open_state
+    from pipeline.service.accounts.state import open_state
 
     state = open_state(db)
     try:

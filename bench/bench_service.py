@@ -605,7 +605,7 @@ def run(
 ) -> tuple[list[dict[str, dict[str, Any]]], dict[str, Any] | None]:
     """Start the DNS world, the service and the bare server; measure both, in rounds; stop all
     three."""
-    from pipeline.service.store import ServiceStore
+    from pipeline.service.accounts.store import ServiceStore
 
     db, cache = tmp / "service.sqlite", tmp / "cache"
     with ServiceStore(db) as store:

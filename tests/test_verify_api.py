@@ -18,7 +18,7 @@ from pipeline.cli import main
 from pipeline.core.mailboxes.remote import read_quota
 from pipeline.sandbox.files import SANDBOX_SETTINGS
 from pipeline.sandbox.loop_thread import LoopThreadServer
-from pipeline.service.store import ServiceStore
+from pipeline.service.accounts.store import ServiceStore
 from tests.conftest import SAMPLE_CSV
 
 FAST = str(SANDBOX_SETTINGS)

@@ -26,8 +26,8 @@ from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.database import Where, is_url
 from pipeline.core.errors import UsageError
+from pipeline.service.accounts.state import ServiceState, open_state
 from pipeline.service.settings import ServiceConfig, load_service_config, with_shared_state
-from pipeline.service.state import ServiceState, open_state
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,7 +76,7 @@ def _serve(args: argparse.Namespace) -> int:
 def serve(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int:
     """``listclean serve``; *clock* is the quota windows' time (a test moves it)."""
     from pipeline.service.app import Paths, create_app
-    from pipeline.service.protocol import serve as serve_app
+    from pipeline.service.connections.protocol import serve as serve_app
 
     service = load_service_config(config_file(args), os.environ)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")

@@ -6,8 +6,8 @@ in-flight requests have finished; while serving, a task watches the resolver's h
 are thin (see ``routes.py``); errors become problem details in :func:`problem_middleware`,
 which also gives back the quota unit of a request that failed on our side (a 5xx is never
 charged) and puts the rate-limit headers on every response of the quota-counted endpoints.
-Serve it with :class:`~pipeline.service.protocol.ServiceRunner` (or ``protocol.serve``), so
-that requests aiohttp cannot parse are answered in the same problem shape.
+Serve it with :class:`~pipeline.service.connections.protocol.ServiceRunner` (or
+``protocol.serve``), so that requests aiohttp cannot parse are answered in the same problem shape.
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.database import Where, store_where
 from pipeline.core.engine import Engine, verify_many_json
 from pipeline.core.text import failure_line, for_log
-from pipeline.service.admission import Admission, ConnectionLimits
+from pipeline.service.accounts.quotas import Decision, Identity, Quotas
+from pipeline.service.accounts.state import LiveState, open_live
 from pipeline.service.batcher import MicroBatcher
+from pipeline.service.connections.admission import Admission, ConnectionLimits
+from pipeline.service.connections.logs import log_failure
 from pipeline.service.errors import (
     InternalError,
     InvalidApiKey,
@@ -40,7 +43,6 @@ from pipeline.service.errors import (
     NotFound,
     Problem,
 )
-from pipeline.service.guard import AuthThrottle
 from pipeline.service.keys import (
     ADMISSION,
     CONNECTIONS,
@@ -50,12 +52,10 @@ from pipeline.service.keys import (
     Connections,
     Services,
 )
-from pipeline.service.logs import log_failure
-from pipeline.service.params import Limits
-from pipeline.service.quotas import Decision, Identity, Quotas
+from pipeline.service.requests.guard import AuthThrottle
+from pipeline.service.requests.params import Limits
 from pipeline.service.routes import add_routes, identify
 from pipeline.service.settings import ServiceConfig, with_shared_state
-from pipeline.service.state import LiveState, open_live
 
 log = logging.getLogger("listclean.service")
 

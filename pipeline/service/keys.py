@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from pipeline.core.contacts.store import ContactStore
-from pipeline.service.admission import Admission
+from pipeline.service.accounts.quotas import Decision, Identity, Quotas
+from pipeline.service.accounts.state import LiveState
 from pipeline.service.batcher import MicroBatcher
-from pipeline.service.guard import AuthThrottle
-from pipeline.service.params import Limits, client_ip
-from pipeline.service.quotas import Decision, Identity, Quotas
+from pipeline.service.connections.admission import Admission
+from pipeline.service.requests.guard import AuthThrottle
+from pipeline.service.requests.params import Limits, client_ip
 from pipeline.service.settings import ServiceConfig
-from pipeline.service.state import LiveState
 
 
 @dataclass

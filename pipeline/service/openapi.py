@@ -10,8 +10,8 @@ from typing import Any
 
 from pipeline.core.schema import SPEC_COLUMNS
 from pipeline.core.verdict import HELD_BACK, Reason, Verdict
+from pipeline.service.connections.protocol import MAX_HEADERS, MAX_LINE_BYTES
 from pipeline.service.errors import ALL_PROBLEMS
-from pipeline.service.protocol import MAX_HEADERS, MAX_LINE_BYTES
 from pipeline.service.settings import ServiceConfig
 from pipeline.version import __version__
 

@@ -13,6 +13,7 @@ from aiohttp import web
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.contacts.types import Lookup, Outcome
 from pipeline.core.errors import StoreError
+from pipeline.service.accounts.quotas import Decision, Identity
 from pipeline.service.errors import (
     ConflictingParameters,
     InvalidApiKey,
@@ -24,8 +25,7 @@ from pipeline.service.errors import (
 )
 from pipeline.service.keys import DECISION, IDENTITY, SERVICES, Services
 from pipeline.service.openapi import openapi_document
-from pipeline.service.params import accepted, presented_secret, read_params
-from pipeline.service.quotas import Decision, Identity
+from pipeline.service.requests.params import accepted, presented_secret, read_params
 
 T = TypeVar("T")
 log = logging.getLogger("listclean.service")

@@ -24,9 +24,11 @@ from multidict import CIMultiDict
 
 from pipeline.core.config import Config, DnsConfig
 from pipeline.sandbox.dns_server import SandboxDNS
+from pipeline.service.accounts.state import ServiceState, open_state
+from pipeline.service.accounts.store import ApiKey
 from pipeline.service.app import Paths, create_app
-from pipeline.service.logs import RedactingAccessLogger
-from pipeline.service.protocol import ServiceRunner
+from pipeline.service.connections.logs import RedactingAccessLogger
+from pipeline.service.connections.protocol import ServiceRunner
 from pipeline.service.settings import (
     BUILTIN_PLANS,
     AnonymousConfig,
@@ -34,8 +36,6 @@ from pipeline.service.settings import (
     PlanConfig,
     ServiceConfig,
 )
-from pipeline.service.state import ServiceState, open_state
-from pipeline.service.store import ApiKey
 
 T = TypeVar("T")
 

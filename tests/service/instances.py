@@ -23,7 +23,7 @@ from pathlib import Path
 
 import aiohttp
 
-from pipeline.service.state import open_state
+from pipeline.service.accounts.state import open_state
 from tests.conftest import REPO
 from tests.service.conftest import Reply, fetch
 

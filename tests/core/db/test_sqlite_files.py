@@ -16,7 +16,7 @@ from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.sqlite import SqliteFile
 from pipeline.core.domains.cache import DomainCache
 from pipeline.core.mailboxes.cache import MailboxCache
-from pipeline.service.store import ServiceStore
+from pipeline.service.accounts.store import ServiceStore
 
 OPENERS: dict[str, Callable[[Path], SqliteFile | ContactStore | BounceLedger]] = {
     "service store (key hashes, counters)": ServiceStore,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import aiohttp
 
-from pipeline.service.guard import AuthThrottle
+from pipeline.service.requests.guard import AuthThrottle
 from tests.service.conftest import RATE_HEADERS, Env, Reply, fetch, run
 
 

@@ -2,9 +2,9 @@
 
 :class:`ServiceState` is what ``listclean keys`` and ``db migrate`` need of it; ``--db`` (or
 ``[service] db``) chooses where it lives (:func:`open_state`): a path is one SQLite file
-(:class:`~pipeline.service.store.ServiceStore`, one instance on one host), a ``postgresql://``
+(:class:`~pipeline.service.accounts.store.ServiceStore`, one instance on one host), a ``postgresql://``
 URL a database several instances share
-(:class:`~pipeline.service.pg_store.PostgresServiceStore`).
+(:class:`~pipeline.service.accounts.pg_store.PostgresServiceStore`).
 
 Both count the same way: a request takes its unit with one conditional statement
 (``INSERT ... ON CONFLICT ... DO UPDATE SET used = used + 1 WHERE used < limit RETURNING
@@ -15,7 +15,7 @@ request that fails on our side gives it back with a conditional decrement (``use
 (:func:`open_live`): a local file's statements take microseconds and run on the loop as they
 are (which also lets SQLite share one commit among a turn's requests,
 :class:`LocalState`); a database across a socket is awaited on psycopg's async connections
-(:class:`~pipeline.service.pg_store.PostgresLiveState`), so the loop serves other requests
+(:class:`~pipeline.service.accounts.pg_store.PostgresLiveState`), so the loop serves other requests
 while a statement travels.
 """
 
@@ -30,8 +30,8 @@ from typing import Protocol
 
 from pipeline.core.db.database import Where, is_url
 from pipeline.core.text import failure_line
-from pipeline.service.pg_store import PostgresLiveState, PostgresServiceStore
-from pipeline.service.store import ApiKey, ServiceStore
+from pipeline.service.accounts.pg_store import PostgresLiveState, PostgresServiceStore
+from pipeline.service.accounts.store import ApiKey, ServiceStore
 
 log = logging.getLogger("listclean.service")
 

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from pipeline.core.config import HttpConfig
-from pipeline.service.admission import ConnectionLimits
+from pipeline.service.connections.admission import ConnectionLimits
 from tests.service.conftest import NOON, PROBLEM_KEYS, RATE_HEADERS, Env, fetch, run
 from tests.service.instances import instances
 from tests.service.rawhttp import HEAD, RawReply, answer, closed, connect, request_bytes, slow

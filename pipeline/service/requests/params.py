@@ -10,8 +10,15 @@ from dataclasses import dataclass
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
-from pipeline.service.admission import BodyTimeout
-from pipeline.service.decoding import (
+from pipeline.service.accounts.store import ApiKey
+from pipeline.service.connections.admission import BodyTimeout
+from pipeline.service.errors import (
+    ConflictingParameters,
+    InvalidApiKey,
+    InvalidParameter,
+    RequestTimeout,
+)
+from pipeline.service.requests.decoding import (
     API_NAMES,
     Pairs,
     form_pairs,
@@ -19,13 +26,6 @@ from pipeline.service.decoding import (
     shown,
     urlencoded_pairs,
 )
-from pipeline.service.errors import (
-    ConflictingParameters,
-    InvalidApiKey,
-    InvalidParameter,
-    RequestTimeout,
-)
-from pipeline.service.store import ApiKey
 
 FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"

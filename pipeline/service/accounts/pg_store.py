@@ -1,7 +1,7 @@
 """The service's keys and quota counters in PostgreSQL: the state several instances share.
 
-The same tables and rules as the SQLite file (:mod:`pipeline.service.store`), for instances on
-several hosts behind a load balancer:
+The same tables and rules as the SQLite file (:mod:`pipeline.service.accounts.store`), for
+instances on several hosts behind a load balancer:
 
 - A unit is taken by one statement, ``INSERT ... ON CONFLICT DO UPDATE SET used = u.used + 1
   WHERE u.used < limit RETURNING used``. When two instances race for the last unit, PostgreSQL
@@ -26,7 +26,7 @@ from typing import Any, Final
 
 from pipeline.core.db.database import OwnsDatabase
 from pipeline.core.db.postgres import LoopStatements, PostgresDb
-from pipeline.service.store import ApiKey, new_key, sha, unknown_key
+from pipeline.service.accounts.store import ApiKey, new_key, sha, unknown_key
 
 SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS api_keys (

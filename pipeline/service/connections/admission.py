@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from pipeline.core.config import HttpConfig
-from pipeline.service.guard import client_bucket
+from pipeline.service.requests.guard import client_bucket
 
 log = logging.getLogger("listclean.service")
 

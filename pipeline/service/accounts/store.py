@@ -87,7 +87,8 @@ def unknown_key(key_id: str) -> UsageError:
 
 
 class ServiceStore(SqliteFile):
-    """Keys and counters in one SQLite file (see :class:`~pipeline.service.state.ServiceState`)."""
+    """Keys and counters in one SQLite file (see
+    :class:`~pipeline.service.accounts.state.ServiceState`)."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
         super().__init__(

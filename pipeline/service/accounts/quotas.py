@@ -6,7 +6,7 @@ Windows are UTC calendar days and months. A plan may also cap requests per secon
 counted in memory: a burst window is too short to need surviving a restart, and with several
 instances each counts its own (a key's burst cap is per instance; the quotas are shared).
 
-The counters live in the service's state (:mod:`pipeline.service.state`): take, refund and
+The counters live in the service's state (:mod:`pipeline.service.accounts.state`): take, refund and
 peek are coroutines, so that a PostgreSQL round trip never stalls the event loop.
 
 Headers, on every API response (draft-ietf-httpapi-ratelimit-headers, structured fields)::
@@ -27,9 +27,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipeline.core.clock import Window, window_bounds
+from pipeline.service.accounts.state import LiveState
+from pipeline.service.accounts.store import ApiKey
 from pipeline.service.settings import ServiceConfig
-from pipeline.service.state import LiveState
-from pipeline.service.store import ApiKey
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.core.errors import StoreError, UsageError
-from pipeline.service.store import ServiceStore
+from pipeline.service.accounts.store import ServiceStore
 from tests.service.conftest import NOON, Clock
 
 

@@ -31,7 +31,15 @@ from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 
 from pipeline.core.text import failure_line
-from pipeline.service.admission import ACCEPT_BACKLOG, Admission, BodyTimeout, Cutoff, Ticket
+from pipeline.service.accounts.quotas import Identity
+from pipeline.service.connections.admission import (
+    ACCEPT_BACKLOG,
+    Admission,
+    BodyTimeout,
+    Cutoff,
+    Ticket,
+)
+from pipeline.service.connections.logs import UNREADABLE, RedactingAccessLogger
 from pipeline.service.errors import (
     PROBLEM_JSON,
     InternalError,
@@ -40,10 +48,8 @@ from pipeline.service.errors import (
     RequestTimeout,
     TooManyConnections,
 )
-from pipeline.service.guard import client_bucket
 from pipeline.service.keys import ADMISSION, CONNECTIONS, SERVICES
-from pipeline.service.logs import UNREADABLE, RedactingAccessLogger
-from pipeline.service.quotas import Identity
+from pipeline.service.requests.guard import client_bucket
 
 log = logging.getLogger("listclean.service")
 
