@@ -1,9 +1,10 @@
 """Configuration: one documented table, loaded from TOML, validated at load, passed explicitly.
 
 Every setting is a field of a frozen dataclass with its default and a one-line help text
-(``field(metadata={"help": ...})``). ``configs/pipeline.toml`` mirrors these tables; the README's
-settings tables are generated from :func:`settings_table` (``make docs``, checked by
-``make lint``). Command-line flags override the file with :func:`dataclasses.replace`.
+(``field(metadata={"help": ...})``). ``configs/pipeline.toml`` mirrors these tables; the
+settings tables of ``docs/operations.md`` are generated from :func:`settings_table`
+(``make docs``, checked by ``make lint``). Command-line flags override the file with
+:func:`dataclasses.replace`.
 """
 
 from __future__ import annotations
@@ -485,7 +486,7 @@ def _coerce(raw: Any, kind: Any, minimum: float, where: str) -> Any:
 
 
 def settings_table(cls: type[Any] = Config, prefix: str = "") -> Iterator[tuple[str, Any, str]]:
-    """Yield (dotted name, default, help) for every setting, for the README and ``--help``."""
+    """Yield (dotted name, default, help) for every setting, for the docs and ``--help``."""
     for f in dataclasses.fields(cls):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         if dataclasses.is_dataclass(default):
@@ -495,7 +496,7 @@ def settings_table(cls: type[Any] = Config, prefix: str = "") -> Iterator[tuple[
 
 
 def markdown_table(rows: Iterable[tuple[str, Any, str]]) -> str:
-    """*rows* of :func:`settings_table` as the README's Markdown table, defaults in TOML."""
+    """*rows* of :func:`settings_table` as the docs' Markdown table, defaults in TOML."""
     lines = ["| setting | default | meaning |", "|---|---|---|"]
     lines += [f"| `{name}` | `{json.dumps(default)}` | {text} |" for name, default, text in rows]
     return "\n".join(lines)
