@@ -125,9 +125,7 @@ def links(path: Path) -> list[str]:
     text = "\n".join(_prose(_read(path)))
     text = re.sub(r"`[^`]*`", "", text)  # code spans hold no links
     return [
-        target
-        for target in LINK.findall(text)
-        if not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target)
+        target for target in LINK.findall(text) if not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target)
     ]
 
 
