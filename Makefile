@@ -5,6 +5,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
+# The pages whose generated parts cog writes (the settings tables, in docs/operations.md).
+COGGED := README.md $(wildcard docs/*.md)
 
 .PHONY: venv demo test integration lint docs bench clean lock
 
@@ -36,11 +38,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check pipeline worlds tests bench sample_data
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/cog --check --check-fail-msg='run make docs' README.md
+	$(BIN)/cog --check --check-fail-msg='run make docs' $(COGGED)
 
-# Regenerate the README's generated parts (the settings tables).
+# Regenerate the documentation's generated parts (the settings tables of docs/operations.md).
 docs: $(STAMP)
-	$(BIN)/cog -r README.md
+	$(BIN)/cog -r $(COGGED)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_clean.py

@@ -6,7 +6,7 @@ Measures, in one run on this machine: the whole clean cold (empty domain cache, 
 resolved against the loopback DNS server) and warm (cache filled by the cold run), and
 python-email-validator's syntax-only loop over the same addresses as the baseline. Each is a
 fresh process, timed from the command line's start (imports included) to its exit. Prints a
-Markdown table for the README and writes ``results.json`` beside the list.
+Markdown table for bench/RESULTS.md and writes ``results.json`` beside the list.
 """
 
 from __future__ import annotations

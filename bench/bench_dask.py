@@ -8,7 +8,7 @@ then ``--engine dask`` on a LocalCluster of 1 and of 2 worker processes. The DNS
 the questions each run asked it and how often. Checks that the three outputs are equal and that
 the three runs asked the same MX questions (every distinct domain's), reports the questions that
 came more than once (sent again after a late answer, or asked twice), prints a Markdown table
-for the README, writes ``results.json`` (every question with its count included) beside the
+for bench/RESULTS.md, writes ``results.json`` (every question with its count included) beside the
 list, and deletes the list and the outputs.
 The driver's peak RSS is the ``listclean`` process's own; the largest worker's is the
 biggest of the LocalCluster's worker processes (``measure.py``'s children).

@@ -9,7 +9,7 @@ serve`` with its state in a SQLite file (one instance), in PostgreSQL (one insta
 PostgreSQL (three instances, one load generator spreading its requests over them as a load
 balancer would). Every request carries a key on plan ``scale`` and asks about an address at a
 cached domain, so each is one quota take and one engine pass's share. Any answer other than 200
-aborts the run. Prints a Markdown table for the README and writes ``multi.json`` to --out.
+aborts the run. Prints a Markdown table for bench/RESULTS.md and writes ``multi.json`` to --out.
 
 All of it shares the machine's cores: three instances, the database server and the load
 generator on two cores measure what the store costs per request, not what three hosts give.

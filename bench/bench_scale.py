@@ -17,7 +17,7 @@ company domains and six big providers), then runs in turn, ``--runs`` times each
 Each run is a fresh process; its wall time and its own peak RSS (``wait4``) are recorded, and
 each clean run's disk use (its work folder and outputs, sampled every half second; each clean
 run starts from an empty folder, the floor writes elsewhere). Prints medians, the clean/floor
-ratio taken pair by pair and the last run's stage times, as Markdown for the README, and
+ratio taken pair by pair and the last run's stage times, as Markdown for bench/RESULTS.md, and
 progress lines on standard error. Generated files are deleted unless ``--keep``.
 """
 

@@ -16,7 +16,7 @@ file). Any answer other than 200 aborts the run.
 
 The client, the server and the DNS server share the machine's cores, so the client's CPU time is
 taken from the server's: the ratio to the bare handler, measured the same way in the same run,
-is the number to compare across machines. Prints a Markdown table for the README and writes
+is the number to compare across machines. Prints a Markdown table for bench/RESULTS.md and writes
 ``service.json`` to --out. With --profile, a last phase drives the service again while py-spy
 samples it (``pip install --target /tmp/pyspy py-spy``, then ``--py-spy /tmp/pyspy/bin/py-spy``)
 and prints where its time goes; that phase is not in the table.
@@ -477,7 +477,7 @@ LABELS = {
 
 
 def table(results: dict[str, dict[str, Any]], settings: dict[str, Any], ratios: list[float]) -> str:
-    """The README table, from the round with the median ratio; *ratios* are every round's."""
+    """The RESULTS.md table, from the round with the median ratio; *ratios* are every round's."""
     bare_rps = results["bare"]["requests_per_second"]
     lines = [
         "| target | requests/s | p50 ms | p99 ms | ratio to bare |",

@@ -24,7 +24,7 @@ so they do not share the measured process's interpreter lock. Then, in one run:
    Its full-list time is extrapolated from the sample's rate, and the output says so.
 
 Both answers are compared address by address on the sample, and with the world's truth. Prints a
-Markdown table for the README and writes ``smtp.json`` to --out.
+Markdown table for bench/RESULTS.md and writes ``smtp.json`` to --out.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ domains (``madeup-mail.net`` and the like, employers under ``madeup-biz.net``). 
 
 UTF-8, comma-delimited, header
 ``First Name,Last Name,Street,City,State,ZIP,Country,Phone,E-mail,Employer,Job Title``.
-About 3,000 people, then the cases the tests and the README use (search terms in quotes):
+About 3,000 people, then the cases the tests and docs/contacts.md use (search terms in quotes):
 
 * Two different people named Jordan Ellery in Glimmerford, IL, one at Quillfeather Paper Co, one
   at Dunwhistle Freight: "Jordan Ellery" and "Jordan Ellery Glimmerford" are ambiguous,

@@ -37,7 +37,7 @@ BOOKKEEPING_COLUMNS: Mapping[str, type[pl.DataType]] = {
 OUTPUT_COLUMNS: Mapping[str, type[pl.DataType]] = {**SPEC_COLUMNS, **BOOKKEEPING_COLUMNS}
 
 # The batch output's layout, for the jobs that parse it: raised whenever a column is added,
-# renamed or retyped (README, "Output schema", keeps the changelog). Written into the Parquet
+# renamed or retyped (docs/lists.md#output-schema keeps the changelog). Written into the Parquet
 # file's key-value metadata, the workbook's properties and summary.json.
 SCHEMA_VERSION = "3"
 # Which archive member a row came from (an input zip of several lists); present only then.

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 
 from aiohttp import web
 
-# A relative URI reference (RFC 9457 §3.1.1): the problem kinds are documented in the README.
+# A relative URI reference (RFC 9457 §3.1.1): the problem kinds are in docs/service.md#errors.
 PROBLEM_TYPE_BASE = "/problems/"
 PROBLEM_JSON = "application/problem+json"
 

@@ -225,7 +225,7 @@ def _without_rule(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-# What every counted operation shares, stated once (README: Requests).
+# What every counted operation shares, stated once (docs/service.md#requests).
 _REQUEST_RULES = (
     " Every name and value must be UTF-8 text once percent-decoded (JSON: no lone surrogate "
     "escapes). A parameter repeated in the query string or the form body, or a name repeated "

@@ -1,8 +1,8 @@
 """What a hostile case is: the files it builds, how the command is run, and what must happen.
 
 A case states the *correct* behaviour, whatever the code does today. Either the run succeeds
-and accounts for every input record (``Accept``: the README's "rows in = rows out + rows
-rejected, always", with the record count known from how the file was built, not from any
+and accounts for every input record (``Accept``: docs/lists.md's "rows in = rows out +
+rows rejected, always", with the record count known from how the file was built, not from any
 reader), or it refuses with exit 2 and one line that names the problem (``Refuse``). Either
 way: no traceback, and every file that was in the case's directory before the run is still
 there, byte for byte.

@@ -32,7 +32,7 @@ def check(expect: Expect, run: Run, where: Path, before: Snapshot, outcome: Outc
 
 
 def outputs(output: str) -> tuple[str, ...]:
-    """The files a run writes for ``-o OUTPUT``, as the README names them."""
+    """The files a run writes for ``-o OUTPUT``, as docs/lists.md names them."""
     stem = output.removesuffix(".parquet")
     return output, f"{stem}.rejects.csv", f"{stem}.summary.json", f"{stem}.report.html"
 

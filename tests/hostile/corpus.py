@@ -2,7 +2,7 @@
 
 Every case is built at run time into its own directory. The record counts are those of the
 lists the files are made from (a record may span lines inside quotes; a blank line is a record
-that goes to the rejects as ``empty_row``, as the README says), never what some CSV reader
+that goes to the rejects as ``empty_row``, as docs/lists.md says), never what some CSV reader
 makes of the bytes.
 Binary inputs are in :mod:`.corpus_binary`, path and stream mistakes in :mod:`.corpus_paths`.
 """

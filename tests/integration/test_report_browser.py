@@ -7,7 +7,7 @@ an unclosed quote, markup in the cells and in the file's name), cleaned ``--offl
 the page must render (headline cards and charts laid out with a size), log no console error,
 ask for nothing but itself, and show exactly the figures, bars, table cells and facts of its
 ``summary.json``. A screenshot of each page is saved under ``build/report/`` and its path
-printed (the README's picture comes from there).
+printed (the picture in README.md and docs/lists.md comes from there).
 """
 
 from __future__ import annotations

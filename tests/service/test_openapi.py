@@ -116,7 +116,7 @@ def test_documented_codes_and_headers_are_the_ones_produced(env: Env) -> None:
 
 def test_the_document_states_the_parameter_rules(env: Env) -> None:
     """Exactly one of email and domain, find_Contact's one value, repeated parameters and
-    duplicate JSON names: said in the schemas and descriptions, not only in the README."""
+    duplicate JSON names: said in the schemas and descriptions, not only in docs/service.md."""
 
     async def scenario() -> dict[str, Any]:
         async with env.serving() as url, aiohttp.ClientSession() as s:

@@ -262,7 +262,7 @@ class Config:
 
 
 def settings_table(cls: type[Any] = Config, prefix: str = "") -> Iterator[tuple[str, Any, str]]:
-    """Yield (dotted name, default, help) for every setting, for the README and ``--help``."""
+    """Yield (dotted name, default, help) for every setting, for the docs and ``--help``."""
     for f in dataclasses.fields(cls):
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         if dataclasses.is_dataclass(default):
@@ -272,7 +272,7 @@ def settings_table(cls: type[Any] = Config, prefix: str = "") -> Iterator[tuple[
 
 
 def markdown_table(rows: Iterable[tuple[str, Any, str]]) -> str:
-    """*rows* of :func:`settings_table` as the README's Markdown table, defaults in TOML."""
+    """*rows* of :func:`settings_table` as the docs' Markdown table, defaults in TOML."""
     lines = ["| setting | default | meaning |", "|---|---|---|"]
     lines += [f"| `{name}` | `{json.dumps(default)}` | {text} |" for name, default, text in rows]
     return "\n".join(lines)

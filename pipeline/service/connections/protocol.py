@@ -53,7 +53,7 @@ from pipeline.service.requests.guard import client_bucket
 
 log = logging.getLogger("listclean.service")
 
-# The parser's limits (aiohttp's defaults, kept): documented in the README's request limits.
+# The parser's limits (aiohttp's defaults, kept): documented in docs/service.md#request-limits.
 MAX_LINE_BYTES = 8190
 MAX_HEADERS = 128
 # Seconds a refused or cut-off connection is kept half-closed, its input read and dropped, so
