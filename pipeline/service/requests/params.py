@@ -51,7 +51,7 @@ async def read_params(request: web.Request, limits: Limits) -> dict[str, str]:
     params = _single_values(query, limits)
     if request.method == "POST" and request.can_read_body:
         for name, value in _single_values(await _body_pairs(request), limits).items():
-            if name in params and params[name] != value:
+            if name in API_NAMES and name in params and params[name] != value:
                 raise ConflictingParameters(
                     f"{shown(name)} is given twice, differently, in the query string and the "
                     "body. Send it once."
@@ -61,22 +61,19 @@ async def read_params(request: web.Request, limits: Limits) -> dict[str, str]:
 
 
 def _single_values(pairs: Pairs, limits: Limits) -> dict[str, str]:
-    """The API's parameters among *pairs*: every name given once, none too long."""
+    """*pairs* as a mapping: every name given once, none of the API's too long."""
     names = {name for name, _ in pairs}
     if len(names) > limits.max_parameters:
         raise InvalidParameter(
             f"The request has {len(names)} parameters in one place; "
             f"the limit is {limits.max_parameters}."
         )
-    if len(names) < len(pairs):
-        name = next(n for n in names if sum(1 for m, _ in pairs if m == n) > 1)
-        count = sum(1 for n, _ in pairs if n == name)
-        raise ConflictingParameters(f"{shown(name)} appears {count} times; send it once.")
     params: dict[str, str] = {}
     for name, value in pairs:
-        if name not in API_NAMES:
-            continue
-        if len(value) > limits.max_value_length:
+        if name in params:
+            count = sum(1 for n, _ in pairs if n == name)
+            raise ConflictingParameters(f"{shown(name)} appears {count} times; send it once.")
+        if name in API_NAMES and len(value) > limits.max_value_length:
             raise InvalidParameter(
                 f"{shown(name)} is {len(value)} characters long; "
                 f"the limit is {limits.max_value_length}."
