@@ -128,3 +128,15 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _cycles(edges) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+@pytest.mark.parametrize("stage", ["read", "normalize", "domains", "verify", "write"])
+def test_the_architecture_page_names_each_stages_folder_and_its_step(stage: str) -> None:
+    """docs/architecture.md: one folder a stage, and the folder holds the frame step it names."""
+    page = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    row = next(line for line in page.splitlines() if line.startswith(f"| {stage} |"))
+    folder, step = (cell.strip() for cell in row.split("|")[2:4])
+    path = REPO / folder.strip("`")
+    module, name = step.split(":")[0].strip("` "), step.split("`")[3].split(".")[-1]
+    assert path.is_dir()
+    assert f"def {name}(" in (path / module).read_text(encoding="utf-8")
