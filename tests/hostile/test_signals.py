@@ -128,15 +128,16 @@ def test_a_run_that_needs_no_work_folder_removes_it(tmp_path: Path) -> None:
     assert "work folder" not in _last_line(outcome)
 
 
-def test_a_full_disk_at_the_report_replaces_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["out.report.html", "out.summary.json", "out.rejects.csv"])
+def test_a_full_disk_at_any_file_replaces_nothing(tmp_path: Path, name: str) -> None:
     where, cache = tmp_path / "case", tmp_path / "cache"
     before = _earlier_run(where, cache)
-    faults = ("--no-space-for", ".out.report.html.*.tmp")
+    faults = ("--no-space-for", f".{name}.*.tmp")
     outcome = execute(Run("list.csv", faults=faults), where, cache)
     assert outcome.code == 2, outcome.stderr
     assert "Traceback" not in outcome.stderr
     assert snapshot(where) == before
-    assert "Cannot write out.report.html: No space left on device. Nothing was replaced." in (
+    assert f"Cannot write {name}: No space left on device. Nothing was replaced." in (
         outcome.stderr
     )
 
