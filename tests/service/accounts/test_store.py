@@ -1,4 +1,5 @@
-"""ServiceStore: API keys and quota counters in one SQLite file."""
+"""ServiceStore: API keys and quota counters, here in one SQLite file (in PostgreSQL:
+tests/service/test_postgres.py)."""
 
 from __future__ import annotations
 
