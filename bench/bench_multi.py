@@ -133,9 +133,9 @@ def target(
     spec: dict[str, Any],
     database: int | None,
 ) -> dict[str, Any]:
-    from pipeline.service.accounts.state import open_state
+    from pipeline.service.accounts.store import ServiceStore
 
-    state = open_state(db)
+    state = ServiceStore(db)
     try:
         _, secret = state.create_key(PLAN, "bench")
     finally:

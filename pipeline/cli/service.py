@@ -26,7 +26,7 @@ from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.database import Where, is_url
 from pipeline.core.errors import UsageError
-from pipeline.service.accounts.state import ServiceState, open_state
+from pipeline.service.accounts.store import ServiceStore
 from pipeline.service.settings import ServiceConfig, load_service_config, with_shared_state
 
 
@@ -160,9 +160,9 @@ def _db_migrate(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _state(
     args: argparse.Namespace, service: ServiceConfig | None = None
-) -> Iterator[ServiceState]:
+) -> Iterator[ServiceStore]:
     service = service or load_service_config(config_file(args), os.environ)
-    state = open_state(_db_path(args, service))
+    state = ServiceStore(_db_path(args, service))
     try:
         yield state
     finally:

@@ -24,8 +24,7 @@ from multidict import CIMultiDict
 
 from pipeline.core.config import Config, DnsConfig
 from pipeline.sandbox.dns_server import SandboxDNS
-from pipeline.service.accounts.state import ServiceState, open_state
-from pipeline.service.accounts.store import ApiKey
+from pipeline.service.accounts.store import ApiKey, ServiceStore
 from pipeline.service.app import Paths, create_app
 from pipeline.service.connections.logs import RedactingAccessLogger
 from pipeline.service.connections.protocol import ServiceRunner
@@ -149,7 +148,7 @@ async def serving(
 
 def create_key(db: Path | str, plan: str = "default", label: str = "") -> tuple[ApiKey, str]:
     """A key made directly in the service database: its record and its secret."""
-    store = open_state(db)
+    store = ServiceStore(db)
     try:
         return store.create_key(plan, label)
     finally:
@@ -196,9 +195,9 @@ class Env:
     def config(self, **kwargs: Any) -> ServiceConfig:
         return service_config(self.dns.address, **kwargs)
 
-    def store(self) -> ServiceState:
+    def store(self) -> ServiceStore:
         """The service database, opened beside the server (WAL: both may write)."""
-        return open_state(self.db, self.clock)
+        return ServiceStore(self.db, self.clock)
 
     def key(self, plan: str = "default", label: str = "") -> tuple[ApiKey, str]:
         return create_key(self.db, plan, label)

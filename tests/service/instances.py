@@ -23,7 +23,7 @@ from pathlib import Path
 
 import aiohttp
 
-from pipeline.service.accounts.state import open_state
+from pipeline.service.accounts.store import ServiceStore
 from tests.conftest import REPO
 from tests.service.conftest import Reply, fetch
 
@@ -66,7 +66,7 @@ class Instances:
 
     def key(self, plan: str = "default") -> tuple[str, str]:
         """A new key: its id and its secret."""
-        state = open_state(self.db)
+        state = ServiceStore(self.db)
         try:
             key, secret = state.create_key(plan)
         finally:
@@ -74,7 +74,7 @@ class Instances:
         return key.key_id, secret
 
     def used(self, subject: str, policy: str, window_start: int) -> int:
-        state = open_state(self.db)
+        state = ServiceStore(self.db)
         try:
             return state.used(subject, policy, window_start)
         finally:

@@ -49,9 +49,9 @@ class SqliteFile:
     """Base of the stores: opens *path* with *schema*, closes on ``with`` exit.
 
     *remedy* says what to do when the file cannot be opened; *broken_remedy* (default: the
-    same) what to do when a statement fails on an open file. The public methods are the
-    :class:`~pipeline.core.db.database.Database` a store written for both SQLite and PostgreSQL
-    uses; the caches, which are SQLite only, use the private ones.
+    same; "" for nothing) what to do when a statement fails on an open file. The public methods
+    are the :class:`~pipeline.core.db.database.Database` a store written for both SQLite and
+    PostgreSQL uses; the caches, which are SQLite only, use the private ones.
     """
 
     dialect: Final = "sqlite"
@@ -68,7 +68,7 @@ class SqliteFile:
         self.path = path
         self.where = str(path)
         self._what = what
-        self._broken_remedy = broken_remedy or remedy
+        self._broken_remedy = remedy if broken_remedy is None else broken_remedy
         try:
             _create_private(path)
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
@@ -132,7 +132,7 @@ class SqliteFile:
         try:
             return work(self._db)
         except sqlite3.Error as exc:
+            remedy = f" {self._broken_remedy}" if self._broken_remedy else ""
             raise StoreError(
-                f"{self._what[:1].upper()}{self._what[1:]} at {self.path} failed: {exc}. "
-                f"{self._broken_remedy}"
+                f"{self._what[:1].upper()}{self._what[1:]} at {self.path} failed: {exc}.{remedy}"
             ) from exc

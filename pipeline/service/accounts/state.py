@@ -1,73 +1,48 @@
-"""The service's shared state: API keys and quota counters, in SQLite or in PostgreSQL.
+"""The service's keys and counters as the running service uses them, from its event loop.
 
-:class:`ServiceState` is what ``listclean keys`` and ``db migrate`` need of it; ``--db`` (or
-``[service] db``) chooses where it lives (:func:`open_state`): a path is one SQLite file
-(:class:`~pipeline.service.accounts.store.ServiceStore`, one instance on one host), a ``postgresql://``
-URL a database several instances share
-(:class:`~pipeline.service.accounts.pg_store.PostgresServiceStore`).
+The store is one (:class:`~pipeline.service.accounts.store.ServiceStore`, in a SQLite file or a
+PostgreSQL database); what differs is how the loop reaches it (:func:`open_live`):
 
-Both count the same way: a request takes its unit with one conditional statement
-(``INSERT ... ON CONFLICT ... DO UPDATE SET used = used + 1 WHERE used < limit RETURNING
-used``), keyed by the window's start (a UTC day or calendar month, never a sliding TTL), and a
-request that fails on our side gives it back with a conditional decrement (``used > 0``).
-
-:class:`LiveState` is the same state as the running service uses it, from its event loop
-(:func:`open_live`): a local file's statements take microseconds and run on the loop as they
-are (which also lets SQLite share one commit among a turn's requests,
-:class:`LocalState`); a database across a socket is awaited on psycopg's async connections
-(:class:`~pipeline.service.accounts.pg_store.PostgresLiveState`), so the loop serves other requests
-while a statement travels.
+- A local file's statements take microseconds and run on the loop as they are
+  (:class:`LocalState`), which also lets SQLite share one commit among a turn's requests: the
+  first write of a turn opens a transaction, and its commit runs on the loop's next turn
+  (``loop.call_soon``), which comes before any answer to a request counted in this turn is sent
+  (those wait at least for the engine's next pass). Counts are still committed before the
+  answers they count, with one commit for a whole turn of requests.
+- A database across a socket is awaited (:class:`SharedState`): the statements of one turn of
+  the loop travel together in one round trip and one transaction from one worker thread
+  (:class:`~pipeline.core.db.postgres.LoopStatements`), each take still its own conditional
+  statement, and the loop serves other requests while they do. A batch is committed before
+  any of its results comes back, so here too a count is durable before the answer it counts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import Protocol
+from typing import Final, Protocol
 
-from pipeline.core.db.database import Where, is_url
+from pipeline.core.db.database import Where
+from pipeline.core.db.postgres import LoopStatements, PostgresDb
 from pipeline.core.text import failure_line
-from pipeline.service.accounts.pg_store import PostgresLiveState, PostgresServiceStore
-from pipeline.service.accounts.store import ApiKey, ServiceStore
+from pipeline.service.accounts.store import ApiKey, ServiceStore, count_of, key_of, sha
 
 log = logging.getLogger("listclean.service")
 
-
-class ServiceState(Protocol):
-    """Keys and counters, wherever they live."""
-
-    @property
-    def where(self) -> str: ...  # the file, or the URL without its password
-
-    def create_key(self, plan: str, label: str = "") -> tuple[ApiKey, str]: ...
-    def list_keys(self) -> list[ApiKey]: ...
-    def revoke_key(self, key_id: str) -> ApiKey: ...
-    def find_key(self, secret: str) -> ApiKey | None: ...
-    def consume(
-        self, subject: str, policy: str, window_start: int, limit: int
-    ) -> tuple[bool, int]: ...
-    def refund(self, subject: str, policy: str, window_start: int) -> None: ...
-    def used(self, subject: str, policy: str, window_start: int) -> int: ...
-    def purge_usage(self, before: int) -> None: ...
-    def ping(self) -> None: ...
-    def close(self) -> None: ...
-
-
-def open_state(where: Where, clock: Callable[[], float] = time.time) -> ServiceState:
-    """The keys and counters at *where*."""
-    if isinstance(where, str) and is_url(where):
-        return PostgresServiceStore(where, clock)
-    return ServiceStore(Path(where), clock)
+# Connections each instance keeps to a PostgreSQL database: one for the batches of statements,
+# one for the rare read that cannot wait (used_now), and one spare for a check after the
+# server came back.
+LIVE_CONNECTIONS: Final = 3
 
 
 class LiveState(Protocol):
     """What a request needs of the state, awaited from the event loop."""
 
     @property
-    def where(self) -> str: ...
+    def where(self) -> str: ...  # the file, or the URL without its password
 
     async def find_key(self, secret: str) -> ApiKey | None: ...
     async def consume(
@@ -85,12 +60,24 @@ class LiveState(Protocol):
     async def close(self) -> None: ...
 
 
-class LocalState:
-    """A SQLite file's state on the loop: its statements run as they are called."""
+async def open_live(where: Where, clock: Callable[[], float] = time.time) -> LiveState:
+    """The state at *where* for the running service."""
+    store = ServiceStore(where, clock, size=LIVE_CONNECTIONS)
+    if isinstance(store.db, PostgresDb):
+        return SharedState(store, store.db)
+    return LocalState(store, asyncio.get_running_loop())
 
-    def __init__(self, store: ServiceStore) -> None:
+
+class LocalState:
+    """A SQLite file's state on the loop: its statements run as they are called, and the writes
+    of one turn of the loop share a transaction."""
+
+    def __init__(self, store: ServiceStore, loop: asyncio.AbstractEventLoop) -> None:
         self.store = store
         self.where = store.where
+        self._loop = loop
+        self._group: contextlib.ExitStack | None = None  # the open transaction of this turn
+        store.before_writes(self._join)
 
     async def find_key(self, secret: str) -> ApiKey | None:
         return self.store.find_key(secret)
@@ -113,27 +100,69 @@ class LocalState:
         self.store.ping()
 
     async def close(self) -> None:
+        self.commit()
         self.store.close()
 
+    def commit(self) -> None:
+        """Commit the grouped writes, if any are open."""
+        group, self._group = self._group, None
+        if group is not None:
+            group.close()
 
-async def open_live(where: Where, clock: Callable[[], float] = time.time) -> LiveState:
-    """The state at *where* for the running service; on a SQLite file, the writes of one turn
-    of the loop share a commit (see :meth:`ServiceStore.group_writes`)."""
-    if isinstance(where, str) and is_url(where):
-        return await PostgresLiveState.open(where)
-    store = ServiceStore(Path(where), clock)
-    store.group_writes(_committer(asyncio.get_running_loop()))
-    return LocalState(store)
+    def _join(self) -> None:
+        """Before a write: open this turn's transaction, unless it is open, and have the loop
+        commit it on its next turn. Autocommit would make each write durable on return; grouped,
+        they are durable at the scheduled commit."""
+        if self._group is None:
+            group = contextlib.ExitStack()
+            group.enter_context(self.store.db.transaction(write=True))
+            self._group = group
+            self._loop.call_soon(self._commit_soon)
+
+    def _commit_soon(self) -> None:
+        try:
+            self.commit()
+        except Exception as exc:  # the counts of this turn may be lost; say so
+            log.error("cannot commit the quota counters: %s", failure_line(exc))
 
 
-def _committer(loop: asyncio.AbstractEventLoop) -> Callable[[Callable[[], None]], object]:
-    def schedule(commit: Callable[[], None]) -> object:
-        def run() -> None:
-            try:
-                commit()
-            except Exception as exc:  # the counts of this turn may be lost; say so
-                log.error("cannot commit the quota counters: %s", failure_line(exc))
+class SharedState:
+    """A PostgreSQL database's state, each statement awaited on the loop and those of one turn
+    sent together (:class:`~pipeline.core.db.postgres.LoopStatements`). Keys are looked up on
+    every request: another instance may have revoked one a moment ago."""
 
-        return loop.call_soon(run)
+    def __init__(self, store: ServiceStore, db: PostgresDb) -> None:
+        self.store = store
+        self.where = store.where
+        self._sql = store.sql
+        self._db = LoopStatements(db)
 
-    return schedule
+    async def find_key(self, secret: str) -> ApiKey | None:
+        return key_of(await self._db.query(self._sql.find_key, (sha(secret),)))
+
+    async def consume(
+        self, subject: str, policy: str, window_start: int, limit: int
+    ) -> tuple[bool, int]:
+        if limit > 0:
+            row = (subject, policy, window_start)
+            rows = await self._db.query(self._sql.consume, (*row, limit), lock=row)
+            if rows:
+                return True, count_of(rows)
+        return False, await self.used(subject, policy, window_start)
+
+    async def refund(self, subject: str, policy: str, window_start: int) -> None:
+        row = (subject, policy, window_start)
+        await self._db.query(self._sql.refund, row, lock=row)
+
+    async def used(self, subject: str, policy: str, window_start: int) -> int:
+        return count_of(await self._db.query(self._sql.used, (subject, policy, window_start)))
+
+    def used_now(self, subject: str, policy: str, window_start: int) -> int:
+        return self.store.used(subject, policy, window_start)
+
+    async def ping(self) -> None:
+        await self._db.query("SELECT 1")
+
+    async def close(self) -> None:
+        self._db.close()
+        self.store.close()

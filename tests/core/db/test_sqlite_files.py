@@ -18,7 +18,7 @@ from pipeline.core.domains.cache import DomainCache
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.service.accounts.store import ServiceStore
 
-OPENERS: dict[str, Callable[[Path], SqliteFile | ContactStore | BounceLedger]] = {
+OPENERS: dict[str, Callable[[Path], SqliteFile | ServiceStore | ContactStore | BounceLedger]] = {
     "service store (key hashes, counters)": ServiceStore,
     "contact store (people, the suppression secret, the audit)": lambda p: ContactStore(
         p, ContactsConfig()

@@ -1,4 +1,5 @@
-"""ServiceStore: API keys and quota counters in one SQLite file."""
+"""ServiceStore: API keys and quota counters, each rule once in a SQLite file and once in a
+PostgreSQL database; what only a file can show (its bytes, its path) in a file."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 
 from pipeline.core.errors import StoreError, UsageError
 from pipeline.service.accounts.store import ServiceStore
+from tests.conftest import StoreAt
 from tests.service.conftest import NOON, Clock
 
 
@@ -22,8 +24,8 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def store(tmp_path: Path, clock: Clock) -> Iterator[ServiceStore]:
-    with ServiceStore(tmp_path / "service.sqlite", clock) as opened:
+def store(store_at: StoreAt, clock: Clock) -> Iterator[ServiceStore]:
+    with ServiceStore(store_at("service.sqlite"), clock) as opened:
         yield opened
 
 
@@ -69,8 +71,8 @@ def test_purge_forgets_only_windows_that_started_before(store: ServiceStore) -> 
     assert [store.used("key:k_1", "email-month", w) for w in (100, 200, 300)] == [0, 1, 1]
 
 
-def test_counts_are_durable_across_connections(tmp_path: Path) -> None:
-    path = tmp_path / "service.sqlite"
+def test_counts_are_durable_across_connections(store_at: StoreAt) -> None:
+    path = store_at("service.sqlite")
     with ServiceStore(path) as first:
         first.consume("key:k_1", "email-month", 0, 10)
         first.consume("key:k_1", "email-month", 0, 10)

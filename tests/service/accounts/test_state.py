@@ -1,0 +1,76 @@
+"""The state as the running service reaches it: on the loop with a turn's writes sharing one
+commit (a SQLite file), or awaited in batches from a worker thread (PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from pipeline.service.accounts.state import LocalState, SharedState, open_live
+from pipeline.service.accounts.store import ServiceStore
+from tests.conftest import StoreAt
+from tests.service.conftest import NOON, Clock
+
+
+def committed(path: Path) -> list[tuple[str, int]]:
+    """The counters another connection sees (the last committed state of the file)."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        return db.execute("SELECT subject, used FROM usage ORDER BY subject").fetchall()
+
+
+def test_a_turns_writes_share_one_commit_made_on_the_next_turn(tmp_path: Path) -> None:
+    path = tmp_path / "service.sqlite"
+
+    async def scenario() -> list[object]:
+        state = await open_live(path, Clock(NOON))
+        assert isinstance(state, LocalState)
+        seen: list[object] = []
+        try:
+            taken = [await state.consume(f"key:k_{i}", "email-month", 0, 5) for i in (1, 1, 2)]
+            await state.refund("key:k_2", "email-month", 0)
+            seen += [taken, committed(path)]  # nothing committed during the turn
+            await asyncio.sleep(0)  # the next turn: its commit ran
+            seen.append(committed(path))
+            await state.consume("key:k_3", "email-month", 0, 5)
+        finally:
+            await state.close()  # commits what is still open
+        seen.append(committed(path))
+        return seen
+
+    taken, during, after, closed = asyncio.run(scenario())
+    assert taken == [(True, 1), (True, 2), (True, 1)]
+    assert during == []
+    assert after == [("key:k_1", 2), ("key:k_2", 0)]
+    assert closed == [("key:k_1", 2), ("key:k_2", 0), ("key:k_3", 1)]
+
+
+def test_the_live_state_counts_and_refuses_as_the_store_does(store_at: StoreAt) -> None:
+    where = store_at("service.sqlite")
+    with ServiceStore(where) as store:
+        key, secret = store.create_key("default")
+
+    async def scenario() -> list[object]:
+        state = await open_live(where)
+        assert isinstance(state, SharedState if isinstance(where, str) else LocalState)
+        try:
+            found = await state.find_key(secret)
+            taken = [await state.consume("key:k_1", "find-month", 100, 2) for _ in range(3)]
+            await state.refund("key:k_1", "find-month", 100)
+            used = [await state.used("key:k_1", "find-month", 100)]
+            used.append(state.used_now("key:k_1", "find-month", 100))
+            await asyncio.sleep(0)  # the turn's commit, which the file's other writers wait for
+            with ServiceStore(where) as other:  # `listclean keys revoke`, beside the service
+                other.revoke_key(key.key_id)
+            revoked = await state.find_key(secret)
+            await state.ping()
+            return [found, taken, used, revoked]
+        finally:
+            await state.close()
+
+    found, taken, used, revoked = asyncio.run(scenario())
+    assert found == key
+    assert taken == [(True, 1), (True, 2), (False, 2)]
+    assert used == [1, 1]
+    assert revoked is not None and not revoked.active
