@@ -60,6 +60,8 @@ class InputPin:
                 self.check()
             except InputError as changed:
                 raise changed from exc
+            except Exception:  # the input cannot be looked at now: the first failure says more
+                pass
             raise
         self.check()
 
@@ -81,6 +83,17 @@ def _file(path: Path) -> tuple[object, ...]:
 
 
 def _objects(url: str, storage: StorageConfig) -> Stamp:
+    try:
+        return _object_stamps(url, storage)
+    except FileNotFoundError:
+        return ((url, "missing"),)
+    except InputError:
+        raise
+    except Exception as exc:  # botocore's errors have no common base with OSError
+        raise InputError(f"Cannot check the input {url} in its store: {exc}.") from exc
+
+
+def _object_stamps(url: str, storage: StorageConfig) -> Stamp:
     fs = filesystem(url, storage)
     fs.invalidate_cache()  # s3fs keeps listings: the store itself must answer
     found = remote_shards(url, fs) if is_remote_dataset(url, fs) else [url]
