@@ -15,7 +15,9 @@ from moto.server import ThreadedMotoServer
 
 from pipeline.cli import main
 from pipeline.core.config import StorageConfig
+from pipeline.core.errors import InputError
 from pipeline.stages.objects import filesystem
+from pipeline.stages.read.pin import InputPin
 from tests.stages.test_streaming import messy_list
 
 BUCKET = "lists"
@@ -161,3 +163,18 @@ def test_a_zipped_list_in_the_store_is_cleaned_into_csv_and_xlsx_there(
     rejects = fs.cat_file(f"{BUCKET}/out/export.clean.rejects.csv").decode()
     assert rejects.splitlines() == ["line,reason,raw,file", "3,empty_row,;;,subscribed.csv"]
     assert fs.cat_file(f"{BUCKET}/out/export.clean.xlsx")[:2] == b"PK"
+
+
+def test_an_object_rewritten_while_it_is_read_is_refused(s3: Path, tmp_path: Path) -> None:
+    """The pin of an object is its ETag, version and size, asked of the store afresh."""
+    fs = filesystem("s3://x", _store(s3))
+    url = f"s3://{BUCKET}/in/list.csv"
+    fs.pipe_file(url, b"email\nann@example.com\n")
+    pin = InputPin(url, url, _store(s3))
+    pin.check()  # unchanged: nothing to say
+    fs.pipe_file(url, b"email\nbob@example.com\n")  # the same size, other bytes
+    with pytest.raises(InputError, match="changed while it was read"):
+        pin.check()
+    fs.rm_file(url)
+    with pytest.raises(InputError, match="is gone"):
+        pin.check()
