@@ -32,10 +32,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import operator
 import queue
 import time
 import uuid
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -49,10 +51,10 @@ from pipeline.core.domains.dns import DnsAnswer, DnsStatus
 from pipeline.core.domains.exchanges import MemoryHosts, judge_exchanges
 from pipeline.core.domains.step import DomainWork, domain_answers
 from pipeline.core.engine import Engine
-from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.dask.checks import drain, spread
+from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
 from pipeline.stages.dask.tasks import (
     ROW,
     PartitionInfo,
@@ -91,37 +93,7 @@ from pipeline.stages.write.sinks import Sink, open_outputs
 _CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
 _PER_WORKER = 2  # domain partitions per worker
 
-
-@dataclass(frozen=True)
-class Cluster:
-    client: Any  # a distributed.Client
-    workers: tuple[str, ...]  # worker addresses, in a stable order
-
-
-@contextlib.contextmanager
-def connect(scheduler: str | None, workers: int) -> Iterator[Cluster]:
-    """The cluster at *scheduler*, or a LocalCluster of *workers* processes (closed after)."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError as exc:
-        raise UsageError("--engine dask needs Dask: pip install 'listclean[dask]'.") from exc
-    with contextlib.ExitStack() as stack:
-        if scheduler:
-            try:
-                client = stack.enter_context(Client(scheduler, timeout="20s"))  # type: ignore[no-untyped-call]
-            except OSError as exc:
-                raise UsageError(f"Cannot reach the Dask scheduler {scheduler}: {exc}.") from exc
-        else:
-            # ":0": the scheduler's HTTP server on a port of the system's choosing. Without a
-            # dashboard it still listens, on 8787 unless told: a second run at the same time
-            # (or any other Dask cluster on the host) would be warned off it.
-            local = LocalCluster(  # type: ignore[no-untyped-call]
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-            )
-            stack.enter_context(local)
-            client = stack.enter_context(Client(local))  # type: ignore[no-untyped-call]
-        client.wait_for_workers(1)
-        yield Cluster(client, tuple(sorted(client.scheduler_info()["workers"])))
+_log = logging.getLogger(__name__)
 
 
 def run_clean_dask(
@@ -134,10 +106,31 @@ def run_clean_dask(
 async def _clean(job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
-            run = DaskRun(cluster, engine)
-            return await run.stages(job, engine, folder)
+            return await _attempts(job, engine, folder, cluster)
     finally:
         await engine.dns.close()
+
+
+async def _attempts(job: CleanJob, engine: Engine, folder: Path, cluster: Cluster) -> RunSummary:
+    """The run, from the read again when a worker was lost with what cannot be computed again
+    (see :mod:`pipeline.stages.dask.cluster`); whatever ends it cancels its tasks."""
+    lost, killed = lost_work()
+    for attempt in range(1, ATTEMPTS + 1):
+        run = DaskRun(cluster, engine)
+        try:
+            return await run.stages(job, engine, folder)
+        except killed as exc:
+            run.cancel()
+            raise give_up(0, exc) from exc
+        except lost as exc:
+            run.cancel()
+            if attempt == ATTEMPTS:
+                raise give_up(attempt, exc) from exc
+            _log.warning("A Dask worker was lost (%s): the run starts again from the read.", exc)
+        except BaseException:  # a signal (Interrupted), a bad input: no task goes on
+            run.cancel()
+            raise
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -161,11 +154,19 @@ class DaskRun:
         self.remote_queries = 0  # DNS queries the workers sent
         self._engine = engine
         self._part_of: dict[str, int] = {}
+        self._sent: weakref.WeakSet[Any] = weakref.WeakSet()  # the run's futures still held
 
-    def submit(self, function: Callable[..., Any], *args: Any, owner: int | None = None) -> Any:
-        """*function* on the cluster; on the worker owning *owner* (a partition or group)."""
-        where = {"workers": [self.workers[owner % self.size]]} if owner is not None else {}
-        return self.client.submit(function, *args, pure=False, allow_other_workers=False, **where)
+    def submit(self, function: Callable[..., Any], *args: Any) -> Any:
+        """*function* on the cluster, wherever the scheduler places it: no task is tied to a
+        worker's address, so a lost or restarted worker's tasks run again on another."""
+        future = self.client.submit(function, *args, pure=False)
+        self._sent.add(future)
+        return future
+
+    def cancel(self) -> None:
+        """Every task of the run still wanted, cancelled (the run is over without them)."""
+        with contextlib.suppress(Exception):  # a cluster already gone has nothing to cancel
+            self.client.cancel(list(self._sent))
 
     def wait(self, futures: Sequence[Any], hear: Callable[[list[Any]], None]) -> list[Any]:
         """The futures' results, hearing each event the tasks send while they run."""
@@ -205,13 +206,12 @@ class DaskRun:
                 self.submit(
                     build_partition,
                     *(self.submit(operator.getitem, b, p) for b in scan.batches),
-                    owner=p,
                 )
                 for p in range(self.parts)
             ]
             scope = engine.bounces.scope() if engine.bounces else None
             infos: list[PartitionInfo] = self.client.gather(
-                [self.submit(partition_info, part, scope, owner=p) for p, part in enumerate(parts)]
+                [self.submit(partition_info, part, scope) for p, part in enumerate(parts)]
             )
             normalized = NormalizeStats(
                 sum(i.dedupe.distinct for i in infos), sum(i.dedupe.duplicates for i in infos)
@@ -232,7 +232,6 @@ class DaskRun:
                     info.domains,
                     {d: answers[d] for d in info.domains},
                     self.lists,
-                    owner=p,
                 )
                 for p, info in enumerate(infos)
             ]
@@ -241,7 +240,7 @@ class DaskRun:
             clock.lap("verify", scan.rows, scan.rows, checks)
             flags = self._bounce_flags(engine, infos, scope)
             decided = [
-                self.submit(decide_partition, parts[p], tables[p], flags[p], found[p], owner=p)
+                self.submit(decide_partition, parts[p], tables[p], flags[p], found[p])
                 for p in range(self.parts)
             ]
             sink = stack.enter_context(open_outputs(paths, reader.schema, job.csv_bom, job.split))
@@ -310,7 +309,7 @@ class DaskRun:
         before = work.dns.queries_sent + self.remote_queries
         resolver = await work.dns.get()  # checked against the canaries once, here
         futures = [
-            self.submit(resolve_domains, chunk, work.config, work.routing.sandbox, owner=p)
+            self.submit(resolve_domains, chunk, work.config, work.routing.sandbox)
             for p, chunk in self._chunks(domains)
         ]
         hosts = work.cache if work.cache is not None else MemoryHosts()
@@ -346,10 +345,7 @@ class DaskRun:
         if engine.checker is None or engine.offline:
             return nothing, None
         candidates = self.client.gather(
-            [
-                self.submit(partition_candidates, parts[p], tables[p], owner=p)
-                for p in range(self.parts)
-            ]
+            [self.submit(partition_candidates, parts[p], tables[p]) for p in range(self.parts)]
         )
         rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
         if rows.is_empty():

@@ -33,6 +33,7 @@ from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
 from pipeline.core.mailboxes.smtp import SmtpSettings
 from pipeline.core.mailboxes.types import Budget, CheckStats, MailboxResult, RemoteAnswer, Target
 from pipeline.stages.base import Batch
+from pipeline.stages.dask.sizes import size_of
 from pipeline.stages.state.dedupe import DOMAIN_LEVEL, DedupeStats, DuplicateMarker, partition_of
 from pipeline.stages.steps import decide_rows, normalize, probe_candidates
 
@@ -70,6 +71,9 @@ class Partition:
     batch: Batch
     dedupe: DedupeStats
 
+    def __sizeof__(self) -> int:
+        return self.batch.__sizeof__() + 64
+
 
 def build_partition(*pieces: Batch) -> Partition:
     originals = pl.concat([p.originals for p in pieces], how="vertical")
@@ -89,6 +93,9 @@ class PartitionInfo:
     domains: list[str]  # resolvable, first seen first
     bounce_keys: list[str]  # the keys the bounce ledger could flag
     dedupe: DedupeStats
+
+    def __sizeof__(self) -> int:
+        return size_of(self.domains) + size_of(self.bounce_keys) + 64
 
 
 def partition_info(part: Partition, scope: BounceScope | None) -> PartitionInfo:
