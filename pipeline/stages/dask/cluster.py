@@ -71,7 +71,9 @@ def check_versions(found: dict[str, Any]) -> None:
     """Refuse a cluster whose workers run another listclean or polars: partitions are chosen
     by polars' hash, and the rules by listclean's version, so every process must agree."""
     mine = versions()
-    odd = {address: got for address, got in found.items() if tuple(got) != mine}
+    odd = {
+        a: got for a, got in found.items() if isinstance(got, BaseException) or tuple(got) != mine
+    }
     if not odd:
         return
     address, got = sorted(odd.items(), key=str)[0]

@@ -1,0 +1,93 @@
+"""The cluster a Dask run stands on: what workers hold is sized for Dask's memory manager, a
+worker killed mid-run costs time and not the run, and a worker of another version is refused
+before any work."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from pipeline.core.config import ListsConfig
+from pipeline.core.errors import UsageError
+from pipeline.stages.dask.cluster import check_versions, versions
+from pipeline.stages.dask.tasks import scan_batch
+from tests.stages.dask.test_dask_engine import clean, same
+from tests.stages.test_streaming import messy_list
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Client]:
+    """Two worker processes with a memory limit, this test's own: it kills one of them."""
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit="1GiB",
+            dashboard_address=":0",
+            local_directory=str(tmp_path / "workers"),
+        ) as local,
+        Client(local) as client,
+    ):
+        client.wait_for_workers(2)
+        yield client
+
+
+def test_a_frame_on_a_worker_is_sized_by_its_buffers(cluster: Client) -> None:
+    """dask.sizeof used to see 56 bytes in a polars frame: nothing was ever spilled."""
+    frame = pl.DataFrame(
+        {"id": [f"{i:08d}" for i in range(50_000)], "email": ["a@b.example"] * 50_000}
+    )
+    pieces = cluster.submit(scan_batch, frame, "email", 0, 0, 2, ListsConfig(), pure=False)
+    pieces.result()
+    held = cluster.nbytes(keys=[pieces.key], summary=False)[pieces.key]  # as the worker counted it
+    assert held > frame.estimated_size()
+
+
+class KillOnce(WorkerPlugin):
+    """SIGKILLs the worker that starts the first task named *prefix* (once in the cluster's
+    life: *marker* is made first), as a machine lost or the kernel's OOM killer would."""
+
+    def __init__(self, prefix: str, marker: str) -> None:
+        self.prefix = prefix
+        self.marker = marker
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish != "executing" or not str(key).startswith(self.prefix):
+            return
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_while_duplicates_are_marked(cluster: Client, tmp_path: Path) -> None:
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=6_000)
+    local = clean(tmp_path, source, "local.parquet", "cache-local", "--offline", sandbox=False)
+    marker = tmp_path / "killed"
+    cluster.register_plugin(KillOnce("build_partition", str(marker)))
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
+    spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
+    assert marker.exists()  # a worker was killed, during the duplicate marking
+    same(local, spread)
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+
+
+def test_a_worker_of_another_version_is_refused() -> None:
+    mine = versions()
+    check_versions({"tcp://127.0.0.1:1": mine, "tcp://127.0.0.1:2": list(mine)})
+    with pytest.raises(UsageError, match=r"tcp://127.0.0.1:2 runs listclean 0.0.1 .*1 of 2"):
+        check_versions({"tcp://127.0.0.1:1": mine, "tcp://127.0.0.1:2": ("0.0.1", mine[1])})
+    with pytest.raises(UsageError, match="cannot import listclean"):
+        check_versions({"tcp://127.0.0.1:1": ModuleNotFoundError("pipeline")})
