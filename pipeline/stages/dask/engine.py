@@ -68,6 +68,7 @@ from pipeline.stages.dask.tasks import (
     piece_of,
     resolve_domains,
     scan_batch,
+    scan_part,
 )
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import RunRecord
@@ -260,7 +261,14 @@ class DaskRun:
         return summary
 
     def _scan(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
-        """Pass 1 as a local run reads it, each batch shipped to the cluster as it is read."""
+        """Pass 1: the list's parts read by the workers where metadata plans them (Parquet);
+        else as a local run reads it, each batch shipped to the cluster as it is read."""
+        planned = reader.parts(rows)
+        if planned is not None:
+            scan = _Scan([], rows=sum(p.rows for p in planned))
+            for index, part in enumerate(planned):
+                scan.batches.append(self.submit(scan_part, part, index, self.parts, self.lists))
+            return scan
         while True:
             try:
                 return self._scan_with(reader, rows, rejects)

@@ -34,6 +34,7 @@ from pipeline.core.mailboxes.smtp import SmtpSettings
 from pipeline.core.mailboxes.types import Budget, CheckStats, MailboxResult, RemoteAnswer, Target
 from pipeline.stages.base import Batch
 from pipeline.stages.dask.sizes import size_of
+from pipeline.stages.read.reader import PartRead
 from pipeline.stages.state.dedupe import DOMAIN_LEVEL, DedupeStats, DuplicateMarker, partition_of
 from pipeline.stages.steps import decide_rows, normalize, probe_candidates
 
@@ -61,6 +62,13 @@ def scan_batch(
     part = partition_of(work.get_column("DOMAIN"), parts, level=DOMAIN_LEVEL)
     work = work.with_columns(rows.alias(ROW), pl.lit(batch, pl.UInt32).alias(BATCH))
     return [Batch(frame.filter(part == p), work.filter(part == p)) for p in range(parts)]
+
+
+def scan_part(read: PartRead, batch: int, parts: int, lists: ListsConfig) -> list[Batch]:
+    """A part of the list read on this worker (the driver planned it from metadata), then
+    as :func:`scan_batch`: no row of it passes through the driver."""
+    got = read.read()
+    return scan_batch(got.frame, read.email_column, read.first_row, batch, parts, lists)
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,15 @@ from typing import Any
 
 import polars as pl
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, get_task_stream
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from pipeline.core.config import ListsConfig
 from pipeline.core.errors import UsageError
 from pipeline.stages.dask.cluster import check_versions, versions
 from pipeline.stages.dask.tasks import scan_batch
+from pipeline.stages.read.reader import open_list
+from pipeline.stages.runner import batch_rows
 from tests.stages.dask.test_dask_engine import clean, same
 from tests.stages.test_streaming import messy_list
 
@@ -91,3 +93,29 @@ def test_a_worker_of_another_version_is_refused() -> None:
         check_versions({"tcp://127.0.0.1:1": mine, "tcp://127.0.0.1:2": ("0.0.1", mine[1])})
     with pytest.raises(UsageError, match="cannot import listclean"):
         check_versions({"tcp://127.0.0.1:1": ModuleNotFoundError("pipeline")})
+
+
+@pytest.mark.parametrize("group_rows", [300, 4_000])
+def test_a_parquet_list_is_read_by_the_workers(
+    cluster: Client, tmp_path: Path, group_rows: int
+) -> None:
+    """The driver plans from the footers; the workers read the row groups. Parts of one or
+    of many row groups give the local output, row for row."""
+    messy_list(tmp_path / "list.csv", rows=6_000)
+    frame = pl.read_csv(tmp_path / "list.csv", infer_schema=False)
+    notes = [f"{i:07d}" * 300 for i in range(frame.height)]
+    frame = frame.with_columns(pl.Series("notes", notes))  # a few thousand rows a batch
+    source = tmp_path / "list.parquet"
+    frame.write_parquet(source, row_group_size=group_rows)
+    reader = open_list(str(source), source, tmp_path, None)
+    planned = reader.parts(batch_rows(64, reader.bytes_per_row))
+    assert planned is not None and len(planned) > 1
+    local = clean(tmp_path, source, "local.parquet", "cache-local", "--offline", sandbox=False)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
+    with get_task_stream(cluster) as stream:
+        spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
+    read = [t for t in stream.data if str(t["key"]).startswith("scan_part")]
+    assert len(read) == len(planned)
+    same(local, spread)
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
