@@ -35,16 +35,18 @@ import contextlib
 import logging
 import operator
 import queue
+import shutil
 import time
 import uuid
 import weakref
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from pipeline.core.bounces.step import BounceScope
 from pipeline.core.domains.dns import DnsAnswer, DnsStatus
@@ -69,6 +71,7 @@ from pipeline.stages.dask.tasks import (
     resolve_domains,
     scan_batch,
     scan_part,
+    write_part,
 )
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import RunRecord
@@ -88,7 +91,16 @@ from pipeline.stages.summary import (
     stage_summaries,
     summarize,
 )
-from pipeline.stages.write.outputs import RejectsSink
+from pipeline.stages.write.formats import OutputFormat
+from pipeline.stages.write.outputs import (
+    RejectsSink,
+    guard,
+    make_folder,
+    output_schema,
+    sweep_stale,
+    write_part_file,
+)
+from pipeline.stages.write.publish import tmp_of
 from pipeline.stages.write.sinks import Sink, open_outputs
 
 _CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
@@ -244,10 +256,19 @@ class DaskRun:
                 self.submit(decide_partition, parts[p], tables[p], flags[p], found[p])
                 for p in range(self.parts)
             ]
-            sink = stack.enter_context(open_outputs(paths, reader.schema, job.csv_bom, job.split))
-            sink.note(provenance_of(job, reader, record.facts()))
-            tally = self._write(decided, len(scan.batches), sink)
-            sink.stage(publication)
+            facts = provenance_of(job, reader, record.facts())
+            if _workers_write(job):
+                staging = stack.enter_context(_staging(paths.parquet))
+                schema = output_schema(reader.schema)
+                tally = self._write_parts(decided, len(scan.batches), staging, schema, facts)
+                publication.stage(staging, paths.parquet)
+            else:
+                sink = stack.enter_context(
+                    open_outputs(paths, reader.schema, job.csv_bom, job.split)
+                )
+                sink.note(facts)
+                tally = self._write(decided, len(scan.batches), sink)
+                sink.stage(publication)
             rejects.stage(publication)
             clock.lap("write", scan.rows, scan.rows)
             queries = engine.dns.queries_sent + self.remote_queries
@@ -379,6 +400,37 @@ class DaskRun:
             ShippedFlags(ledger.flags(i.bounce_keys) if i.bounce_keys else {}, scope) for i in infos
         ]
 
+    def _write_parts(
+        self,
+        decided: list[Any],
+        batches: int,
+        staging: Path,
+        schema: pa.Schema,
+        facts: Mapping[str, Any],
+    ) -> Tally:
+        """Each input batch's rows in input order, written by a worker as one part file of
+        the dataset output in *staging*; the driver merges the parts' tallies, in order."""
+        written = [
+            self.submit(
+                write_part,
+                str(staging),
+                index,
+                schema,
+                dict(facts),
+                *(self.submit(piece_of, part, index) for part in decided),
+            )
+            for index in range(batches)
+        ]
+        if not batches:  # an empty list still gets a part with every column
+            empty = pl.from_arrow(schema.empty_table())
+            assert isinstance(empty, pl.DataFrame)
+            write_part_file(empty, staging / "part-00000.parquet", schema, facts)
+        tally = Tally()
+        for index, future in enumerate(written):
+            tally.merge(future.result())
+            written[index] = None  # let the cluster forget it
+        return tally
+
     def _write(self, decided: list[Any], batches: int, sink: Sink) -> Tally:
         """Each input batch's rows back in input order, written as one row group, counted."""
         tally = Tally()
@@ -392,3 +444,24 @@ class DaskRun:
             sink.write(frame)
             tally.add(frame)
         return tally
+
+
+def _workers_write(job: CleanJob) -> bool:
+    """Whether the workers write the output: a dataset (``-o out/``) on a file system every
+    worker reaches (the command line holds a cluster's paths to that), not split by verdict.
+    Other outputs (one file, CSV, xlsx, --split, an object store's) are written here."""
+    paths = job.paths
+    return paths.format is OutputFormat.DATASET and paths.upload is None and not job.split
+
+
+@contextlib.contextmanager
+def _staging(final: Path) -> Iterator[Path]:
+    """The dataset's staging folder beside *final*, removed unless published."""
+    make_folder(final.parent)
+    sweep_stale(final)
+    staging = tmp_of(final)
+    guard(final, staging.mkdir)
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
 
 from pipeline.core.bounces.step import BounceScope, bounce_keys
 from pipeline.core.bounces.types import BounceFlags
@@ -37,6 +38,8 @@ from pipeline.stages.dask.sizes import size_of
 from pipeline.stages.read.reader import PartRead
 from pipeline.stages.state.dedupe import DOMAIN_LEVEL, DedupeStats, DuplicateMarker, partition_of
 from pipeline.stages.steps import decide_rows, normalize, probe_candidates
+from pipeline.stages.summary import Tally
+from pipeline.stages.write.outputs import write_part_file
 
 ROW = "_ROW"  # the global row number (input order) of each row
 BATCH = "_BATCH"  # the input batch a row came in, for putting the output back in order
@@ -183,6 +186,18 @@ def assemble(*pieces: pl.DataFrame | None) -> pl.DataFrame:
     """One input batch's output rows back in input order."""
     found = [p for p in pieces if p is not None]
     return pl.concat(found, how="vertical").sort(ROW).drop(ROW, BATCH)
+
+
+def write_part(
+    folder: str, index: int, schema: pa.Schema, facts: dict[str, Any], *pieces: pl.DataFrame | None
+) -> Tally:
+    """One input batch's output rows, in input order, written by this worker as the part file
+    *index* of a dataset output (in the run's staging folder); the driver gets their tally."""
+    frame = assemble(*pieces)
+    write_part_file(frame, Path(folder) / f"part-{index:05d}.parquet", schema, facts)
+    tally = Tally()
+    tally.add(frame)
+    return tally
 
 
 class Forward:

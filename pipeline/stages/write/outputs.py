@@ -239,6 +239,24 @@ class ParquetSink:
         self._part_rows = 0
 
 
+def write_part_file(
+    frame: pl.DataFrame, target: Path, schema: pa.Schema, facts: Mapping[str, Any]
+) -> None:
+    """One part file of a dataset output written whole where it runs (a Dask worker, into
+    the run's staging folder), as :class:`ParquetSink` writes its parts; under a temporary
+    name until complete, so a part written again (its worker lost) is never half of one."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    writer = guard(target, lambda: pq.ParquetWriter(tmp, schema, use_dictionary=_DICTIONARY))
+    try:
+        guard(target, lambda: writer.write_table(frame.to_arrow().cast(schema)))
+        if facts:
+            noted = json.dumps({**facts, "finished_at": now()}, ensure_ascii=False)
+            writer.add_key_value_metadata({"listclean": noted})
+    finally:
+        guard(target, writer.close)
+    guard(target, lambda: os.replace(tmp, target))
+
+
 class RejectsSink:
     """The rejects file (line, reason, raw), appended batch by batch, published at the end."""
 

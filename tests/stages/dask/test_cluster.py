@@ -4,6 +4,7 @@ before any work."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 from distributed.diagnostics.plugin import WorkerPlugin
 
+from pipeline.cli import main
 from pipeline.core.config import ListsConfig
 from pipeline.core.errors import UsageError
 from pipeline.stages.dask.cluster import check_versions, versions
@@ -119,3 +121,32 @@ def test_a_parquet_list_is_read_by_the_workers(
     same(local, spread)
     expected = pl.read_parquet(tmp_path / "local.parquet")
     assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+
+
+def clean_to_folder(tmp: Path, source: Path, name: str, *extra: str) -> dict[str, Any]:
+    args = ["clean", f"file://{source}", "-o", f"file://{tmp / name}/", "--quiet"]
+    assert main([*args, "--offline", "--cache-dir", str(tmp / f"cache-{name}"), *extra]) == 0
+    summary: dict[str, Any] = json.loads((tmp / f"{name}.summary.json").read_text())
+    return summary
+
+
+def test_a_folder_output_is_written_by_the_workers(cluster: Client, tmp_path: Path) -> None:
+    """-o out/: each input batch a part file written by a worker, staged, published whole;
+    the same rows in the same order as the local engine's folder, rejects beside it."""
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=4_000)
+    with source.open("a") as text:
+        text.write('9999,"a, ""quoted"" value,\n')  # a ragged row: a reject with its line
+    local = clean_to_folder(tmp_path, source, "local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    with get_task_stream(cluster) as stream:
+        spread = clean_to_folder(tmp_path, source, "dask", *dask)
+    assert any(str(t["key"]).startswith("write_part") for t in stream.data)
+    same(local, spread)
+    assert local["rows_rejected"] == 1
+    expected = pl.read_parquet(tmp_path / "local")
+    assert pl.read_parquet(tmp_path / "dask").equals(expected)
+    assert (tmp_path / "dask.rejects.csv").read_bytes() == (
+        tmp_path / "local.rejects.csv"
+    ).read_bytes()
+    assert not list(tmp_path.glob(".dask*"))  # no staging folder left
