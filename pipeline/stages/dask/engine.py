@@ -35,7 +35,6 @@ import contextlib
 import logging
 import operator
 import queue
-import shutil
 import time
 import uuid
 import weakref
@@ -57,12 +56,15 @@ from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.dask.checks import drain, spread
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
+from pipeline.stages.dask.staging import staging_folder, workers_write
 from pipeline.stages.dask.tasks import (
     ROW,
+    Converted,
     PartitionInfo,
     ShippedFlags,
     assemble,
     build_partition,
+    convert,
     decide_partition,
     partition_candidates,
     partition_info,
@@ -91,16 +93,11 @@ from pipeline.stages.summary import (
     stage_summaries,
     summarize,
 )
-from pipeline.stages.write.formats import OutputFormat
 from pipeline.stages.write.outputs import (
     RejectsSink,
-    guard,
-    make_folder,
     output_schema,
-    sweep_stale,
     write_part_file,
 )
-from pipeline.stages.write.publish import tmp_of
 from pipeline.stages.write.sinks import Sink, open_outputs
 
 _CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
@@ -214,7 +211,7 @@ class DaskRun:
             )
             started = time.perf_counter()
             with pin.reading():
-                scan = self._scan(reader, rows, rejects)
+                scan = self._scan(job, reader, (rows, rejects), stack)
             parts = [
                 self.submit(
                     build_partition,
@@ -224,7 +221,7 @@ class DaskRun:
             ]
             scope = engine.bounces.scope() if engine.bounces else None
             infos: list[PartitionInfo] = self.client.gather(
-                [self.submit(partition_info, part, scope) for p, part in enumerate(parts)]
+                [self.submit(partition_info, part, scope) for part in parts]
             )
             normalized = NormalizeStats(
                 sum(i.dedupe.distinct for i in infos), sum(i.dedupe.duplicates for i in infos)
@@ -257,8 +254,8 @@ class DaskRun:
                 for p in range(self.parts)
             ]
             facts = provenance_of(job, reader, record.facts())
-            if _workers_write(job):
-                staging = stack.enter_context(_staging(paths.parquet))
+            if workers_write(job):
+                staging = stack.enter_context(staging_folder(paths.parquet))
                 schema = output_schema(reader.schema)
                 tally = self._write_parts(decided, len(scan.batches), staging, schema, facts)
                 publication.stage(staging, paths.parquet)
@@ -281,12 +278,28 @@ class DaskRun:
             publication.commit()
         return summary
 
-    def _scan(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
+    def _scan(
+        self,
+        job: CleanJob,
+        reader: ListReader,
+        sizes: tuple[int, RejectsSink],
+        stack: contextlib.ExitStack,
+    ) -> _Scan:
         """Pass 1: the list's parts read by the workers where metadata plans them (Parquet);
-        else as a local run reads it, each batch shipped to the cluster as it is read."""
+        a list only read in order, by one worker into Parquet shards beside the output, then
+        as those; standard input (or an object-store output) read here, as a local run
+        reads it, each batch shipped to the cluster as it is read."""
+        rows, rejects = sizes
         planned = reader.parts(rows)
+        rejected = 0
+        if planned is None and job.upload is None and not job.name:
+            shards = stack.enter_context(staging_folder(job.paths.parquet, "shards"))
+            converted: Converted = self.submit(convert, job, str(shards), rows).result()
+            for name in converted.rejects:
+                rejects.write(pl.read_parquet(name))
+            planned, rejected = converted.parts, converted.rejected
         if planned is not None:
-            scan = _Scan([], rows=sum(p.rows for p in planned))
+            scan = _Scan([], rows=sum(p.rows for p in planned), rejected=rejected)
             for index, part in enumerate(planned):
                 scan.batches.append(self.submit(scan_part, part, index, self.parts, self.lists))
             return scan
@@ -444,24 +457,3 @@ class DaskRun:
             sink.write(frame)
             tally.add(frame)
         return tally
-
-
-def _workers_write(job: CleanJob) -> bool:
-    """Whether the workers write the output: a dataset (``-o out/``) on a file system every
-    worker reaches (the command line holds a cluster's paths to that), not split by verdict.
-    Other outputs (one file, CSV, xlsx, --split, an object store's) are written here."""
-    paths = job.paths
-    return paths.format is OutputFormat.DATASET and paths.upload is None and not job.split
-
-
-@contextlib.contextmanager
-def _staging(final: Path) -> Iterator[Path]:
-    """The dataset's staging folder beside *final*, removed unless published."""
-    make_folder(final.parent)
-    sweep_stale(final)
-    staging = tmp_of(final)
-    guard(final, staging.mkdir)
-    try:
-        yield staging
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)

@@ -55,7 +55,7 @@ class ParquetPart:
     """Consecutive row groups of one shard, planned from its footer: what one worker reads."""
 
     shard: Shard
-    groups: tuple[int, ...]
+    groups: tuple[int, ...]  # (): all of the shard's
     rows: int
     schema: pa.Schema  # the first shard's: every shard is cast to it
     fs: AbstractFileSystem | None = None  # an object store's filesystem (s3://)
@@ -182,7 +182,8 @@ def _parquet_file(source: object, shard: Shard) -> pq.ParquetFile:
 def read_part(part: ParquetPart) -> pl.DataFrame:
     """The rows of *part*, read where it runs (a Dask worker), typed as the first shard."""
     try:
-        table = open_shard(part.shard, part.fs).read_row_groups(list(part.groups))
+        shard = open_shard(part.shard, part.fs)
+        table = shard.read_row_groups(list(part.groups)) if part.groups else shard.read()
         frame = pl.from_arrow(table.cast(part.schema))
     except (OSError, pa.ArrowException) as exc:
         raise InputError(
