@@ -292,7 +292,7 @@ class DaskRun:
         rows, rejects = sizes
         planned = reader.parts(rows)
         rejected = 0
-        if planned is None and job.upload is None and not job.name:
+        if planned is None and job.upload is None and not job.spooled:
             shards = stack.enter_context(staging_folder(job.paths.parquet, "shards"))
             converted: Converted = self.submit(convert, job, str(shards), rows).result()
             for name in converted.rejects:

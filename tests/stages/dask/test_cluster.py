@@ -150,3 +150,35 @@ def test_a_folder_output_is_written_by_the_workers(cluster: Client, tmp_path: Pa
         tmp_path / "local.rejects.csv"
     ).read_bytes()
     assert not list(tmp_path.glob(".dask*"))  # no staging folder left
+
+
+def awkward_csv(path: Path, encoding: str, end: str, bom: bool) -> None:
+    """Quoted fields holding line ends, accented names, a ragged row and a blank one."""
+    rows = ["name,notes,email"]
+    for i in range(3_000):
+        note = f'"line one{end}line two, café"' if i % 7 == 0 else "plain"
+        rows.append(f"Zoë Ångström {i},{note},user{i % 900}@example.com")
+        if i % 500 == 250:
+            rows.append(f"ragged,{i},x,y,z")  # five fields: a reject, with its line number
+    data = (end.join(rows) + end).encode(encoding)
+    path.write_bytes(b"\xef\xbb\xbf" + data if bom else data)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "end", "bom"), [("cp1252", "\r", False), ("utf-8", "\r\n", True)]
+)
+def test_an_awkward_csv_gives_the_local_rows_and_rejects(
+    cluster: Client, tmp_path: Path, encoding: str, end: str, bom: bool
+) -> None:
+    source = tmp_path / "list.csv"
+    awkward_csv(source, encoding, end, bom)
+    local = clean_to_folder(tmp_path, source, "local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean_to_folder(tmp_path, source, "dask", *dask)
+    same(local, spread)
+    assert local["rows_rejected"] == 6
+    expected = pl.read_parquet(tmp_path / "local")
+    assert expected.get_column("notes").str.contains("\n|\r").sum() > 400
+    assert pl.read_parquet(tmp_path / "dask").equals(expected)
+    rejects = (tmp_path / "local.rejects.csv").read_bytes()
+    assert (tmp_path / "dask.rejects.csv").read_bytes() == rejects
