@@ -39,13 +39,12 @@ import time
 import uuid
 import weakref
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 
 from pipeline.core.bounces.step import BounceScope
 from pipeline.core.domains.dns import DnsAnswer, DnsStatus
@@ -56,7 +55,12 @@ from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.dask.checks import drain, spread
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
-from pipeline.stages.dask.staging import staging_folder, workers_write
+from pipeline.stages.dask.staging import (
+    Output,
+    staging_folder,
+    workers_write,
+    write_by_workers,
+)
 from pipeline.stages.dask.tasks import (
     ROW,
     Converted,
@@ -73,7 +77,6 @@ from pipeline.stages.dask.tasks import (
     resolve_domains,
     scan_batch,
     scan_part,
-    write_part,
 )
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import RunRecord
@@ -96,7 +99,6 @@ from pipeline.stages.summary import (
 from pipeline.stages.write.outputs import (
     RejectsSink,
     output_schema,
-    write_part_file,
 )
 from pipeline.stages.write.sinks import Sink, open_outputs
 
@@ -255,10 +257,9 @@ class DaskRun:
             ]
             facts = provenance_of(job, reader, record.facts())
             if workers_write(job):
-                staging = stack.enter_context(staging_folder(paths.parquet))
-                schema = output_schema(reader.schema)
-                tally = self._write_parts(decided, len(scan.batches), staging, schema, facts)
-                publication.stage(staging, paths.parquet)
+                output = Output(job.paths, output_schema(reader.schema), dict(facts))
+                tally = write_by_workers(self.submit, decided, len(scan.batches), output, stack)
+                publication.stage(output.staged, job.paths.parquet)
             else:
                 sink = stack.enter_context(
                     open_outputs(paths, reader.schema, job.csv_bom, job.split)
@@ -412,37 +413,6 @@ class DaskRun:
         return [
             ShippedFlags(ledger.flags(i.bounce_keys) if i.bounce_keys else {}, scope) for i in infos
         ]
-
-    def _write_parts(
-        self,
-        decided: list[Any],
-        batches: int,
-        staging: Path,
-        schema: pa.Schema,
-        facts: Mapping[str, Any],
-    ) -> Tally:
-        """Each input batch's rows in input order, written by a worker as one part file of
-        the dataset output in *staging*; the driver merges the parts' tallies, in order."""
-        written = [
-            self.submit(
-                write_part,
-                str(staging),
-                index,
-                schema,
-                dict(facts),
-                *(self.submit(piece_of, part, index) for part in decided),
-            )
-            for index in range(batches)
-        ]
-        if not batches:  # an empty list still gets a part with every column
-            empty = pl.from_arrow(schema.empty_table())
-            assert isinstance(empty, pl.DataFrame)
-            write_part_file(empty, staging / "part-00000.parquet", schema, facts)
-        tally = Tally()
-        for index, future in enumerate(written):
-            tally.merge(future.result())
-            written[index] = None  # let the cluster forget it
-        return tally
 
     def _write(self, decided: list[Any], batches: int, sink: Sink) -> Tally:
         """Each input batch's rows back in input order, written as one row group, counted."""

@@ -182,3 +182,19 @@ def test_an_awkward_csv_gives_the_local_rows_and_rejects(
     assert pl.read_parquet(tmp_path / "dask").equals(expected)
     rejects = (tmp_path / "local.rejects.csv").read_bytes()
     assert (tmp_path / "dask.rejects.csv").read_bytes() == rejects
+
+
+def test_a_single_file_output_is_joined_by_a_worker(cluster: Client, tmp_path: Path) -> None:
+    """-o out.parquet: the workers write parts, one worker joins them in order into the file."""
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=3_000)
+    local = clean(tmp_path, source, "local.parquet", "cache-local", "--offline", sandbox=False)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
+    with get_task_stream(cluster) as stream:
+        spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
+    names = {str(t["key"]).split("-")[0] for t in stream.data}
+    assert {"convert", "write_part", "concat_parts"} <= names
+    same(local, spread)
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
