@@ -1,17 +1,21 @@
 """The Dask engine (``--engine dask``): one list cleaned by the workers of a Dask cluster, with
-exactly the local engine's answers. A thin adapter: the work is the stage functions of
-:mod:`pipeline.stages.steps` and the engine's steps, run per partition by
-:mod:`pipeline.stages.dask.tasks`; this module only says where each runs.
+exactly the local engine's answers. The work is the stage functions of
+:mod:`pipeline.stages.steps` and the engine's steps, run per part and per partition by
+:mod:`pipeline.stages.dask.tasks`; this module plans the run and merges what comes back.
 
 How a run goes:
 
-1. **read and scan**: the driver reads the list batch by batch (the local reader: CSV, Parquet,
-   datasets, object stores) and ships each batch to a worker, which normalizes it and splits it
-   by a hash of the DOMAIN (:func:`~pipeline.stages.state.dedupe.partition_of`, level 0) into
-   partitions; each row keeps its global row number. Rejects are written by the driver.
-2. **partitions**: each partition (every row of its domains, in input order) is gathered on the
-   worker that owns it, and its duplicates marked with global row numbers: a KEY ends in its
-   domain, so every copy of an address is in its partition.
+1. **read and scan**: the driver plans the list's parts from metadata (Parquet footers: whole
+   row groups) and the workers read them; a list only read in order (CSV, packed, zip, xlsx)
+   is first read by one worker with the local reader into Parquet shards beside the output
+   (:func:`~pipeline.stages.dask.tasks.convert`: the local rejects and line numbers), then
+   read like Parquet. Only standard input, or a run with an object-store output, is read by
+   the driver and shipped batch by batch. Each part is normalized on its worker and split by
+   a hash of the DOMAIN (:func:`~pipeline.stages.state.dedupe.partition_of`, level 0) into
+   partitions; each row keeps its row number in the list.
+2. **partitions**: each partition (every row of its domains, in input order) is gathered on a
+   worker, and its duplicates marked with those row numbers: a KEY ends in its domain, so
+   every copy of an address is in its partition.
 3. **domains**: the driver reads the domain cache once for every distinct domain; the domains it
    lacks are resolved in chunks on their partitions' owners (so each domain is resolved once in
    the whole cluster), the driver checks the resolver once and judges the MX hosts (each asked
@@ -19,9 +23,14 @@ How a run goes:
    chunk arrives. A second run sends no query for cached domains, wherever its partitions land.
 4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out by the driver in
    the local engine's order; one worker per mail provider; answers committed by the driver).
-5. **decide and write**: each partition is decided on its owner with the answers the driver
-   shipped; the output rows of each input batch are put back in input order on a worker, and
-   the driver writes them as one row group (the local sinks: local files or object stores).
+5. **decide and write**: each partition is decided with the answers the driver shipped; the
+   output rows of each input part are put back in input order and written by a worker as a
+   part file (:mod:`pipeline.stages.dask.staging`; a single Parquet file is joined from the
+   parts by one worker), staged for the run's commit point. Other outputs (CSV, xlsx,
+   ``--split``, object stores) are written by the driver through the local sinks.
+
+No task is tied to a worker: the scheduler places each, and a lost worker's tasks run again
+elsewhere (:mod:`pipeline.stages.dask.cluster`).
 
 Workers open no cache or store: the caches live with the driver (``--cache-dir``), which ships
 what workers need and commits what they learn. So workers need no shared disk, and their
