@@ -186,8 +186,11 @@ class DaskRun:
 
     def cancel(self) -> None:
         """Every task of the run still wanted, cancelled (the run is over without them)."""
+        # Only what has not finished: a finished task has nothing to stop (and the scheduler
+        # may already have let its key go), and its result goes with its future.
+        pending = [future for future in self._sent if not future.done()]
         with contextlib.suppress(Exception):  # a cluster already gone has nothing to cancel
-            self.client.cancel(list(self._sent))
+            self.client.cancel(pending)
 
     def wait(self, futures: Sequence[Any], hear: Callable[[list[Any]], None]) -> list[Any]:
         """The futures' results, hearing each event the tasks send while they run."""
