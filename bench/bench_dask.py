@@ -1,6 +1,7 @@
 """Benchmark the Dask engine against the local engine on a generated list (10M rows by default).
 
     python bench/bench_dask.py [--rows N] [--domains N] [--out bench/out-dask]
+        [--processes] [--kill-after SECONDS]
 
 Runs, in one go and each as a fresh process with an empty domain cache (so every run resolves
 every domain against the loopback DNS server, which runs in its own process): the local engine,
@@ -12,15 +13,28 @@ for bench/RESULTS.md, writes ``results.json`` (every question with its count inc
 list, and deletes the list and the outputs.
 The driver's peak RSS is the ``listclean`` process's own; the largest worker's is the
 biggest of the LocalCluster's worker processes (``measure.py``'s children).
+
+``--processes`` adds a run on a cluster started as a team would start one: ``dask scheduler``
+and two ``dask worker --nthreads 1 --memory-limit 2GiB`` processes (nannies on), joined with
+``--scheduler`` and ``file://`` paths; its workers' peak RSS and whether any was restarted are
+asked of the workers themselves. ``--kill-after S`` adds one more such run in which one worker
+process is SIGKILLed S seconds after the run starts (its nanny starts a new one).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +46,22 @@ ENGINES = {"local": [], "dask, 1 worker": ["1"], "dask, 2 workers": ["2"]}
 
 
 def clean(
-    out: Path, name: str, config: Path, workers: list[str], server: subprocess.Popen[str]
+    out: Path,
+    name: str,
+    config: Path,
+    workers: list[str],
+    server: subprocess.Popen[str],
+    scheduler: str = "",
 ) -> dict[str, Any]:
     cache = out / "cache"
     shutil.rmtree(cache, ignore_errors=True)
-    stem = name.replace(",", "").replace(" ", "-")
+    stem = name.replace(",", "").replace(" ", "-").replace("(", "").replace(")", "")
     engine = ["--engine", "dask", "--dask-workers", *workers] if workers else []
-    args = ["clean", str(out / "list.csv"), "-o", str(out / f"{stem}.parquet")]
+    places = [str(out / "list.csv"), str(out / f"{stem}.parquet")]
+    if scheduler:
+        engine = ["--engine", "dask", "--scheduler", scheduler]
+        places = [f"file://{p}" for p in places]
+    args = ["clean", places[0], "-o", places[1]]
     args += ["--config", str(config), "--cache-dir", str(cache), "--quiet", *engine]
     measured = run(out, stem, args)
     assert server.stdin is not None and server.stdout is not None
@@ -54,7 +77,7 @@ def clean(
         dns_queries=summary["dns_queries"],
         output=str(out / f"{stem}.parquet"),
         asked=asked,
-        workers=int(workers[0]) if workers else 1,
+        workers=int(workers[0]) if workers else 2 if scheduler else 1,
         stages={s["name"]: s["seconds"] for s in summary["stages"]},
     )
     return measured
@@ -65,17 +88,99 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--domains", type=int, default=50_000)
     parser.add_argument("--out", type=Path, default=HERE / "out-dask")
+    parser.add_argument("--processes", action="store_true", help="also a real 2-worker cluster")
+    parser.add_argument("--kill-after", type=float, default=0.0, help="kill a worker after S s")
     args = parser.parse_args()
     out: Path = args.out
     generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
     subprocess.run([*generate, "--domains", str(args.domains), "--out", str(out)], check=True)
     with served_world(out / "world.json", out) as (server, config):
         results = {name: clean(out, name, config, w, server) for name, w in ENGINES.items()}
+        if args.processes or args.kill_after:
+            runs = {"dask, 2 processes of 2 GiB": 0.0}
+            if args.kill_after:
+                runs[f"dask, 2 processes, one killed at {args.kill_after:g}s"] = args.kill_after
+            for name, kill in runs.items():
+                with process_cluster(out, 2, "2GiB") as address:
+                    results[name] = on_processes(out, name, config, server, address, kill)
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(table(results))
     check(results)
     for path in [out / "list.csv", *out.glob("*.parquet"), out / "cache"]:
         shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def process_cluster(out: Path, workers: int, memory: str) -> Iterator[str]:
+    """``dask scheduler`` and *workers* ``dask worker`` processes on loopback; its address."""
+    file = out / "scheduler.json"
+    file.unlink(missing_ok=True)
+    dask = str(Path(sys.executable).with_name("dask"))
+    log = (out / "cluster.log").open("a")
+    loopback = ["--host", "127.0.0.1"]
+    scheduler = ["--port", "0", "--dashboard-address", ":0", "--scheduler-file", str(file)]
+    worker = ["--scheduler-file", str(file), "--nthreads", "1", "--memory-limit", memory]
+    started = [
+        subprocess.Popen(
+            [dask, "scheduler", *loopback, *scheduler],
+            stdout=log,
+            stderr=log,
+        )
+    ]
+    try:
+        while not file.exists():
+            time.sleep(0.1)
+        for _ in range(workers):
+            started.append(
+                subprocess.Popen(
+                    [dask, "worker", *loopback, *worker, "--local-directory", str(out / "workers")],
+                    stdout=log,
+                    stderr=log,
+                )
+            )
+        address: str = json.loads(file.read_text())["address"]
+        from distributed import Client
+
+        with Client(address) as client:
+            client.wait_for_workers(workers)
+        yield address
+    finally:
+        for process in reversed(started):
+            process.terminate()
+        for process in started:
+            process.wait(timeout=60)
+        log.close()
+
+
+def worker_facts() -> tuple[int, float]:
+    """A worker's process id and peak RSS in MiB (run on each worker)."""
+    return os.getpid(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def on_processes(
+    out: Path,
+    name: str,
+    config: Path,
+    server: subprocess.Popen[str],
+    address: str,
+    kill_after: float,
+) -> dict[str, Any]:
+    """One run on the process cluster at *address*; with *kill_after*, one worker SIGKILLed
+    that many seconds in. Adds the workers' peak RSS and how many were restarted."""
+    from distributed import Client
+
+    with Client(address) as client:
+        before = {pid for pid, _ in client.run(worker_facts).values()}
+        killer = threading.Timer(kill_after, os.kill, (min(before), signal.SIGKILL))
+        if kill_after:
+            killer.start()
+        measured = clean(out, name, config, [], server, scheduler=address)
+        killer.cancel()
+        client.wait_for_workers(2)
+        after = client.run(worker_facts)
+    measured["child_peak_rss_mib"] = max(rss for _, rss in after.values())
+    measured["restarted"] = len(before - {pid for pid, _ in after.values()})
+    return measured
 
 
 def check(results: dict[str, dict[str, Any]]) -> None:
@@ -134,6 +239,9 @@ def table(r: dict[str, dict[str, Any]]) -> str:
     lines.append("")
     local = r["local"]
     lines.append(f"rows: {local['rows']:,}; distinct domains: {local['distinct_domains']:,}")
+    for name, m in r.items():
+        if "restarted" in m:
+            lines.append(f"{name}: workers restarted (or killed) during the run: {m['restarted']}")
     for name, m in r.items():
         stages = ", ".join(f"{k} {v:.1f}s" for k, v in m["stages"].items())
         lines.append(f"{name} stages: {stages}")

@@ -204,7 +204,8 @@ def _check_engine(args: argparse.Namespace) -> None:
 def _run(args: argparse.Namespace, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
     if args.engine == "local":
         return run_clean(job, engine, folder)
-    from pipeline.stages.dask.engine import connect, run_clean_dask
+    from pipeline.stages.dask.cluster import connect
+    from pipeline.stages.dask.engine import run_clean_dask
 
     with connect(args.scheduler, args.dask_workers) as cluster:
         return run_clean_dask(job, engine, folder, cluster)

@@ -19,6 +19,10 @@ class Batch:
     originals: pl.DataFrame
     work: pl.DataFrame
 
+    def __sizeof__(self) -> int:
+        # What the frames' buffers hold: a Dask worker sizes what it keeps by this.
+        return int(self.originals.estimated_size() + self.work.estimated_size()) + 128
+
 
 @dataclass(frozen=True)
 class StageSummary:

@@ -54,6 +54,7 @@ __all__ = [
 
 STDIN: Final = "-"
 _PART: Final = re.compile(r"part-\d+\.parquet")
+_SPOOLED: Final = "listclean-input-"  # the folder of a stream's private copy
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,12 @@ class CleanJob:
     @property
     def paths(self) -> OutputPaths:
         return OutputPaths.for_output(self.output, self.dataset, self.upload, self.format)
+
+    @property
+    def spooled(self) -> bool:
+        """The input is this process's private copy of a stream (standard input, a pipe):
+        no other machine can read it."""
+        return isinstance(self.input, Path) and self.input.parent.name.startswith(_SPOOLED)
 
     @property
     def named(self) -> str:
@@ -267,7 +274,7 @@ def open_input(text: str, storage: StorageConfig | None = None) -> Iterator[Path
 @contextlib.contextmanager
 def _spooled(stream: BinaryIO, name: str) -> Iterator[Path]:
     """*stream* read once to its end into a temporary file of our own, removed afterwards."""
-    folder = Path(tempfile.mkdtemp(prefix="listclean-input-"))
+    folder = Path(tempfile.mkdtemp(prefix=_SPOOLED))
     copy = folder / (name if name not in ("", ".", "..") else "input")
     try:
         with copy.open("wb") as out:

@@ -102,6 +102,23 @@ class Tally:
         fixed = typos.select("DOMAIN", pl.col("SUGGESTION").str.split("@").list.last())
         self._typos.update(fixed.iter_rows())
 
+    def merge(self, other: Tally) -> None:
+        """Count *other*'s rows too (a Dask worker's tally of the rows it wrote), as if
+        :meth:`add` had seen them after these."""
+        self.verdicts.update(other.verdicts)
+        self.verdicts_unique.update(other.verdicts_unique)
+        self.reasons.update(other.reasons)
+        self.safe_to_send += other.safe_to_send
+        self.held_back += other.held_back
+        for member, (rows, held) in other.members.items():
+            counts = self.members.setdefault(member, [0, 0])
+            counts[0] += rows
+            counts[1] += held
+        self._domains.extend(other._domains)
+        if len(self._domains) >= _COMPACT_EVERY:
+            self._domains = [_summed(self._domains)]
+        self._typos.update(other._typos)
+
     def reason_counts(self) -> dict[str, int]:
         return reason_counts(self.reasons)
 

@@ -55,6 +55,21 @@ def test_a_signal_before_the_commit_point_publishes_nothing(tmp_path: Path, name
     assert f"stopped by {name} before the commit point: no output was written" in last
 
 
+def test_a_signal_to_a_dask_run_publishes_nothing(tmp_path: Path) -> None:
+    """The Dask engine's workers wrote the output's parts and joined them into the file
+    (under temporary names beside it); SIGTERM on the driver then cancels the run's tasks,
+    and neither the file, the parts nor the shards of the list are left behind."""
+    where, cache = tmp_path / "case", tmp_path / "cache"
+    before = _earlier_run(where, cache)
+    args = ("-o", "out.parquet", "--engine", "dask", "--dask-workers", "1")
+    faults = ("--signal-at", "open:.out.report.html.*.tmp:SIGTERM")
+    outcome = execute(Run("list.csv", args, faults=faults, timeout=60.0), where, cache)
+    assert outcome.code == CODES["SIGTERM"], outcome.stderr
+    assert "Traceback" not in outcome.stderr
+    assert snapshot(where) == before  # the earlier files byte for byte, no temporary file
+    assert "before the commit point: no output was written" in _last_line(outcome)
+
+
 @pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
 def test_a_signal_while_starting_is_one_line(tmp_path: Path, name: str) -> None:
     where, cache = tmp_path / "case", tmp_path / "cache"

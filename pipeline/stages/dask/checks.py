@@ -62,7 +62,7 @@ class Spreader(Protocol):
     lists: ListsConfig  # for the workers' own domain lists
     remote_queries: int  # DNS queries the workers sent
 
-    def submit(self, function: Callable[..., Any], *args: Any, owner: int | None = None) -> Any: ...
+    def submit(self, function: Callable[..., Any], *args: Any) -> Any: ...
     def wait(self, futures: Sequence[Any], hear: Callable[[list[Any]], None]) -> list[Any]: ...
 
 
@@ -103,9 +103,8 @@ class SpreadSmtp:
                     inner.settings,
                     dns.config,
                     self._run.lists,
-                    owner=n,
                 )
-                for n, order in enumerate(orders)
+                for order in orders
             ]
             with contextlib.closing(inner.meter(len(work.reached))) as bar:
                 sink = _SmtpSink(inner, len(orders), bar)
@@ -159,8 +158,7 @@ class SpreadApi:
         if work.reached:
             limit = len(work.reached) if inner.budget.limit is not None else None
             order = ApiOrder(work.reached, limit, reads.spent, reads.quota, self._run.topic, 0)
-            owner = int(partition_of(pl.Series([work.api]), self._run.size).item())
-            future = self._run.submit(ask_api, order, inner.config, inner.key, owner=owner)
+            future = self._run.submit(ask_api, order, inner.config, inner.key)
             with contextlib.closing(inner.meter(len(work.reached))) as bar:
                 sink = _ApiSink(inner, work.api, bar)
                 ((answers, requests),) = self._run.wait([future], sink.hear)

@@ -1,17 +1,21 @@
 """The Dask engine (``--engine dask``): one list cleaned by the workers of a Dask cluster, with
-exactly the local engine's answers. A thin adapter: the work is the stage functions of
-:mod:`pipeline.stages.steps` and the engine's steps, run per partition by
-:mod:`pipeline.stages.dask.tasks`; this module only says where each runs.
+exactly the local engine's answers. The work is the stage functions of
+:mod:`pipeline.stages.steps` and the engine's steps, run per part and per partition by
+:mod:`pipeline.stages.dask.tasks`; this module plans the run and merges what comes back.
 
 How a run goes:
 
-1. **read and scan**: the driver reads the list batch by batch (the local reader: CSV, Parquet,
-   datasets, object stores) and ships each batch to a worker, which normalizes it and splits it
-   by a hash of the DOMAIN (:func:`~pipeline.stages.state.dedupe.partition_of`, level 0) into
-   partitions; each row keeps its global row number. Rejects are written by the driver.
-2. **partitions**: each partition (every row of its domains, in input order) is gathered on the
-   worker that owns it, and its duplicates marked with global row numbers: a KEY ends in its
-   domain, so every copy of an address is in its partition.
+1. **read and scan**: the driver plans the list's parts from metadata (Parquet footers: whole
+   row groups) and the workers read them; a list only read in order (CSV, packed, zip, xlsx)
+   is first read by one worker with the local reader into Parquet shards beside the output
+   (:func:`~pipeline.stages.dask.tasks.convert`: the local rejects and line numbers), then
+   read like Parquet. Only standard input, or a run with an object-store output, is read by
+   the driver and shipped batch by batch. Each part is normalized on its worker and split by
+   a hash of the DOMAIN (:func:`~pipeline.stages.state.dedupe.partition_of`, level 0) into
+   partitions; each row keeps its row number in the list.
+2. **partitions**: each partition (every row of its domains, in input order) is gathered on a
+   worker, and its duplicates marked with those row numbers: a KEY ends in its domain, so
+   every copy of an address is in its partition.
 3. **domains**: the driver reads the domain cache once for every distinct domain; the domains it
    lacks are resolved in chunks on their partitions' owners (so each domain is resolved once in
    the whole cluster), the driver checks the resolver once and judges the MX hosts (each asked
@@ -19,9 +23,14 @@ How a run goes:
    chunk arrives. A second run sends no query for cached domains, wherever its partitions land.
 4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out by the driver in
    the local engine's order; one worker per mail provider; answers committed by the driver).
-5. **decide and write**: each partition is decided on its owner with the answers the driver
-   shipped; the output rows of each input batch are put back in input order on a worker, and
-   the driver writes them as one row group (the local sinks: local files or object stores).
+5. **decide and write**: each partition is decided with the answers the driver shipped; the
+   output rows of each input part are put back in input order and written by a worker as a
+   part file (:mod:`pipeline.stages.dask.staging`; a single Parquet file is joined from the
+   parts by one worker), staged for the run's commit point. Other outputs (CSV, xlsx,
+   ``--split``, object stores) are written by the driver through the local sinks.
+
+No task is tied to a worker: the scheduler places each, and a lost worker's tasks run again
+elsewhere (:mod:`pipeline.stages.dask.cluster`).
 
 Workers open no cache or store: the caches live with the driver (``--cache-dir``), which ships
 what workers need and commits what they learn. So workers need no shared disk, and their
@@ -32,10 +41,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import operator
 import queue
 import time
 import uuid
+import weakref
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -49,16 +60,24 @@ from pipeline.core.domains.dns import DnsAnswer, DnsStatus
 from pipeline.core.domains.exchanges import MemoryHosts, judge_exchanges
 from pipeline.core.domains.step import DomainWork, domain_answers
 from pipeline.core.engine import Engine
-from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.dask.checks import drain, spread
+from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
+from pipeline.stages.dask.staging import (
+    Output,
+    staging_folder,
+    workers_write,
+    write_by_workers,
+)
 from pipeline.stages.dask.tasks import (
     ROW,
+    Converted,
     PartitionInfo,
     ShippedFlags,
     assemble,
     build_partition,
+    convert,
     decide_partition,
     partition_candidates,
     partition_info,
@@ -66,6 +85,7 @@ from pipeline.stages.dask.tasks import (
     piece_of,
     resolve_domains,
     scan_batch,
+    scan_part,
 )
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import RunRecord
@@ -85,43 +105,16 @@ from pipeline.stages.summary import (
     stage_summaries,
     summarize,
 )
-from pipeline.stages.write.outputs import RejectsSink
+from pipeline.stages.write.outputs import (
+    RejectsSink,
+    output_schema,
+)
 from pipeline.stages.write.sinks import Sink, open_outputs
 
 _CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
 _PER_WORKER = 2  # domain partitions per worker
 
-
-@dataclass(frozen=True)
-class Cluster:
-    client: Any  # a distributed.Client
-    workers: tuple[str, ...]  # worker addresses, in a stable order
-
-
-@contextlib.contextmanager
-def connect(scheduler: str | None, workers: int) -> Iterator[Cluster]:
-    """The cluster at *scheduler*, or a LocalCluster of *workers* processes (closed after)."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError as exc:
-        raise UsageError("--engine dask needs Dask: pip install 'listclean[dask]'.") from exc
-    with contextlib.ExitStack() as stack:
-        if scheduler:
-            try:
-                client = stack.enter_context(Client(scheduler, timeout="20s"))  # type: ignore[no-untyped-call]
-            except OSError as exc:
-                raise UsageError(f"Cannot reach the Dask scheduler {scheduler}: {exc}.") from exc
-        else:
-            # ":0": the scheduler's HTTP server on a port of the system's choosing. Without a
-            # dashboard it still listens, on 8787 unless told: a second run at the same time
-            # (or any other Dask cluster on the host) would be warned off it.
-            local = LocalCluster(  # type: ignore[no-untyped-call]
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-            )
-            stack.enter_context(local)
-            client = stack.enter_context(Client(local))  # type: ignore[no-untyped-call]
-        client.wait_for_workers(1)
-        yield Cluster(client, tuple(sorted(client.scheduler_info()["workers"])))
+_log = logging.getLogger(__name__)
 
 
 def run_clean_dask(
@@ -134,10 +127,31 @@ def run_clean_dask(
 async def _clean(job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
-            run = DaskRun(cluster, engine)
-            return await run.stages(job, engine, folder)
+            return await _attempts(job, engine, folder, cluster)
     finally:
         await engine.dns.close()
+
+
+async def _attempts(job: CleanJob, engine: Engine, folder: Path, cluster: Cluster) -> RunSummary:
+    """The run, from the read again when a worker was lost with what cannot be computed again
+    (see :mod:`pipeline.stages.dask.cluster`); whatever ends it cancels its tasks."""
+    lost, killed = lost_work()
+    for attempt in range(1, ATTEMPTS + 1):
+        run = DaskRun(cluster, engine)
+        try:
+            return await run.stages(job, engine, folder)
+        except killed as exc:
+            run.cancel()
+            raise give_up(0, exc) from exc
+        except lost as exc:
+            run.cancel()
+            if attempt == ATTEMPTS:
+                raise give_up(attempt, exc) from exc
+            _log.warning("A Dask worker was lost (%s): the run starts again from the read.", exc)
+        except BaseException:  # a signal (Interrupted), a bad input: no task goes on
+            run.cancel()
+            raise
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -161,11 +175,22 @@ class DaskRun:
         self.remote_queries = 0  # DNS queries the workers sent
         self._engine = engine
         self._part_of: dict[str, int] = {}
+        self._sent: weakref.WeakSet[Any] = weakref.WeakSet()  # the run's futures still held
 
-    def submit(self, function: Callable[..., Any], *args: Any, owner: int | None = None) -> Any:
-        """*function* on the cluster; on the worker owning *owner* (a partition or group)."""
-        where = {"workers": [self.workers[owner % self.size]]} if owner is not None else {}
-        return self.client.submit(function, *args, pure=False, allow_other_workers=False, **where)
+    def submit(self, function: Callable[..., Any], *args: Any) -> Any:
+        """*function* on the cluster, wherever the scheduler places it: no task is tied to a
+        worker's address, so a lost or restarted worker's tasks run again on another."""
+        future = self.client.submit(function, *args, pure=False)
+        self._sent.add(future)
+        return future
+
+    def cancel(self) -> None:
+        """Every task of the run still wanted, cancelled (the run is over without them)."""
+        # Only what has not finished: a finished task has nothing to stop (and the scheduler
+        # may already have let its key go), and its result goes with its future.
+        pending = [future for future in self._sent if not future.done()]
+        with contextlib.suppress(Exception):  # a cluster already gone has nothing to cancel
+            self.client.cancel(pending)
 
     def wait(self, futures: Sequence[Any], hear: Callable[[list[Any]], None]) -> list[Any]:
         """The futures' results, hearing each event the tasks send while they run."""
@@ -200,18 +225,17 @@ class DaskRun:
             )
             started = time.perf_counter()
             with pin.reading():
-                scan = self._scan(reader, rows, rejects)
+                scan = self._scan(job, reader, (rows, rejects), stack)
             parts = [
                 self.submit(
                     build_partition,
                     *(self.submit(operator.getitem, b, p) for b in scan.batches),
-                    owner=p,
                 )
                 for p in range(self.parts)
             ]
             scope = engine.bounces.scope() if engine.bounces else None
             infos: list[PartitionInfo] = self.client.gather(
-                [self.submit(partition_info, part, scope, owner=p) for p, part in enumerate(parts)]
+                [self.submit(partition_info, part, scope) for part in parts]
             )
             normalized = NormalizeStats(
                 sum(i.dedupe.distinct for i in infos), sum(i.dedupe.duplicates for i in infos)
@@ -232,7 +256,6 @@ class DaskRun:
                     info.domains,
                     {d: answers[d] for d in info.domains},
                     self.lists,
-                    owner=p,
                 )
                 for p, info in enumerate(infos)
             ]
@@ -241,13 +264,21 @@ class DaskRun:
             clock.lap("verify", scan.rows, scan.rows, checks)
             flags = self._bounce_flags(engine, infos, scope)
             decided = [
-                self.submit(decide_partition, parts[p], tables[p], flags[p], found[p], owner=p)
+                self.submit(decide_partition, parts[p], tables[p], flags[p], found[p])
                 for p in range(self.parts)
             ]
-            sink = stack.enter_context(open_outputs(paths, reader.schema, job.csv_bom, job.split))
-            sink.note(provenance_of(job, reader, record.facts()))
-            tally = self._write(decided, len(scan.batches), sink)
-            sink.stage(publication)
+            facts = provenance_of(job, reader, record.facts())
+            if workers_write(job):
+                output = Output(job.paths, output_schema(reader.schema), dict(facts))
+                tally = write_by_workers(self.submit, decided, len(scan.batches), output, stack)
+                publication.stage(output.staged, job.paths.parquet)
+            else:
+                sink = stack.enter_context(
+                    open_outputs(paths, reader.schema, job.csv_bom, job.split)
+                )
+                sink.note(facts)
+                tally = self._write(decided, len(scan.batches), sink)
+                sink.stage(publication)
             rejects.stage(publication)
             clock.lap("write", scan.rows, scan.rows)
             queries = engine.dns.queries_sent + self.remote_queries
@@ -260,8 +291,31 @@ class DaskRun:
             publication.commit()
         return summary
 
-    def _scan(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
-        """Pass 1 as a local run reads it, each batch shipped to the cluster as it is read."""
+    def _scan(
+        self,
+        job: CleanJob,
+        reader: ListReader,
+        sizes: tuple[int, RejectsSink],
+        stack: contextlib.ExitStack,
+    ) -> _Scan:
+        """Pass 1: the list's parts read by the workers where metadata plans them (Parquet);
+        a list only read in order, by one worker into Parquet shards beside the output, then
+        as those; standard input (or an object-store output) read here, as a local run
+        reads it, each batch shipped to the cluster as it is read."""
+        rows, rejects = sizes
+        planned = reader.parts(rows)
+        rejected = 0
+        if planned is None and job.upload is None and not job.spooled:
+            shards = stack.enter_context(staging_folder(job.paths.parquet, "shards"))
+            converted: Converted = self.submit(convert, job, str(shards), rows).result()
+            for name in converted.rejects:
+                rejects.write(pl.read_parquet(name))
+            planned, rejected = converted.parts, converted.rejected
+        if planned is not None:
+            scan = _Scan([], rows=sum(p.rows for p in planned), rejected=rejected)
+            for index, part in enumerate(planned):
+                scan.batches.append(self.submit(scan_part, part, index, self.parts, self.lists))
+            return scan
         while True:
             try:
                 return self._scan_with(reader, rows, rejects)
@@ -310,7 +364,7 @@ class DaskRun:
         before = work.dns.queries_sent + self.remote_queries
         resolver = await work.dns.get()  # checked against the canaries once, here
         futures = [
-            self.submit(resolve_domains, chunk, work.config, work.routing.sandbox, owner=p)
+            self.submit(resolve_domains, chunk, work.config, work.routing.sandbox)
             for p, chunk in self._chunks(domains)
         ]
         hosts = work.cache if work.cache is not None else MemoryHosts()
@@ -346,10 +400,7 @@ class DaskRun:
         if engine.checker is None or engine.offline:
             return nothing, None
         candidates = self.client.gather(
-            [
-                self.submit(partition_candidates, parts[p], tables[p], owner=p)
-                for p in range(self.parts)
-            ]
+            [self.submit(partition_candidates, parts[p], tables[p]) for p in range(self.parts)]
         )
         rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
         if rows.is_empty():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.core.bounces.step import BounceScope, bounce_keys
 from pipeline.core.bounces.types import BounceFlags
@@ -33,8 +36,16 @@ from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
 from pipeline.core.mailboxes.smtp import SmtpSettings
 from pipeline.core.mailboxes.types import Budget, CheckStats, MailboxResult, RemoteAnswer, Target
 from pipeline.stages.base import Batch
+from pipeline.stages.dask.sizes import size_of
+from pipeline.stages.job import CleanJob
+from pipeline.stages.read.csv_source import ReadAgain
+from pipeline.stages.read.parquet_source import ParquetPart
+from pipeline.stages.read.reader import ListReader, PartRead
+from pipeline.stages.runner import open_reader
 from pipeline.stages.state.dedupe import DOMAIN_LEVEL, DedupeStats, DuplicateMarker, partition_of
 from pipeline.stages.steps import decide_rows, normalize, probe_candidates
+from pipeline.stages.summary import Tally
+from pipeline.stages.write.outputs import write_part_file
 
 ROW = "_ROW"  # the global row number (input order) of each row
 BATCH = "_BATCH"  # the input batch a row came in, for putting the output back in order
@@ -62,6 +73,55 @@ def scan_batch(
     return [Batch(frame.filter(part == p), work.filter(part == p)) for p in range(parts)]
 
 
+def scan_part(read: PartRead, batch: int, parts: int, lists: ListsConfig) -> list[Batch]:
+    """A part of the list read on this worker (the driver planned it from metadata), then
+    as :func:`scan_batch`: no row of it passes through the driver."""
+    got = read.read()
+    return scan_batch(got.frame, read.email_column, read.first_row, batch, parts, lists)
+
+
+@dataclass(frozen=True)
+class Converted:
+    """A list read in order by one worker, as Parquet shards the run's tasks read in parallel."""
+
+    parts: list[PartRead]
+    rejects: list[str]  # Parquet files of its rejects, in input order
+    rejected: int
+
+
+def convert(job: CleanJob, staging: str, rows: int) -> Converted:
+    """A list only one process can read in order (CSV, packed, an archive, a workbook), read
+    on this worker by the local engine's reader (the same rows, rejects and line numbers)
+    batch by batch into shards in *staging*: bounded memory, and nothing through the driver."""
+    with tempfile.TemporaryDirectory(prefix="listclean-") as spill:
+        reader = open_reader(job, Path(spill))
+        while True:
+            try:
+                return _convert(reader, Path(staging), rows)
+            except ReadAgain:
+                reader.read_exactly()
+
+
+def _convert(reader: ListReader, staging: Path, rows: int) -> Converted:
+    shutil.rmtree(staging, ignore_errors=True)  # what an attempt before this one wrote
+    staging.mkdir(parents=True)
+    done = Converted([], [], 0)
+    first = rejected = 0
+    for index, read in enumerate(reader.batches(rows)):
+        if read.rejects.height:
+            done.rejects.append(str(staging / f"rejects-{index:05d}.parquet"))
+            read.rejects.write_parquet(done.rejects[-1])
+            rejected += read.rejects.height
+        if read.frame.height:
+            shard = staging / f"part-{index:05d}.parquet"
+            table = read.frame.to_arrow()
+            pq.write_table(table, shard)
+            part = ParquetPart(shard, (), read.frame.height, table.schema)
+            done.parts.append(PartRead(part, first, {}, reader.email_column))
+            first += read.frame.height
+    return Converted(done.parts, done.rejects, rejected)
+
+
 @dataclass(frozen=True)
 class Partition:
     """Every row of the list whose domain hashes to one partition, in input order, with
@@ -69,6 +129,9 @@ class Partition:
 
     batch: Batch
     dedupe: DedupeStats
+
+    def __sizeof__(self) -> int:
+        return self.batch.__sizeof__() + 64
 
 
 def build_partition(*pieces: Batch) -> Partition:
@@ -89,6 +152,9 @@ class PartitionInfo:
     domains: list[str]  # resolvable, first seen first
     bounce_keys: list[str]  # the keys the bounce ledger could flag
     dedupe: DedupeStats
+
+    def __sizeof__(self) -> int:
+        return size_of(self.domains) + size_of(self.bounce_keys) + 64
 
 
 def partition_info(part: Partition, scope: BounceScope | None) -> PartitionInfo:
@@ -168,6 +234,18 @@ def assemble(*pieces: pl.DataFrame | None) -> pl.DataFrame:
     """One input batch's output rows back in input order."""
     found = [p for p in pieces if p is not None]
     return pl.concat(found, how="vertical").sort(ROW).drop(ROW, BATCH)
+
+
+def write_part(
+    folder: str, index: int, schema: pa.Schema, facts: dict[str, Any], *pieces: pl.DataFrame | None
+) -> Tally:
+    """One input batch's output rows, in input order, written by this worker as the part file
+    *index* of a dataset output (in the run's staging folder); the driver gets their tally."""
+    frame = assemble(*pieces)
+    write_part_file(frame, Path(folder) / f"part-{index:05d}.parquet", schema, facts)
+    tally = Tally()
+    tally.add(frame)
+    return tally
 
 
 class Forward:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,17 @@ def shards(text: str) -> list[Path]:
             "of Parquet shards, or a glob of them such as 'export/part-*.parquet'."
         )
     return files
+
+
+@dataclass(frozen=True)
+class ParquetPart:
+    """Consecutive row groups of one shard, planned from its footer: what one worker reads."""
+
+    shard: Shard
+    groups: tuple[int, ...]  # (): all of the shard's
+    rows: int
+    schema: pa.Schema  # the first shard's: every shard is cast to it
+    fs: AbstractFileSystem | None = None  # an object store's filesystem (s3://)
 
 
 class ParquetSource:
@@ -105,19 +117,44 @@ class ParquetSource:
                     f"Cannot read {shard} as Parquet: {exc}. Check that the file is complete."
                 ) from exc
 
+    def parts(self, rows: int) -> list[ParquetPart]:
+        """The list as parts of about *rows* rows, from the footers alone: whole row groups
+        (a row group is how the file was written, so no part is read twice), in input order;
+        a row group over *rows* is a part of its own."""
+        planned: list[ParquetPart] = []
+        for shard in self.files:
+            meta = self._open(shard).metadata
+            groups: list[int] = []
+            held = 0
+            for index in range(meta.num_row_groups):
+                size = meta.row_group(index).num_rows
+                if groups and held + size > rows:
+                    planned.append(ParquetPart(shard, tuple(groups), held, self._schema, self._fs))
+                    groups, held = [], 0
+                groups.append(index)
+                held += size
+            if held:
+                planned.append(ParquetPart(shard, tuple(groups), held, self._schema, self._fs))
+        return planned
+
     def _open(self, shard: Shard) -> pq.ParquetFile:
-        if isinstance(shard, Path):
-            check_parquet(shard)
-            return _parquet_file(shard, shard)
-        assert self._fs is not None, "an object's URL is read through its filesystem"
-        handle = self._fs.open(shard, "rb")
-        if handle.read(len(PARQUET_MAGIC)) != PARQUET_MAGIC:
-            raise InputError(
-                f"{shard} is not a Parquet file (it does not start with PAR1). Check the "
-                "object, or pass a CSV or Parquet list."
-            )
-        handle.seek(0)
-        return _parquet_file(handle, shard)
+        return open_shard(shard, self._fs)
+
+
+def open_shard(shard: Shard, fs: AbstractFileSystem | None) -> pq.ParquetFile:
+    """A shard's footer read (a local file, or an object through its filesystem)."""
+    if isinstance(shard, Path):
+        check_parquet(shard)
+        return _parquet_file(shard, shard)
+    assert fs is not None, "an object's URL is read through its filesystem"
+    handle = fs.open(shard, "rb")
+    if handle.read(len(PARQUET_MAGIC)) != PARQUET_MAGIC:
+        raise InputError(
+            f"{shard} is not a Parquet file (it does not start with PAR1). Check the "
+            "object, or pass a CSV or Parquet list."
+        )
+    handle.seek(0)
+    return _parquet_file(handle, shard)
 
 
 def _check_names(shard: Shard, names: list[str]) -> None:
@@ -140,3 +177,17 @@ def _parquet_file(source: object, shard: Shard) -> pq.ParquetFile:
         raise InputError(
             f"Cannot read {shard} as Parquet: {exc}. Check that the file is complete."
         ) from exc
+
+
+def read_part(part: ParquetPart) -> pl.DataFrame:
+    """The rows of *part*, read where it runs (a Dask worker), typed as the first shard."""
+    try:
+        shard = open_shard(part.shard, part.fs)
+        table = shard.read_row_groups(list(part.groups)) if part.groups else shard.read()
+        frame = pl.from_arrow(table.cast(part.schema))
+    except (OSError, pa.ArrowException) as exc:
+        raise InputError(
+            f"Cannot read {part.shard} as Parquet: {exc}. Check that the file is complete."
+        ) from exc
+    assert isinstance(frame, pl.DataFrame)
+    return frame

@@ -42,10 +42,16 @@ from pipeline.stages.objects import (
 from pipeline.stages.objects import (
     read_head as read_object_head,
 )
-from pipeline.stages.read.csv_source import CsvSource, ReadAgain
+from pipeline.stages.read.csv_source import REJECT_SCHEMA, CsvSource, ReadAgain
 from pipeline.stages.read.email_column import SAMPLE_ROWS, EmailColumn, by_content, by_flag, by_name
 from pipeline.stages.read.members import MemberSource, Part
-from pipeline.stages.read.parquet_source import ParquetSource, is_dataset, shards
+from pipeline.stages.read.parquet_source import (
+    ParquetPart,
+    ParquetSource,
+    is_dataset,
+    read_part,
+    shards,
+)
 from pipeline.stages.read.unpack import compression_of, decompress, workbook_budget, zip_members
 from pipeline.stages.read.workbook import workbook_to_csv
 
@@ -170,6 +176,38 @@ class ListReader:
         for frame, rejects in self._source.batches(rows):
             renamed = frame.rename(self._renamed) if self._renamed else frame
             yield ReadBatch(_as_text(renamed, self.email_column), rejects)
+
+    def parts(self, rows: int) -> list[PartRead] | None:
+        """The list as parts of about *rows* rows that a Dask worker reads where it runs,
+        planned from metadata alone (Parquet footers); None for a list only this process
+        can read in order (CSV, packed inputs, archives, workbooks: read here)."""
+        if not isinstance(self._source, ParquetSource) or self.info.compression:
+            return None
+        parts = []
+        first = 0
+        for part in self._source.parts(rows):
+            parts.append(PartRead(part, first, self._renamed, self.email_column))
+            first += part.rows
+        return parts
+
+
+@dataclass(frozen=True)
+class PartRead:
+    """One part of a list, read by whichever worker runs it: its rows as the reader's batch."""
+
+    part: ParquetPart
+    first_row: int  # the list's row number of its first row (the order key)
+    renamed: dict[str, str]
+    email_column: str
+
+    @property
+    def rows(self) -> int:
+        return self.part.rows
+
+    def read(self) -> ReadBatch:
+        frame = read_part(self.part)
+        renamed = frame.rename(self.renamed) if self.renamed else frame
+        return ReadBatch(_as_text(renamed, self.email_column), pl.DataFrame(schema=REJECT_SCHEMA))
 
 
 def open_list(

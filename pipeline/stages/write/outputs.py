@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import glob
 import json
 import os
@@ -237,6 +238,41 @@ class ParquetSink:
         )
         self._parts += 1
         self._part_rows = 0
+
+
+def write_part_file(
+    frame: pl.DataFrame, target: Path, schema: pa.Schema, facts: Mapping[str, Any]
+) -> None:
+    """One part file of a dataset output written whole where it runs (a Dask worker, into
+    the run's staging folder), as :class:`ParquetSink` writes its parts; under a temporary
+    name until complete, so a part written again (its worker lost) is never half of one."""
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    writer = guard(target, lambda: pq.ParquetWriter(tmp, schema, use_dictionary=_DICTIONARY))
+    try:
+        guard(target, lambda: writer.write_table(frame.to_arrow().cast(schema)))
+        if facts:
+            noted = json.dumps({**facts, "finished_at": now()}, ensure_ascii=False)
+            writer.add_key_value_metadata({"listclean": noted})
+    finally:
+        guard(target, writer.close)
+    guard(target, lambda: os.replace(tmp, target))
+
+
+def concat_parts(folder: Path, target: Path, schema: pa.Schema, facts: Mapping[str, Any]) -> None:
+    """The part files of *folder* in name order as the one Parquet file *target*, row group
+    by row group (bounded memory: one row group at a time), where it runs (a Dask worker)."""
+    writer = guard(target, lambda: pq.ParquetWriter(target, schema, use_dictionary=_DICTIONARY))
+    try:
+        for part in sorted(folder.glob("part-*.parquet")):
+            source = pq.ParquetFile(part)
+            for index in range(source.num_row_groups):
+                group = source.read_row_group(index)
+                guard(target, functools.partial(writer.write_table, group))
+        if facts:
+            noted = json.dumps({**facts, "finished_at": now()}, ensure_ascii=False)
+            writer.add_key_value_metadata({"listclean": noted})
+    finally:
+        guard(target, writer.close)
 
 
 class RejectsSink:

@@ -1,0 +1,200 @@
+"""The cluster a Dask run stands on: what workers hold is sized for Dask's memory manager, a
+worker killed mid-run costs time and not the run, and a worker of another version is refused
+before any work."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from distributed import Client, LocalCluster, get_task_stream
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from pipeline.cli import main
+from pipeline.core.config import ListsConfig
+from pipeline.core.errors import UsageError
+from pipeline.stages.dask.cluster import check_versions, versions
+from pipeline.stages.dask.tasks import scan_batch
+from pipeline.stages.read.reader import open_list
+from pipeline.stages.runner import batch_rows
+from tests.stages.dask.test_dask_engine import clean, same
+from tests.stages.test_streaming import messy_list
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Client]:
+    """Two worker processes with a memory limit, this test's own: it kills one of them."""
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            memory_limit="1GiB",
+            dashboard_address=":0",
+            local_directory=str(tmp_path / "workers"),
+        ) as local,
+        Client(local) as client,
+    ):
+        client.wait_for_workers(2)
+        yield client
+
+
+def test_a_frame_on_a_worker_is_sized_by_its_buffers(cluster: Client) -> None:
+    """dask.sizeof used to see 56 bytes in a polars frame: nothing was ever spilled."""
+    frame = pl.DataFrame(
+        {"id": [f"{i:08d}" for i in range(50_000)], "email": ["a@b.example"] * 50_000}
+    )
+    pieces = cluster.submit(scan_batch, frame, "email", 0, 0, 2, ListsConfig(), pure=False)
+    pieces.result()
+    held = cluster.nbytes(keys=[pieces.key], summary=False)[pieces.key]  # as the worker counted it
+    assert held > frame.estimated_size()
+
+
+class KillOnce(WorkerPlugin):
+    """SIGKILLs the worker that starts the first task named *prefix* (once in the cluster's
+    life: *marker* is made first), as a machine lost or the kernel's OOM killer would."""
+
+    def __init__(self, prefix: str, marker: str) -> None:
+        self.prefix = prefix
+        self.marker = marker
+
+    def transition(self, key: Any, start: str, finish: str, **kwargs: Any) -> None:
+        if finish != "executing" or not str(key).startswith(self.prefix):
+            return
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL))
+        except FileExistsError:
+            return
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_a_worker_killed_while_duplicates_are_marked(cluster: Client, tmp_path: Path) -> None:
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=6_000)
+    local = clean(tmp_path, source, "local.parquet", "cache-local", "--offline", sandbox=False)
+    marker = tmp_path / "killed"
+    cluster.register_plugin(KillOnce("build_partition", str(marker)))
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
+    spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
+    assert marker.exists()  # a worker was killed, during the duplicate marking
+    same(local, spread)
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+
+
+def test_a_worker_of_another_version_is_refused() -> None:
+    mine = versions()
+    check_versions({"tcp://127.0.0.1:1": mine, "tcp://127.0.0.1:2": list(mine)})
+    with pytest.raises(UsageError, match=r"tcp://127.0.0.1:2 runs listclean 0.0.1 .*1 of 2"):
+        check_versions({"tcp://127.0.0.1:1": mine, "tcp://127.0.0.1:2": ("0.0.1", mine[1])})
+    with pytest.raises(UsageError, match="cannot import listclean"):
+        check_versions({"tcp://127.0.0.1:1": ModuleNotFoundError("pipeline")})
+
+
+@pytest.mark.parametrize("group_rows", [300, 4_000])
+def test_a_parquet_list_is_read_by_the_workers(
+    cluster: Client, tmp_path: Path, group_rows: int
+) -> None:
+    """The driver plans from the footers; the workers read the row groups. Parts of one or
+    of many row groups give the local output, row for row."""
+    messy_list(tmp_path / "list.csv", rows=6_000)
+    frame = pl.read_csv(tmp_path / "list.csv", infer_schema=False)
+    notes = [f"{i:07d}" * 300 for i in range(frame.height)]
+    frame = frame.with_columns(pl.Series("notes", notes))  # a few thousand rows a batch
+    source = tmp_path / "list.parquet"
+    frame.write_parquet(source, row_group_size=group_rows)
+    reader = open_list(str(source), source, tmp_path, None)
+    planned = reader.parts(batch_rows(64, reader.bytes_per_row))
+    assert planned is not None and len(planned) > 1
+    local = clean(tmp_path, source, "local.parquet", "cache-local", "--offline", sandbox=False)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
+    with get_task_stream(cluster) as stream:
+        spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
+    read = [t for t in stream.data if str(t["key"]).startswith("scan_part")]
+    assert len(read) == len(planned)
+    same(local, spread)
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+
+
+def clean_to_folder(tmp: Path, source: Path, name: str, *extra: str) -> dict[str, Any]:
+    args = ["clean", f"file://{source}", "-o", f"file://{tmp / name}/", "--quiet"]
+    assert main([*args, "--offline", "--cache-dir", str(tmp / f"cache-{name}"), *extra]) == 0
+    summary: dict[str, Any] = json.loads((tmp / f"{name}.summary.json").read_text())
+    return summary
+
+
+def test_a_folder_output_is_written_by_the_workers(cluster: Client, tmp_path: Path) -> None:
+    """-o out/: each input batch a part file written by a worker, staged, published whole;
+    the same rows in the same order as the local engine's folder, rejects beside it."""
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=4_000)
+    with source.open("a") as text:
+        text.write('9999,"a, ""quoted"" value,\n')  # a ragged row: a reject with its line
+    local = clean_to_folder(tmp_path, source, "local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    with get_task_stream(cluster) as stream:
+        spread = clean_to_folder(tmp_path, source, "dask", *dask)
+    assert any(str(t["key"]).startswith("write_part") for t in stream.data)
+    same(local, spread)
+    assert local["rows_rejected"] == 1
+    expected = pl.read_parquet(tmp_path / "local")
+    assert pl.read_parquet(tmp_path / "dask").equals(expected)
+    assert (tmp_path / "dask.rejects.csv").read_bytes() == (
+        tmp_path / "local.rejects.csv"
+    ).read_bytes()
+    assert not list(tmp_path.glob(".dask*"))  # no staging folder left
+
+
+def awkward_csv(path: Path, encoding: str, end: str, bom: bool) -> None:
+    """Quoted fields holding line ends, accented names, a ragged row and a blank one."""
+    rows = ["name,notes,email"]
+    for i in range(3_000):
+        note = f'"line one{end}line two, café"' if i % 7 == 0 else "plain"
+        rows.append(f"Zoë Ångström {i},{note},user{i % 900}@example.com")
+        if i % 500 == 250:
+            rows.append(f"ragged,{i},x,y,z")  # five fields: a reject, with its line number
+    data = (end.join(rows) + end).encode(encoding)
+    path.write_bytes(b"\xef\xbb\xbf" + data if bom else data)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "end", "bom"), [("cp1252", "\r", False), ("utf-8", "\r\n", True)]
+)
+def test_an_awkward_csv_gives_the_local_rows_and_rejects(
+    cluster: Client, tmp_path: Path, encoding: str, end: str, bom: bool
+) -> None:
+    source = tmp_path / "list.csv"
+    awkward_csv(source, encoding, end, bom)
+    local = clean_to_folder(tmp_path, source, "local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean_to_folder(tmp_path, source, "dask", *dask)
+    same(local, spread)
+    assert local["rows_rejected"] == 6
+    expected = pl.read_parquet(tmp_path / "local")
+    assert expected.get_column("notes").str.contains("\n|\r").sum() > 400
+    assert pl.read_parquet(tmp_path / "dask").equals(expected)
+    rejects = (tmp_path / "local.rejects.csv").read_bytes()
+    assert (tmp_path / "dask.rejects.csv").read_bytes() == rejects
+
+
+def test_a_single_file_output_is_joined_by_a_worker(cluster: Client, tmp_path: Path) -> None:
+    """-o out.parquet: the workers write parts, one worker joins them in order into the file."""
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=3_000)
+    local = clean(tmp_path, source, "local.parquet", "cache-local", "--offline", sandbox=False)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
+    with get_task_stream(cluster) as stream:
+        spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
+    names = {str(t["key"]).split("-")[0] for t in stream.data}
+    assert {"convert", "write_part", "concat_parts"} <= names
+    same(local, spread)
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
