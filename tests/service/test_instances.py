@@ -129,6 +129,10 @@ def test_requests_that_fail_on_our_side_are_not_charged(group: Instances) -> Non
 
 
 def test_an_instance_killed_mid_burst(group: Instances) -> None:
+    """One instance is killed once 60 requests have been served. (Not once 60 answers of any
+    kind came back: a 429 is answered at once, a 200 after an engine pass, so on a busy
+    machine the first 60 answers could all be 429s while the instance to be killed held
+    every unit, and killing it then lost them all: 300 answers of 429, none of 200.)"""
     key_id, secret = group.key()
     victim = group.running[2]
     unanswered = 0
@@ -136,19 +140,19 @@ def test_an_instance_killed_mid_burst(group: Instances) -> None:
     async def scenario() -> list[Reply]:
         nonlocal unanswered
         urls = [i.url for i in group.running]
-        answered = 0
+        served = 0
         async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as s:
 
             async def one(i: int) -> Reply:
-                nonlocal answered, unanswered
+                nonlocal served, unanswered
                 url = f"/api/email?email=k{i}@gmail.com"
                 try:
                     reply = await fetch(s, "GET", urls[i % 3] + url, headers=bearer(secret))
                 except aiohttp.ClientError:  # what a load balancer does: try another one
                     unanswered += 1
                     reply = await fetch(s, "GET", urls[i % 2] + url, headers=bearer(secret))
-                answered += 1
-                if answered == 60:
+                served += reply.status == 200
+                if served == 60 and reply.status == 200:
                     victim.kill()
                 return reply
 
