@@ -142,7 +142,7 @@ def slow_victim(store_at: StoreAt, tmp_path: Path) -> Iterator[Instances]:
     group.set_clock(NOON)
     try:
         group.start(2)
-        group.env = {"LISTCLEAN_SERVICE_BATCH_WAIT": "3", "LISTCLEAN_SERVICE_BATCH_QUIET": "3"}
+        group.env = {"LISTCLEAN_HTTP_BATCH_WAIT": "3", "LISTCLEAN_HTTP_BATCH_QUIET": "3"}
         group.start(1)
         yield group
     finally:
