@@ -94,7 +94,7 @@ def same(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_dask_engine_gives_the_local_answers(cluster: Client, tmp_path: Path) -> None:
     source = tmp_path / "list.csv"
-    messy_list(source, rows=12_000)  # several batches at --memory 64
+    messy_list(source, rows=40_000)  # several input parts at --memory 64
     sample = pl.read_csv(SAMPLE_CSV, infer_schema=False).get_column("Email Address")
     every_kind = pl.DataFrame({"id": [f"s{i}" for i in range(sample.len())], "email": sample})
     pl.concat([pl.read_csv(source, infer_schema=False), every_kind]).write_csv(source)
