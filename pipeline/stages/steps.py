@@ -1,7 +1,7 @@
 """The steps both engines run on a stretch of rows, written once.
 
 The local runner runs them on each batch of its spill; the Dask adapter
-(:mod:`pipeline.stages.dask.engine`) on each domain partition of a list, on its workers. A
+(:mod:`pipeline.stages.dask.engine`) on each input part of a list, on the worker that read it. A
 stretch is a :class:`~pipeline.stages.base.Batch`: the input's own columns and our work columns.
 """
 

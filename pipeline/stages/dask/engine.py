@@ -1,6 +1,6 @@
 """The Dask engine (``--engine dask``): one list cleaned by the workers of a Dask cluster, with
 exactly the local engine's answers. The work is the stage functions of
-:mod:`pipeline.stages.steps` and the engine's steps, run per part and per partition by
+:mod:`pipeline.stages.steps` and the engine's steps, run per input part by
 :mod:`pipeline.stages.dask.tasks`; this module plans the run and merges what comes back.
 
 How a run goes:
@@ -10,23 +10,26 @@ How a run goes:
    is first read by one worker with the local reader into Parquet shards beside the output
    (:func:`~pipeline.stages.dask.tasks.convert`: the local rejects and line numbers), then
    read like Parquet. Only standard input, or a run with an object-store output, is read by
-   the driver and shipped batch by batch. Each part is normalized on its worker and split by
-   a hash of the DOMAIN (:func:`~pipeline.stages.state.dedupe.partition_of`, level 0) into
-   partitions; each row keeps its row number in the list.
-2. **partitions**: each partition (every row of its domains, in input order) is gathered on a
-   worker, and its duplicates marked with those row numbers: a KEY ends in its domain, so
-   every copy of an address is in its partition.
-3. **domains**: the driver reads the domain cache once for every distinct domain; the domains it
-   lacks are resolved in chunks on their partitions' owners (so each domain is resolved once in
-   the whole cluster), the driver checks the resolver once and judges the MX hosts (each asked
-   once per run, far fewer than domains), and commits each chunk's answers to its cache as the
-   chunk arrives. A second run sends no query for cached domains, wherever its partitions land.
+   the driver and shipped batch by batch. Each part is normalized on the worker that read it
+   and its rows stay there to the end; each row keeps its row number in the list (its part's
+   first row plus its place in the part: no global scan).
+2. **duplicates**: only narrow (KEY, row number) pairs cross the network, shuffled by a hash
+   of the KEY into buckets; in each bucket the first row in input order of each KEY wins,
+   and each part gets back the row numbers of its duplicates (and of its rows whose address
+   another row holds back from sending), exactly as the local engine decides
+   (:mod:`pipeline.stages.dask.shuffle`).
+3. **domains**: each part sends one record per distinct domain; the driver reads the domain
+   cache once for every distinct domain of the list; the domains it lacks are resolved in
+   chunks on the workers (each domain once in the whole cluster), the driver checks the
+   resolver once and judges the MX hosts (each asked once per run, far fewer than domains),
+   and commits each chunk's answers to its cache as the chunk arrives. Each part then joins
+   its own domains' table. A second run sends no query for cached domains.
 4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out by the driver in
    the local engine's order; one worker per mail provider; answers committed by the driver).
-5. **decide and write**: each partition is decided with the answers the driver shipped; the
-   output rows of each input part are put back in input order and written by a worker as a
-   part file (:mod:`pipeline.stages.dask.staging`; a single Parquet file is joined from the
-   parts by one worker), staged for the run's commit point. Other outputs (CSV, xlsx,
+5. **decide and write**: each part is decided where it is, with the answers the driver
+   shipped, and its output rows (in input order) written by that worker as a part file
+   (:mod:`pipeline.stages.dask.staging`; a single Parquet file is joined from the parts by
+   one worker), staged for the run's commit point. Other outputs (CSV, xlsx,
    ``--split``, object stores) are written by the driver through the local sinks.
 
 No task is tied to a worker: the scheduler places each, and a lost worker's tasks run again
@@ -158,7 +161,7 @@ async def _attempts(job: CleanJob, engine: Engine, folder: Path, cluster: Cluste
 
 @dataclass
 class _Scan:
-    batches: list[Any]  # futures of each input batch's pieces, one per partition
+    batches: list[Any]  # futures of each input part's normalized rows, in input order
     rows: int = 0
     rejected: int = 0
     reading: float = 0.0
@@ -362,7 +365,7 @@ class DaskRun:
     async def _resolve(
         self, work: DomainWork, domains: Sequence[str]
     ) -> tuple[dict[str, DnsAnswer], int]:
-        """Resolve on the partitions' owners; MX hosts judged here, chunk by chunk, and each
+        """Resolve on the workers, in chunks; MX hosts judged here, chunk by chunk, and each
         chunk's answers committed to the domain cache as it arrives."""
         if not domains:
             return {}, 0
