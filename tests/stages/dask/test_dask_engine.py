@@ -254,3 +254,28 @@ def test_one_domain_stays_in_the_input_parts(cluster: Client, tmp_path: Path) ->
     # What crosses between parts is narrow: every bucket of pairs a small share of a part.
     assert len(sizes["settle_bucket"]) == len(planned)
     assert max(sizes["key_pieces"]) < 0.1 * min(sizes["scan_part"])
+
+
+def test_bounce_flags_through_the_dask_engine(cluster: Client, tmp_path: Path) -> None:
+    """The bounce ledger's flags reach every part: the sample list repeated to 3,000 rows
+    (each address again in other parts), over several input parts, gives the local rows."""
+    sample = Path(SAMPLE_CSV).parent
+    for cache in ("cache-local", "cache-dask"):
+        bounces = [str(sample / "bounces.csv"), str(sample / "bounces.mbox")]
+        args = ["bounces", "import", *bounces, "--sandbox", "--cache-dir", str(tmp_path / cache)]
+        assert main(args) == 0
+    once = pl.read_csv(SAMPLE_CSV, infer_schema=False)
+    frame = pl.concat([once] * -(-3_000 // once.height))
+    notes = [f"{i:07d}" * 600 for i in range(frame.height)]  # wide rows: several parts
+    source = tmp_path / "list.parquet"
+    frame.with_columns(pl.Series("notes", notes)).write_parquet(source, row_group_size=100)
+    reader = open_list(str(source), source, tmp_path, None)
+    planned = reader.parts(batch_rows(64, reader.bytes_per_row))
+    assert planned is not None and len(planned) > 1
+    local = clean(tmp_path, source, "local.parquet", "cache-local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask)
+    same(local, spread)
+    assert spread["reasons"]["known_bounce"] > 0 and spread["duplicates"] > 0
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
