@@ -1,7 +1,7 @@
 """The steps both engines run on a stretch of rows, written once.
 
 The local runner runs them on each batch of its spill; the Dask adapter
-(:mod:`pipeline.stages.dask.engine`) on each domain partition of a list, on its workers. A
+(:mod:`pipeline.stages.dask.engine`) on each input part of a list, on the worker that read it. A
 stretch is a :class:`~pipeline.stages.base.Batch`: the input's own columns and our work columns.
 """
 
@@ -65,8 +65,9 @@ def decide_rows(
 ) -> pl.DataFrame:
     """The output rows of *batch* (work with DUPLICATE): domain answers, bounce flags and
     address answers joined by DOMAIN and KEY, the consent of every row of an address (*held*:
-    the whole list's held-back addresses; None: those of *batch*, which holds every row of its
-    addresses, as a Dask partition does), then decided."""
+    the whole list's held-back addresses; None: those of *batch*, when it holds every row of
+    its addresses; empty: none, CONSENT being already the whole list's, as in a Dask part),
+    then decided."""
     work = with_held(batch.work, held_keys(batch.work) if held is None else held)
     work = attach_bounces(bounces, attach_domains(work, table), scope)
     if answers is not None:

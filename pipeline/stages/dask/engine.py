@@ -1,6 +1,6 @@
 """The Dask engine (``--engine dask``): one list cleaned by the workers of a Dask cluster, with
 exactly the local engine's answers. The work is the stage functions of
-:mod:`pipeline.stages.steps` and the engine's steps, run per part and per partition by
+:mod:`pipeline.stages.steps` and the engine's steps, run per input part by
 :mod:`pipeline.stages.dask.tasks`; this module plans the run and merges what comes back.
 
 How a run goes:
@@ -10,23 +10,26 @@ How a run goes:
    is first read by one worker with the local reader into Parquet shards beside the output
    (:func:`~pipeline.stages.dask.tasks.convert`: the local rejects and line numbers), then
    read like Parquet. Only standard input, or a run with an object-store output, is read by
-   the driver and shipped batch by batch. Each part is normalized on its worker and split by
-   a hash of the DOMAIN (:func:`~pipeline.stages.state.dedupe.partition_of`, level 0) into
-   partitions; each row keeps its row number in the list.
-2. **partitions**: each partition (every row of its domains, in input order) is gathered on a
-   worker, and its duplicates marked with those row numbers: a KEY ends in its domain, so
-   every copy of an address is in its partition.
-3. **domains**: the driver reads the domain cache once for every distinct domain; the domains it
-   lacks are resolved in chunks on their partitions' owners (so each domain is resolved once in
-   the whole cluster), the driver checks the resolver once and judges the MX hosts (each asked
-   once per run, far fewer than domains), and commits each chunk's answers to its cache as the
-   chunk arrives. A second run sends no query for cached domains, wherever its partitions land.
+   the driver and shipped batch by batch. Each part is normalized on the worker that read it
+   and its rows stay there to the end; each row keeps its row number in the list (its part's
+   first row plus its place in the part: no global scan).
+2. **duplicates**: only narrow (KEY, row number) pairs cross the network, shuffled by a hash
+   of the KEY into buckets; in each bucket the first row in input order of each KEY wins,
+   and each part gets back the row numbers of its duplicates (and of its rows whose address
+   another row holds back from sending), exactly as the local engine decides
+   (:mod:`pipeline.stages.dask.shuffle`).
+3. **domains**: each part sends one record per distinct domain; the driver reads the domain
+   cache once for every distinct domain of the list; the domains it lacks are resolved in
+   chunks on the workers (each domain once in the whole cluster), the driver checks the
+   resolver once and judges the MX hosts (each asked once per run, far fewer than domains),
+   and commits each chunk's answers to its cache as the chunk arrives. Each part then joins
+   its own domains' table. A second run sends no query for cached domains.
 4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out by the driver in
    the local engine's order; one worker per mail provider; answers committed by the driver).
-5. **decide and write**: each partition is decided with the answers the driver shipped; the
-   output rows of each input part are put back in input order and written by a worker as a
-   part file (:mod:`pipeline.stages.dask.staging`; a single Parquet file is joined from the
-   parts by one worker), staged for the run's commit point. Other outputs (CSV, xlsx,
+5. **decide and write**: each part is decided where it is, with the answers the driver
+   shipped, and its output rows (in input order) written by that worker as a part file
+   (:mod:`pipeline.stages.dask.staging`; a single Parquet file is joined from the parts by
+   one worker), staged for the run's commit point. Other outputs (CSV, xlsx,
    ``--split``, object stores) are written by the driver through the local sinks.
 
 No task is tied to a worker: the scheduler places each, and a lost worker's tasks run again
@@ -42,12 +45,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import operator
 import queue
 import time
 import uuid
 import weakref
-from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,6 +65,15 @@ from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.dask.checks import drain, spread
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
+from pipeline.stages.dask.shuffle import (
+    ROW,
+    counts_of,
+    flags_of,
+    key_pieces,
+    mark_part,
+    piece,
+    settle_bucket,
+)
 from pipeline.stages.dask.staging import (
     Output,
     staging_folder,
@@ -71,19 +81,16 @@ from pipeline.stages.dask.staging import (
     write_by_workers,
 )
 from pipeline.stages.dask.tasks import (
-    ROW,
     Converted,
     PartitionInfo,
     ShippedFlags,
-    assemble,
-    build_partition,
     convert,
     decide_partition,
     partition_candidates,
     partition_info,
     partition_table,
-    piece_of,
     resolve_domains,
+    same,
     scan_batch,
     scan_part,
 )
@@ -93,7 +100,6 @@ from pipeline.stages.read.csv_source import ReadAgain
 from pipeline.stages.read.pin import InputPin
 from pipeline.stages.read.reader import ListReader
 from pipeline.stages.runner import StageClock, batch_rows, open_reader
-from pipeline.stages.state.dedupe import partition_of
 from pipeline.stages.state.spill import named_failures, spill_folder
 from pipeline.stages.steps import answer_table
 from pipeline.stages.summary import (
@@ -112,7 +118,6 @@ from pipeline.stages.write.outputs import (
 from pipeline.stages.write.sinks import Sink, open_outputs
 
 _CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
-_PER_WORKER = 2  # domain partitions per worker
 
 _log = logging.getLogger(__name__)
 
@@ -156,7 +161,7 @@ async def _attempts(job: CleanJob, engine: Engine, folder: Path, cluster: Cluste
 
 @dataclass
 class _Scan:
-    batches: list[Any]  # futures of each input batch's pieces, one per partition
+    batches: list[Any]  # futures of each input part's normalized rows, in input order
     rows: int = 0
     rejected: int = 0
     reading: float = 0.0
@@ -169,12 +174,10 @@ class DaskRun:
         self.client = cluster.client
         self.workers = cluster.workers
         self.size = len(cluster.workers)
-        self.parts = self.size * _PER_WORKER
         self.lists = engine.config.lists
         self.topic = f"listclean-{uuid.uuid4().hex}"
         self.remote_queries = 0  # DNS queries the workers sent
         self._engine = engine
-        self._part_of: dict[str, int] = {}
         self._sent: weakref.WeakSet[Any] = weakref.WeakSet()  # the run's futures still held
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Any:
@@ -226,19 +229,10 @@ class DaskRun:
             started = time.perf_counter()
             with pin.reading():
                 scan = self._scan(job, reader, (rows, rejects), stack)
-            parts = [
-                self.submit(
-                    build_partition,
-                    *(self.submit(operator.getitem, b, p) for b in scan.batches),
-                )
-                for p in range(self.parts)
-            ]
+            parts, normalized = self._mark_duplicates(scan.batches)
             scope = engine.bounces.scope() if engine.bounces else None
             infos: list[PartitionInfo] = self.client.gather(
                 [self.submit(partition_info, part, scope) for part in parts]
-            )
-            normalized = NormalizeStats(
-                sum(i.dedupe.distinct for i in infos), sum(i.dedupe.duplicates for i in infos)
             )
             clock.add("read", 0, scan.rows, scan.reading)
             clock.add(
@@ -248,8 +242,8 @@ class DaskRun:
                 time.perf_counter() - started - scan.reading,
                 normalized,
             )
-            self._part_of = {d: p for p, info in enumerate(infos) for d in info.domains}
-            answers, dom = await domain_answers(engine.domains, list(self._part_of), self._resolve)
+            domains = list(dict.fromkeys(d for info in infos for d in info.domains))
+            answers, dom = await domain_answers(engine.domains, domains, self._resolve)
             tables = [
                 self.submit(
                     partition_table,
@@ -257,27 +251,27 @@ class DaskRun:
                     {d: answers[d] for d in info.domains},
                     self.lists,
                 )
-                for p, info in enumerate(infos)
+                for info in infos
             ]
             clock.lap("domains", scan.rows, scan.rows, dom)
             found, checks = await self._check_addresses(engine, parts, tables)
             clock.lap("verify", scan.rows, scan.rows, checks)
             flags = self._bounce_flags(engine, infos, scope)
             decided = [
-                self.submit(decide_partition, parts[p], tables[p], flags[p], found[p])
-                for p in range(self.parts)
+                self.submit(decide_partition, part, tables[p], flags[p], found)
+                for p, part in enumerate(parts)
             ]
             facts = provenance_of(job, reader, record.facts())
             if workers_write(job):
                 output = Output(job.paths, output_schema(reader.schema), dict(facts))
-                tally = write_by_workers(self.submit, decided, len(scan.batches), output, stack)
+                tally = write_by_workers(self.submit, decided, output, stack)
                 publication.stage(output.staged, job.paths.parquet)
             else:
                 sink = stack.enter_context(
                     open_outputs(paths, reader.schema, job.csv_bom, job.split)
                 )
                 sink.note(facts)
-                tally = self._write(decided, len(scan.batches), sink)
+                tally = self._write(decided, sink)
                 sink.stage(publication)
             rejects.stage(publication)
             clock.lap("write", scan.rows, scan.rows)
@@ -290,6 +284,23 @@ class DaskRun:
             pin.check()  # the hash in the summary is of these bytes too
             publication.commit()
         return summary
+
+    def _mark_duplicates(self, batches: list[Any]) -> tuple[list[Any], NormalizeStats]:
+        """DUPLICATE (and the whole list's CONSENT) on each part, where it is: only narrow
+        (KEY, row) pairs cross the network, shuffled by KEY into as many buckets as there are
+        parts (:mod:`pipeline.stages.dask.shuffle`)."""
+        buckets = max(1, len(batches))
+        pieces = [self.submit(key_pieces, b, p, buckets) for p, b in enumerate(batches)]
+        settled = [
+            self.submit(settle_bucket, *(self.submit(piece, ps, k) for ps in pieces))
+            for k in range(buckets)
+        ]
+        marked = [
+            self.submit(mark_part, batch, *(self.submit(flags_of, s, p) for s in settled))
+            for p, batch in enumerate(batches)
+        ]
+        counts = self.client.gather([self.submit(counts_of, s) for s in settled])
+        return marked, NormalizeStats(sum(c[0] for c in counts), sum(c[1] for c in counts))
 
     def _scan(
         self,
@@ -313,8 +324,8 @@ class DaskRun:
             planned, rejected = converted.parts, converted.rejected
         if planned is not None:
             scan = _Scan([], rows=sum(p.rows for p in planned), rejected=rejected)
-            for index, part in enumerate(planned):
-                scan.batches.append(self.submit(scan_part, part, index, self.parts, self.lists))
+            for part in planned:
+                scan.batches.append(self.submit(scan_part, part, self.lists))
             return scan
         while True:
             try:
@@ -337,15 +348,12 @@ class DaskRun:
                 scan.rejected += read.rejects.height
                 if not read.frame.height:  # every record of it a reject: nothing to decide
                     continue
-                index = len(scan.batches)
                 scan.batches.append(
                     self.submit(
                         scan_batch,
                         self.client.scatter(read.frame, hash=False),  # not in the task graph
                         reader.email_column,
                         scan.rows,
-                        index,
-                        self.parts,
                         self.lists,
                     )
                 )
@@ -357,7 +365,7 @@ class DaskRun:
     async def _resolve(
         self, work: DomainWork, domains: Sequence[str]
     ) -> tuple[dict[str, DnsAnswer], int]:
-        """Resolve on the partitions' owners; MX hosts judged here, chunk by chunk, and each
+        """Resolve on the workers, in chunks; MX hosts judged here, chunk by chunk, and each
         chunk's answers committed to the domain cache as it arrives."""
         if not domains:
             return {}, 0
@@ -365,7 +373,7 @@ class DaskRun:
         resolver = await work.dns.get()  # checked against the canaries once, here
         futures = [
             self.submit(resolve_domains, chunk, work.config, work.routing.sandbox)
-            for p, chunk in self._chunks(domains)
+            for chunk in _chunks(domains)
         ]
         hosts = work.cache if work.cache is not None else MemoryHosts()
         answers: dict[str, DnsAnswer] = {}
@@ -384,58 +392,44 @@ class DaskRun:
                 bar.update(len(got))
         return answers, work.dns.queries_sent + self.remote_queries - before
 
-    def _chunks(self, domains: Sequence[str]) -> Iterator[tuple[int, list[str]]]:
-        by_part: dict[int, list[str]] = defaultdict(list)
-        for domain in domains:
-            by_part[self._part_of[domain]].append(domain)
-        for part, owned in by_part.items():
-            for start in range(0, len(owned), _CHUNK):
-                yield part, owned[start : start + _CHUNK]
-
     async def _check_addresses(
         self, engine: Engine, parts: list[Any], tables: list[Any]
-    ) -> tuple[list[pl.DataFrame | None], CheckStats | None]:
-        """The address checker's answers, split by partition (None where there are none)."""
-        nothing: list[pl.DataFrame | None] = [None] * self.parts
+    ) -> tuple[Any, CheckStats | None]:
+        """The address checker's answers by KEY, as a future every part's decision reads (a
+        duplicate's part may not be its first row's), or None where there are none."""
         if engine.checker is None or engine.offline:
-            return nothing, None
+            return None, None
         candidates = self.client.gather(
-            [self.submit(partition_candidates, parts[p], tables[p]) for p in range(self.parts)]
+            [self.submit(partition_candidates, part, tables[p]) for p, part in enumerate(parts)]
         )
         rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
         if rows.is_empty():
-            return nothing, None
+            return None, None
         checker = spread(engine.checker, self)
         checked, stats = await checker.check(rows, engine.dns, engine.lists)
-        table = answer_table(checked, rows)
-        domains = rows.select("KEY", "DOMAIN").unique("KEY")
-        owned = table.join(domains, on="KEY", how="left")
-        owned = owned.with_columns(partition_of(owned.get_column("DOMAIN"), self.parts).alias("_P"))
-        split: list[pl.DataFrame | None] = [
-            owned.filter(pl.col("_P") == p).drop("DOMAIN", "_P") for p in range(self.parts)
-        ]
-        return split, stats
+        return self.submit(same, answer_table(checked, rows)), stats
 
     def _bounce_flags(
         self, engine: Engine, infos: list[PartitionInfo], scope: BounceScope | None
     ) -> list[ShippedFlags | None]:
         if engine.bounces is None or scope is None:
-            return [None] * self.parts
+            return [None] * len(infos)
         ledger = engine.bounces
         return [
             ShippedFlags(ledger.flags(i.bounce_keys) if i.bounce_keys else {}, scope) for i in infos
         ]
 
-    def _write(self, decided: list[Any], batches: int, sink: Sink) -> Tally:
-        """Each input batch's rows back in input order, written as one row group, counted."""
+    def _write(self, decided: list[Any], sink: Sink) -> Tally:
+        """Each input part's rows, in input order, written as one row group, counted."""
         tally = Tally()
-        assembled = [
-            self.submit(assemble, *(self.submit(piece_of, part, index) for part in decided))
-            for index in range(batches)
-        ]
-        for index, future in enumerate(assembled):
+        for index, future in enumerate(decided):
             frame: pl.DataFrame = future.result()
-            assembled[index] = None  # let the cluster forget it
+            decided[index] = None  # let the cluster forget it
             sink.write(frame)
             tally.add(frame)
         return tally
+
+
+def _chunks(domains: Sequence[str]) -> Iterator[list[str]]:
+    for start in range(0, len(domains), _CHUNK):
+        yield list(domains[start : start + _CHUNK])

@@ -2,10 +2,11 @@
 worker reaches: the command line holds a cluster's paths to that), staged by the run and
 removed unless published at its commit point (:mod:`pipeline.stages.write.publish`).
 
-The output rows never pass through the driver: each input batch's rows, put back in input
-order, become one part file written by a worker; a dataset output (``-o out/``) is the folder
-of those parts; a single Parquet file is made of them by one more worker task, row group by
-row group. The driver merges the parts' tallies, in order, for the summary."""
+The output rows never pass through the driver: each input part's rows, still in input
+order, become one part file written by the worker holding them; a dataset output
+(``-o out/``) is the folder of those parts; a single Parquet file is made of them by one
+more worker task, row group by row group.
+The driver merges the parts' tallies, in order, for the summary."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
-from pipeline.stages.dask.tasks import piece_of, write_part
+from pipeline.stages.dask.tasks import write_part
 from pipeline.stages.job import CleanJob
 from pipeline.stages.summary import Tally
 from pipeline.stages.write.formats import OutputFormat
@@ -82,12 +83,11 @@ class Output:
 def write_by_workers(
     submit: Callable[..., Any],
     decided: list[Any],
-    batches: int,
     output: Output,
     stack: contextlib.ExitStack,
 ) -> Tally:
-    """Each input batch's rows (from every partition's *decided*) in input order, written by
-    a worker as one part file; then, for one Parquet file, the parts joined in order by one
+    """Each input part's rows (*decided*, one future a part, in input order), written by a
+    worker as one part file; then, for one Parquet file, the parts joined in order by one
     worker. Sets ``output.staged``; returns the merged tallies."""
     final = output.paths.parquet
     whole = output.paths.format is OutputFormat.PARQUET
@@ -99,11 +99,11 @@ def write_by_workers(
             index,
             output.schema,
             output.facts,
-            *(submit(piece_of, part, index) for part in decided),
+            part,
         )
-        for index in range(batches)
+        for index, part in enumerate(decided)
     ]
-    if not batches:  # an empty list still gets a part with every column
+    if not decided:  # an empty list still gets a part with every column
         empty = pl.from_arrow(output.schema.empty_table())
         assert isinstance(empty, pl.DataFrame)
         write_part_file(empty, folder / "part-00000.parquet", output.schema, output.facts)

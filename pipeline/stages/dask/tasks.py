@@ -1,11 +1,12 @@
-"""What a Dask worker runs for a partitioned clean (:mod:`pipeline.stages.dask.engine`).
+"""What a Dask worker runs for a clean (:mod:`pipeline.stages.dask.engine`).
 
 Each task is a plain function of picklable values: the same stage functions the local runner
-calls (:mod:`pipeline.stages.steps`, the engine's DNS and mailbox steps), applied to one batch,
-one domain partition, one chunk of domains or one group of mail providers. A task opens no
-cache or store: what the caches know comes with its arguments, and what it learns goes back
-in its result, or, for address-level answers, to the driver the moment each is known
-(:class:`Forward`), so the driver commits it as a local run would.
+calls (:mod:`pipeline.stages.steps`, the engine's DNS and mailbox steps), applied to one input
+part (its rows stay on the worker that read them), one chunk of domains or one group of mail
+providers; the duplicate shuffle between parts is :mod:`pipeline.stages.dask.shuffle`. A
+task opens no cache or store: what the caches know comes with its arguments, and what it
+learns goes back in its result, or, for address-level answers, to the driver the moment
+each is known (:class:`Forward`), so the driver commits it as a local run would.
 """
 
 from __future__ import annotations
@@ -36,19 +37,18 @@ from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
 from pipeline.core.mailboxes.smtp import SmtpSettings
 from pipeline.core.mailboxes.types import Budget, CheckStats, MailboxResult, RemoteAnswer, Target
 from pipeline.stages.base import Batch
+from pipeline.stages.dask.shuffle import ROW
 from pipeline.stages.dask.sizes import size_of
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.csv_source import ReadAgain
 from pipeline.stages.read.parquet_source import ParquetPart
 from pipeline.stages.read.reader import ListReader, PartRead
 from pipeline.stages.runner import open_reader
-from pipeline.stages.state.dedupe import DOMAIN_LEVEL, DedupeStats, DuplicateMarker, partition_of
 from pipeline.stages.steps import decide_rows, normalize, probe_candidates
 from pipeline.stages.summary import Tally
 from pipeline.stages.write.outputs import write_part_file
 
-ROW = "_ROW"  # the global row number (input order) of each row
-BATCH = "_BATCH"  # the input batch a row came in, for putting the output back in order
+_NOTHING_HELD = pl.DataFrame()  # decide_rows: CONSENT is already the whole list's
 
 
 @functools.cache
@@ -57,27 +57,18 @@ def _lists(config: ListsConfig) -> DomainLists:
     return load_lists(config.extra_disposable, config.extra_free)
 
 
-def scan_batch(
-    frame: pl.DataFrame,
-    email_column: str,
-    first_row: int,
-    batch: int,
-    parts: int,
-    lists: ListsConfig,
-) -> list[Batch]:
-    """A read batch normalized and split by the hash of its DOMAIN into *parts* pieces."""
+def scan_batch(frame: pl.DataFrame, email_column: str, first_row: int, lists: ListsConfig) -> Batch:
+    """A read batch normalized where it is; each row keeps its row number in the list."""
     work = normalize(frame, email_column, _lists(lists))
     rows = pl.int_range(first_row, first_row + frame.height, dtype=pl.UInt64, eager=True)
-    part = partition_of(work.get_column("DOMAIN"), parts, level=DOMAIN_LEVEL)
-    work = work.with_columns(rows.alias(ROW), pl.lit(batch, pl.UInt32).alias(BATCH))
-    return [Batch(frame.filter(part == p), work.filter(part == p)) for p in range(parts)]
+    return Batch(frame, work.with_columns(rows.alias(ROW)))
 
 
-def scan_part(read: PartRead, batch: int, parts: int, lists: ListsConfig) -> list[Batch]:
+def scan_part(read: PartRead, lists: ListsConfig) -> Batch:
     """A part of the list read on this worker (the driver planned it from metadata), then
     as :func:`scan_batch`: no row of it passes through the driver."""
     got = read.read()
-    return scan_batch(got.frame, read.email_column, read.first_row, batch, parts, lists)
+    return scan_batch(got.frame, read.email_column, read.first_row, lists)
 
 
 @dataclass(frozen=True)
@@ -123,44 +114,20 @@ def _convert(reader: ListReader, staging: Path, rows: int) -> Converted:
 
 
 @dataclass(frozen=True)
-class Partition:
-    """Every row of the list whose domain hashes to one partition, in input order, with
-    DUPLICATE marked over the whole list (a KEY ends in its domain: all its rows are here)."""
-
-    batch: Batch
-    dedupe: DedupeStats
-
-    def __sizeof__(self) -> int:
-        return self.batch.__sizeof__() + 64
-
-
-def build_partition(*pieces: Batch) -> Partition:
-    originals = pl.concat([p.originals for p in pieces], how="vertical")
-    work = pl.concat([p.work for p in pieces], how="vertical")
-    with tempfile.TemporaryDirectory(prefix="listclean-") as folder:
-        marker = DuplicateMarker(Path(folder))
-        marker.add(work.get_column("KEY"), rows=work.get_column(ROW))
-        stats = marker.finish()
-        flags = marker.flags_at(work.get_column(ROW))
-    marked = work.with_columns(flags.alias("DUPLICATE"))
-    duplicates = int(marked.get_column("DUPLICATE").sum())
-    return Partition(Batch(originals, marked), DedupeStats(work.height, stats.distinct, duplicates))
-
-
-@dataclass(frozen=True)
 class PartitionInfo:
+    """What the driver learns of one input part: one record per domain, and bounce keys."""
+
     domains: list[str]  # resolvable, first seen first
     bounce_keys: list[str]  # the keys the bounce ledger could flag
-    dedupe: DedupeStats
 
     def __sizeof__(self) -> int:
         return size_of(self.domains) + size_of(self.bounce_keys) + 64
 
 
-def partition_info(part: Partition, scope: BounceScope | None) -> PartitionInfo:
-    work = part.batch.work
+def partition_info(part: Batch, scope: BounceScope | None) -> PartitionInfo:
+    work = part.work
     keys = bounce_keys(work, scope) if scope is not None else []
-    return PartitionInfo(resolvable_domains(work), keys, part.dedupe)
+    return PartitionInfo(resolvable_domains(work), keys)
 
 
 def resolve_domains(
@@ -193,8 +160,8 @@ def partition_table(
     return domain_table(_lists(lists), domains, answers)
 
 
-def partition_candidates(part: Partition, table: pl.DataFrame) -> pl.DataFrame:
-    return probe_candidates(part.batch.work, table)
+def partition_candidates(part: Batch, table: pl.DataFrame) -> pl.DataFrame:
+    return probe_candidates(part.work, table)
 
 
 @dataclass(frozen=True)
@@ -212,36 +179,27 @@ class ShippedFlags:
 
 
 def decide_partition(
-    part: Partition,
+    part: Batch,
     table: pl.DataFrame,
     bounces: ShippedFlags | None,
     answers: pl.DataFrame | None,
-) -> dict[int, pl.DataFrame]:
-    """The partition's output rows, by the input batch they came in (with their row numbers)."""
+) -> pl.DataFrame:
+    """The part's output rows, in input order. Its CONSENT already holds what the whole list
+    holds back (:func:`~pipeline.stages.dask.shuffle.mark_part`)."""
     scope = bounces.scope() if bounces is not None else None
-    decided = decide_rows(part.batch, table, bounces, scope, answers)
-    work = part.batch.work
-    decided = decided.with_columns(work.get_column(ROW), work.get_column(BATCH))
-    groups = decided.partition_by(BATCH, as_dict=True, maintain_order=True)
-    return {int(key[0]): frame for key, frame in groups.items()}
+    return decide_rows(part, table, bounces, scope, answers, _NOTHING_HELD)
 
 
-def piece_of(pieces: dict[int, pl.DataFrame], batch: int) -> pl.DataFrame | None:
-    return pieces.get(batch)
-
-
-def assemble(*pieces: pl.DataFrame | None) -> pl.DataFrame:
-    """One input batch's output rows back in input order."""
-    found = [p for p in pieces if p is not None]
-    return pl.concat(found, how="vertical").sort(ROW).drop(ROW, BATCH)
+def same(value: Any) -> Any:
+    """*value* as a task's result: held by a worker, computed again if that worker is lost."""
+    return value
 
 
 def write_part(
-    folder: str, index: int, schema: pa.Schema, facts: dict[str, Any], *pieces: pl.DataFrame | None
+    folder: str, index: int, schema: pa.Schema, facts: dict[str, Any], frame: pl.DataFrame
 ) -> Tally:
-    """One input batch's output rows, in input order, written by this worker as the part file
+    """One input part's output rows, in input order, written by this worker as the part file
     *index* of a dataset output (in the run's staging folder); the driver gets their tally."""
-    frame = assemble(*pieces)
     write_part_file(frame, Path(folder) / f"part-{index:05d}.parquet", schema, facts)
     tally = Tally()
     tally.add(frame)

@@ -22,13 +22,11 @@ How, in bounded memory:
   duplicates, and need a merge over every partition's stream to be read in row order.
 
 One partition function serves the whole pipeline: :func:`partition_of` hashes a string column
-with a seed that depends on its *level*. Level 0 (:data:`DOMAIN_LEVEL`) splits a list by DOMAIN
-for a partitioned (Dask) run, so each distinct domain is resolved once; since a KEY ends in its
-domain, every address lies wholly inside one such partition, and a worker marks its duplicates
-by running a :class:`DuplicateMarker` over its own rows with their global row numbers
-(``add(keys, rows=...)``, in any order). The marker spills KEYs at level 1 (:data:`KEY_LEVEL`)
-and splits oversized files at levels 2 and up, so keys that share a domain partition still
-spread evenly. Hashes are ``polars.Series.hash``: stable across processes and machines for one
+with a seed that depends on its *level*. A Dask run (:mod:`pipeline.stages.dask.shuffle`)
+sends each part's (KEY, row number) pairs to buckets by the KEY at level 1
+(:data:`KEY_LEVEL`) and settles each bucket with :func:`repeated_rows`, the rule above; the
+marker spills KEYs at that level too and splits oversized files at levels 2 and up.
+Hashes are ``polars.Series.hash``: stable across processes and machines for one
 polars version (pinned in requirements.lock); every worker of a run must use the same version.
 """
 

@@ -50,7 +50,7 @@ def test_a_frame_on_a_worker_is_sized_by_its_buffers(cluster: Client) -> None:
     frame = pl.DataFrame(
         {"id": [f"{i:08d}" for i in range(50_000)], "email": ["a@b.example"] * 50_000}
     )
-    pieces = cluster.submit(scan_batch, frame, "email", 0, 0, 2, ListsConfig(), pure=False)
+    pieces = cluster.submit(scan_batch, frame, "email", 0, ListsConfig(), pure=False)
     pieces.result()
     held = cluster.nbytes(keys=[pieces.key], summary=False)[pieces.key]  # as the worker counted it
     assert held > frame.estimated_size()
@@ -79,7 +79,7 @@ def test_a_worker_killed_while_duplicates_are_marked(cluster: Client, tmp_path: 
     messy_list(source, rows=6_000)
     local = clean(tmp_path, source, "local.parquet", "cache-local", "--offline", sandbox=False)
     marker = tmp_path / "killed"
-    cluster.register_plugin(KillOnce("build_partition", str(marker)))
+    cluster.register_plugin(KillOnce("settle_bucket", str(marker)))
     dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
     spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
     assert marker.exists()  # a worker was killed, during the duplicate marking

@@ -6,6 +6,7 @@ spends it."""
 from __future__ import annotations
 
 import json
+import random
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, get_task_stream
 
 from pipeline.cli import main
 from pipeline.core.config import ReadConfig
@@ -33,6 +34,7 @@ from tests.stages.test_streaming import messy_list
 
 SANDBOX = str(SANDBOX_SETTINGS)
 DOMAINS = "sandbox-domains.sqlite"  # the domain cache of a --sandbox run
+OTHERS = ["yahoo.com", "outlook.com", "acme-widgets.com", "gmial.com"]
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +98,7 @@ def same(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 def test_the_dask_engine_gives_the_local_answers(cluster: Client, tmp_path: Path) -> None:
     source = tmp_path / "list.csv"
-    messy_list(source, rows=12_000)  # several batches at --memory 64
+    messy_list(source, rows=40_000)  # several input parts at --memory 64
     sample = pl.read_csv(SAMPLE_CSV, infer_schema=False).get_column("Email Address")
     every_kind = pl.DataFrame({"id": [f"s{i}" for i in range(sample.len())], "email": sample})
     pl.concat([pl.read_csv(source, infer_schema=False), every_kind]).write_csv(source)
@@ -216,3 +218,72 @@ def test_consent_is_kept_by_the_dask_engine(cluster: Client, tmp_path: Path) -> 
     assert spread["held_back"] == 2
     expected = pl.read_parquet(tmp_path / "local2.parquet")
     assert pl.read_parquet(tmp_path / "dask2.parquet").equals(expected)
+
+
+ROW_TASKS = ("scan_part", "mark_part", "decide_partition")  # the tasks that hold a part's rows
+
+
+def test_one_domain_stays_in_the_input_parts(cluster: Client, tmp_path: Path) -> None:
+    """A list that is 90% gmail.com, over several input parts, gives the local output; no task
+    holds more than one part's rows (gmail.com used to be one partition built in one task),
+    and the duplicate shuffle moves narrow (KEY, row) pairs, far smaller than the rows."""
+    rng = random.Random(26)
+    rows = 12_000
+    people = [f"p{i}" for i in range(rows // 3)]  # repeats, most in another part
+    emails = [
+        f"{rng.choice(people)}@{'gmail.com' if rng.random() < 0.9 else rng.choice(OTHERS)}"
+        for _ in range(rows)
+    ]
+    notes = [f"{i:07d}" * 300 for i in range(rows)]  # wide rows: a few thousand a part
+    source = tmp_path / "list.parquet"
+    pl.DataFrame({"email": emails, "notes": notes}).write_parquet(source, row_group_size=500)
+    reader = open_list(str(source), source, tmp_path, None)
+    planned = reader.parts(batch_rows(64, reader.bytes_per_row))
+    assert planned is not None and len(planned) >= 4
+    largest_part = max(p.rows for p in planned)
+    assert largest_part < 0.5 * rows  # the one domain is far more than one part
+    local = clean(tmp_path, source, "local.parquet", "cache-local", "--offline")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--offline")
+    with get_task_stream(cluster) as stream:
+        spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask)
+    same(local, spread)
+    assert spread["duplicates"] > 0
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+    sizes: dict[str, list[int]] = {}
+    for task in stream.data:
+        sizes.setdefault(str(task["key"]).split("-")[0], []).append(int(task["nbytes"]))
+    for name in ROW_TASKS:  # one task per input part, each holding that part's rows only
+        assert len(sizes[name]) == len(planned), name
+    one_part = max(sizes["scan_part"])
+    assert all(n <= 1.5 * one_part for name in ROW_TASKS for n in sizes[name])
+    total = sum(sizes["scan_part"])
+    assert max(sizes["scan_part"]) < 0.5 * total
+    # What crosses between parts is narrow: every bucket of pairs a small share of a part.
+    assert len(sizes["settle_bucket"]) == len(planned)
+    assert max(sizes["key_pieces"]) < 0.1 * min(sizes["scan_part"])
+
+
+def test_bounce_flags_through_the_dask_engine(cluster: Client, tmp_path: Path) -> None:
+    """The bounce ledger's flags reach every part: the sample list repeated to 3,000 rows
+    (each address again in other parts), over several input parts, gives the local rows."""
+    sample = Path(SAMPLE_CSV).parent
+    for cache in ("cache-local", "cache-dask"):
+        bounces = [str(sample / "bounces.csv"), str(sample / "bounces.mbox")]
+        args = ["bounces", "import", *bounces, "--sandbox", "--cache-dir", str(tmp_path / cache)]
+        assert main(args) == 0
+    once = pl.read_csv(SAMPLE_CSV, infer_schema=False)
+    frame = pl.concat([once] * -(-3_000 // once.height))
+    notes = [f"{i:07d}" * 600 for i in range(frame.height)]  # wide rows: several parts
+    source = tmp_path / "list.parquet"
+    frame.with_columns(pl.Series("notes", notes)).write_parquet(source, row_group_size=100)
+    reader = open_list(str(source), source, tmp_path, None)
+    planned = reader.parts(batch_rows(64, reader.bytes_per_row))
+    assert planned is not None and len(planned) > 1
+    local = clean(tmp_path, source, "local.parquet", "cache-local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask)
+    same(local, spread)
+    assert spread["reasons"]["known_bounce"] > 0 and spread["duplicates"] > 0
+    expected = pl.read_parquet(tmp_path / "local.parquet")
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)

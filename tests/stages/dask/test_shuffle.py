@@ -1,0 +1,57 @@
+"""The narrow duplicate shuffle of a Dask run, in one process: parts that keep their rows get
+back exactly the local engine's DUPLICATE and CONSENT, whatever the parts and buckets."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import polars as pl
+import pytest
+
+from pipeline.stages.base import Batch
+from pipeline.stages.dask.shuffle import (
+    ROW,
+    counts_of,
+    flags_of,
+    key_pieces,
+    mark_part,
+    piece,
+    settle_bucket,
+)
+from pipeline.stages.steps import held_keys, with_held
+
+
+def a_list(rows: int, seed: int) -> pl.DataFrame:
+    rng = random.Random(seed)
+    keys = [rng.choice(["", *(f"p{i}@gmail.com" for i in range(rows // 4))]) for _ in range(rows)]
+    reasons = [rng.choice([None] * 8 + ["unsubscribed", "cleaned"]) for _ in range(rows)]
+    return pl.DataFrame(
+        {"KEY": keys, "CONSENT": reasons, ROW: pl.Series(range(rows), dtype=pl.UInt64)}
+    )
+
+
+@pytest.mark.parametrize(
+    ("cuts", "buckets", "seed"),
+    [([0, 1000], 1, 1), ([0, 3, 400, 401, 1000], 3, 2), ([0, 250, 500, 750, 1000], 7, 3)],
+)
+def test_the_shuffle_marks_as_the_local_engine(cuts: list[int], buckets: int, seed: int) -> None:
+    work = a_list(cuts[-1], seed)
+    parts = [
+        Batch(pl.DataFrame({"n": range(b - a)}), work.slice(a, b - a))
+        for a, b in itertools.pairwise(cuts)
+    ]
+    pieces = [key_pieces(part, p, buckets) for p, part in enumerate(parts)]
+    settled = [settle_bucket(*(piece(ps, k) for ps in pieces)) for k in range(buckets)]
+    marked = [mark_part(part, *(flags_of(s, p) for s in settled)) for p, part in enumerate(parts)]
+    got = pl.concat([m.work for m in marked])
+    assert got.get_column(ROW).to_list() == list(range(cuts[-1]))  # the parts' own rows, in order
+    duplicate = (pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct()
+    expected = with_held(work, held_keys(work)).with_columns(duplicate.alias("DUPLICATE"))
+    assert got.select(expected.columns).equals(expected)
+    distinct = sum(counts_of(s)[0] for s in settled)
+    duplicates = sum(counts_of(s)[1] for s in settled)
+    assert (distinct, duplicates) == (
+        work.filter(pl.col("KEY") != "").get_column("KEY").n_unique(),
+        int(expected.get_column("DUPLICATE").sum()),
+    )
