@@ -8,7 +8,8 @@ PostgreSQL database); what differs is how the loop reaches it (:func:`open_live`
   first write of a turn opens a transaction, and its commit runs on the loop's next turn
   (``loop.call_soon``), which comes before any answer to a request counted in this turn is sent
   (those wait at least for the engine's next pass). Counts are still committed before the
-  answers they count, with one commit for a whole turn of requests.
+  answers they count, with one commit for a whole turn of requests. A refund is the exception:
+  the 5xx answer it goes with is sent in the same turn, so it commits at once.
 - A database across a socket is awaited (:class:`SharedState`): the statements of one turn of
   the loop travel together in one round trip and one transaction from one worker thread
   (:class:`~pipeline.core.db.postgres.LoopStatements`), each take still its own conditional
@@ -88,7 +89,10 @@ class LocalState:
         return self.store.consume(subject, policy, window_start, limit)
 
     async def refund(self, subject: str, policy: str, window_start: int) -> None:
+        """A unit given back is committed at once: its request's 5xx answer is sent in this
+        very turn, and must not reach the client before the unit is back (refunds are rare)."""
         self.store.refund(subject, policy, window_start)
+        self.commit()
 
     async def used(self, subject: str, policy: str, window_start: int) -> int:
         return self.store.used(subject, policy, window_start)

@@ -29,21 +29,23 @@ def test_a_turns_writes_share_one_commit_made_on_the_next_turn(tmp_path: Path) -
         seen: list[object] = []
         try:
             taken = [await state.consume(f"key:k_{i}", "email-month", 0, 5) for i in (1, 1, 2)]
-            await state.refund("key:k_2", "email-month", 0)
             seen += [taken, committed(path)]  # nothing committed during the turn
             await asyncio.sleep(0)  # the next turn: its commit ran
             seen.append(committed(path))
             await state.consume("key:k_3", "email-month", 0, 5)
+            await state.refund("key:k_2", "email-month", 0)
+            seen.append(committed(path))  # a refund commits at once, with the turn's writes
         finally:
             await state.close()  # commits what is still open
         seen.append(committed(path))
         return seen
 
-    taken, during, after, closed = asyncio.run(scenario())
+    taken, during, after, refunded, closed = asyncio.run(scenario())
     assert taken == [(True, 1), (True, 2), (True, 1)]
     assert during == []
-    assert after == [("key:k_1", 2), ("key:k_2", 0)]
-    assert closed == [("key:k_1", 2), ("key:k_2", 0), ("key:k_3", 1)]
+    assert after == [("key:k_1", 2), ("key:k_2", 1)]
+    assert refunded == [("key:k_1", 2), ("key:k_2", 0), ("key:k_3", 1)]
+    assert closed == refunded
 
 
 def test_the_live_state_counts_and_refuses_as_the_store_does(store_at: StoreAt) -> None:
