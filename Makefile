@@ -52,6 +52,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_contacts.py
 	$(BIN)/python bench/bench_identity.py
 	$(BIN)/python bench/bench_signals.py
+	$(BIN)/python bench/bench_encodings.py
 
 # Re-pin after changing dependencies in pyproject.toml.
 lock: $(STAMP)
