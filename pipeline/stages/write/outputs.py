@@ -24,7 +24,6 @@ import functools
 import glob
 import json
 import os
-import shutil
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,7 +43,7 @@ from pipeline.stages.base import Batch
 from pipeline.stages.objects import Upload, is_glob, is_object_url
 from pipeline.stages.state.workdir import alive
 from pipeline.stages.write.formats import SUFFIXES, OutputFormat, stem_of
-from pipeline.stages.write.publish import Publication, tmp_of
+from pipeline.stages.write.publish import Publication, remove, tmp_of
 
 _PART_ROWS: Final = 1_000_000  # rows per part file of a dataset output
 # Columns with few distinct values, where dictionary encoding pays; elsewhere (addresses, the
@@ -207,10 +206,7 @@ class ParquetSink:
         if self._writer is not None:
             with contextlib.suppress(OSError, pa.ArrowException):
                 self._writer.close()
-        if self._tmp.is_dir():
-            shutil.rmtree(self._tmp, ignore_errors=True)
-        else:
-            self._tmp.unlink(missing_ok=True)
+        remove(self._tmp)
 
     def __enter__(self) -> ParquetSink:
         return self
@@ -340,7 +336,4 @@ def sweep_stale(path: Path) -> None:
     for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
         pid = tmp.name.removeprefix(f".{path.name}.").removesuffix(".tmp")
         if pid.isdigit() and int(pid) != os.getpid() and not alive(int(pid)):
-            if tmp.is_dir():
-                shutil.rmtree(tmp, ignore_errors=True)
-            else:
-                tmp.unlink(missing_ok=True)
+            remove(tmp)

@@ -87,7 +87,7 @@ class Publication:
     def discard(self) -> None:
         """Remove every temporary file not put in place."""
         for tmp in self._staged.values():
-            _remove(tmp)
+            remove(tmp)
         self._staged.clear()
 
     def __enter__(self) -> Publication:
@@ -134,7 +134,8 @@ def _replace(tmp: Path, final: Path) -> None:
         raise OutputError(f"Cannot put {final} in place: {why}.") from exc
 
 
-def _remove(path: Path) -> None:
+def remove(path: Path) -> None:
+    """A temporary file, or a folder of parts, gone (nothing to do when it is not there)."""
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
     else:
