@@ -118,38 +118,50 @@ def count_records_in(chunks: Iterable[bytes]) -> int | None:
             continue
         if previous is not None:
             counted = _count_chunk(previous, chunk[:1], parity)
-            if counted is None:
-                return None
             ends, parity = ends + counted[0], counted[1]
         previous, last = chunk, chunk[-1:]
     if previous is None:
         return 0
     counted = _count_chunk(previous, b"", parity)
-    if counted is None or counted[1]:
+    if counted[1]:
         return None  # an odd number of quotes: they do not pair up
     return ends + counted[0] + (last not in (b"\n", b"\r"))
 
 
-def _count_chunk(chunk: bytes, following: bytes, parity: int) -> tuple[int, int] | None:
+def _count_chunk(chunk: bytes, following: bytes, parity: int) -> tuple[int, int]:
     """(line ends outside quotes, quote parity after) in *chunk*; *following* is the next
     chunk's first byte, so a CRLF split between two chunks ends one record, not two."""
-    crlf = chunk.count(b"\r\n") + (chunk.endswith(b"\r") and following == b"\n")
-    lone_cr = chunk.count(b"\r") - crlf
     if b'"' not in chunk and not parity:
-        return chunk.count(b"\n") + lone_cr, 0
+        return physical_ends(chunk, following), 0
+    ends, after = record_ends(chunk, following, parity)
+    return ends.len(), after
+
+
+def record_ends(chunk: bytes, following: bytes, parity: int) -> tuple[pl.Series, int]:
+    """Where records end in *chunk*: the offset of each line end's last byte (the LF of a
+    CRLF, a lone CR, an LF) outside double quotes, when *parity* quotes came before it (0 or
+    1); and the quote parity after *chunk*. *following* is the byte after it ("" at the end
+    of the text): a CR it ends is no line end of its own when that byte is an LF."""
     data = pl.from_arrow(pa.Array.from_buffers(pa.uint8(), len(chunk), [None, pa.py_buffer(chunk)]))
     assert isinstance(data, pl.Series)
     quotes = (data == ord('"')).arg_true()
     ends = (data == ord("\n")).arg_true()
-    if lone_cr:  # old Mac line ends (rare): a CR not followed by LF ends a record too
+    if b"\r" in chunk:  # old Mac line ends (rare): a CR not followed by LF ends a record too
         crs = (data == ord("\r")).arg_true()
-        followed = (crs + 1).is_in(ends)
+        followed = (crs + 1).is_in(ends.implode())
         if following == b"\n":
             followed = followed | (crs == len(chunk) - 1)
         ends = pl.concat([ends, crs.filter(~followed)]).sort()
     # A line end is outside quotes when an even number of quotes came before it in the text.
     before = quotes.search_sorted(ends, side="left") + parity
-    return int((before % 2 == 0).sum()), (parity + quotes.len()) % 2
+    return ends.filter(before % 2 == 0), (parity + quotes.len()) % 2
+
+
+def physical_ends(chunk: bytes, following: bytes) -> int:
+    """Physical line ends in *chunk* (LF, CRLF, lone CR), inside quotes or not: how the
+    exact reader numbers lines. *following* as for :func:`record_ends`."""
+    crlf = chunk.count(b"\r\n") + (chunk.endswith(b"\r") and following == b"\n")
+    return chunk.count(b"\n") + chunk.count(b"\r") - crlf
 
 
 def physical_lines(text: str) -> list[str]:

@@ -65,6 +65,7 @@ from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.dask.checks import drain, spread
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
+from pipeline.stages.dask.reading import Planned, plan, read_ranges
 from pipeline.stages.dask.shuffle import (
     ROW,
     counts_of,
@@ -117,6 +118,7 @@ from pipeline.stages.write.outputs import (
 )
 from pipeline.stages.write.sinks import Sink, open_outputs
 
+BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 100 MB)
 _CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
 
 _log = logging.getLogger(__name__)
@@ -217,7 +219,9 @@ class DaskRun:
     async def stages(self, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
         clock = StageClock()
         pin = InputPin(job.input, job.name or str(job.input), job.storage)
-        reader = open_reader(job, folder)
+        with pin.reading():
+            planned = plan(job, folder, self.submit)
+        reader = planned.reader
         paths = job.paths
         rows = batch_rows(job.memory_mb, reader.bytes_per_row)
         with contextlib.ExitStack() as stack:
@@ -228,8 +232,8 @@ class DaskRun:
             )
             started = time.perf_counter()
             with pin.reading():
-                scan = self._scan(job, reader, (rows, rejects), stack)
-            parts, normalized = self._mark_duplicates(scan.batches)
+                scan, reader = self._scan(job, planned, (rows, rejects), stack, folder)
+            parts, normalized = self._mark_duplicates(scan.batches, scan.rows)
             scope = engine.bounces.scope() if engine.bounces else None
             infos: list[PartitionInfo] = self.client.gather(
                 [self.submit(partition_info, part, scope) for part in parts]
@@ -285,11 +289,12 @@ class DaskRun:
             publication.commit()
         return summary
 
-    def _mark_duplicates(self, batches: list[Any]) -> tuple[list[Any], NormalizeStats]:
+    def _mark_duplicates(self, batches: list[Any], rows: int) -> tuple[list[Any], NormalizeStats]:
         """DUPLICATE (and the whole list's CONSENT) on each part, where it is: only narrow
-        (KEY, row) pairs cross the network, shuffled by KEY into as many buckets as there are
-        parts (:mod:`pipeline.stages.dask.shuffle`)."""
-        buckets = max(1, len(batches))
+        (KEY, row) pairs cross the network, shuffled by KEY into a bucket per
+        :data:`BUCKET_ROWS` of the list's *rows* (at most one per part), so the tasks grow
+        with parts times buckets (:mod:`pipeline.stages.dask.shuffle`)."""
+        buckets = max(1, min(len(batches), -(-rows // BUCKET_ROWS)))
         pieces = [self.submit(key_pieces, b, p, buckets) for p, b in enumerate(batches)]
         settled = [
             self.submit(settle_bucket, *(self.submit(piece, ps, k) for ps in pieces))
@@ -305,14 +310,37 @@ class DaskRun:
     def _scan(
         self,
         job: CleanJob,
+        opened: Planned,
+        sizes: tuple[int, RejectsSink],
+        stack: contextlib.ExitStack,
+        folder: Path,
+    ) -> tuple[_Scan, ListReader]:
+        """Pass 1: the list's parts read by the workers: a delimited-text file in byte ranges,
+        Parquet in the parts its footers plan; a list only read in order (packed, an
+        archive, a workbook, or a text file the ranges cannot settle) by one worker into
+        Parquet shards beside the output, then as those; standard input (or an object-store
+        output) read here, as a local run reads it, each batch shipped to the cluster as it
+        is read. Returns the reader that read it."""
+        rejects = sizes[1]
+        reader = opened.reader
+        if opened.layout is not None:
+            ranged = read_ranges(
+                self.submit, self.client.gather, self.client.cancel, opened, self.lists
+            )
+            if ranged is not None:
+                for future in ranged.rejects:
+                    rejects.write(future.result())
+                return _Scan(ranged.batches, ranged.rows, ranged.rejected), reader
+            reader = open_reader(job, folder)  # read in order, as the local engine reads it
+        return self._scan_in_order(job, reader, sizes, stack), reader
+
+    def _scan_in_order(
+        self,
+        job: CleanJob,
         reader: ListReader,
         sizes: tuple[int, RejectsSink],
         stack: contextlib.ExitStack,
     ) -> _Scan:
-        """Pass 1: the list's parts read by the workers where metadata plans them (Parquet);
-        a list only read in order, by one worker into Parquet shards beside the output, then
-        as those; standard input (or an object-store output) read here, as a local run
-        reads it, each batch shipped to the cluster as it is read."""
         rows, rejects = sizes
         planned = reader.parts(rows)
         rejected = 0

@@ -61,9 +61,11 @@ class CsvSource:
         label: str | None = None,
         decoding: Decoding | None = None,
         max_field: int = 0,
+        delimiter: str | None = None,
     ) -> None:
         """*decoding*: how a file that is not UTF-8 is read (said, or detected); *max_field*:
-        the bytes a field may hold (``read.max_field_bytes``); 0: any."""
+        the bytes a field may hold (``read.max_field_bytes``), 0: any; *delimiter*: the
+        delimiter, when it is known (else sniffed from the first lines)."""
         self.path = path
         self.label = label or str(path)  # how messages name it (an archive member, say)
         self.text, self.encoding, self.warnings = _as_utf8(
@@ -72,7 +74,7 @@ class CsvSource:
         head = _head(self.text)
         if not head.strip():
             raise InputError(f"{self.label} is empty: there is no header row and no address in it.")
-        self.delimiter = sniff_delimiter(head)
+        self.delimiter = delimiter or sniff_delimiter(head)
         self.aside = self._set_aside(max_field)
         with self._bytes() as stream:
             self.records = count_records_in(_chunks(stream))
@@ -213,7 +215,7 @@ def _as_utf8(
 ) -> tuple[Path, str, tuple[str, ...]]:
     """*path* if it is UTF-8, else a UTF-8 copy of it in *spill*; the encoding; warnings."""
     if decoding.encoding:
-        if decoding.encoding in ("utf-8", "utf-8-sig") and _first_bad_utf8(path) is None:
+        if decoding.encoding in ("utf-8", "utf-8-sig") and first_bad_utf8(path) is None:
             return path, "utf-8", ()
         return _transcode(path, spill, decoding.encoding, label), decoding.encoding, ()
     with path.open("rb") as handle:
@@ -221,19 +223,33 @@ def _as_utf8(
     utf16 = utf16_encoding(head[: len(head) - len(head) % 2])
     if utf16 is not None:
         return _transcode(path, spill, utf16), utf16, ()
-    bad = _first_bad_utf8(path)
+    bad = first_bad_utf8(path)
     if bad is None:
         return path, "utf-8", ()
     encoding = detect(non_ascii_lines(_chunks(path)), decoding.margin, label)
-    warning = (
+    warning = not_utf8(label, bad, encoding)
+    return _transcode(path, spill, encoding, label), encoding, (warning,)
+
+
+def not_utf8(label: str, bad: int, encoding: str) -> str:
+    """The warning for a list read in the code page *encoding* it was found to be in."""
+    return (
         f"{label} is not valid UTF-8 (first bad byte at offset {bad}); read it as {encoding}, "
         "the code page it is written in. Save the file as UTF-8, or say --encoding "
         f"{encoding}, to silence this warning."
     )
-    return _transcode(path, spill, encoding, label), encoding, (warning,)
 
 
-def _first_bad_utf8(path: Path) -> int | None:
+def not_valid(label: str, encoding: str, byte: int, offset: int) -> InputError:
+    """The error for a byte at *offset* that is not a character of *encoding*."""
+    return InputError(
+        f"{label} is not valid {encoding}: the byte 0x{byte:02x} at offset {offset} is not a "
+        "character of it. Name the file's encoding with --encoding NAME, or save it as UTF-8."
+    )
+
+
+def first_bad_utf8(path: Path) -> int | None:
+    """The offset of the first byte of *path* that is not UTF-8; None when all are."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     offset = 0
     for chunk in _chunks(path):
@@ -263,11 +279,7 @@ def _transcode(path: Path, spill: Path, encoding: str, strict: str = "") -> Path
                 offset += len(chunk)
             out.write(decoder.decode(b"", final=True).encode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise InputError(
-                f"{strict} is not valid {encoding}: the byte 0x{exc.object[exc.start]:02x} at "
-                f"offset {offset + exc.start} is not a character of it. Name the file's "
-                "encoding with --encoding NAME, or save it as UTF-8."
-            ) from exc
+            raise not_valid(strict, encoding, exc.object[exc.start], offset + exc.start) from exc
     return target
 
 

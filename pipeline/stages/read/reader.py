@@ -139,6 +139,11 @@ class ListReader:
         return self._source.encoding
 
     @property
+    def renamed(self) -> dict[str, str]:
+        """Input columns kept under another name (see :func:`_collisions`)."""
+        return dict(self._renamed)
+
+    @property
     def delimiter(self) -> str:
         return self._source.delimiter
 
@@ -175,7 +180,7 @@ class ListReader:
     def batches(self, rows: int) -> Iterator[ReadBatch]:
         for frame, rejects in self._source.batches(rows):
             renamed = frame.rename(self._renamed) if self._renamed else frame
-            yield ReadBatch(_as_text(renamed, self.email_column), rejects)
+            yield ReadBatch(as_text(renamed, self.email_column), rejects)
 
     def parts(self, rows: int) -> list[PartRead] | None:
         """The list as parts of about *rows* rows that a Dask worker reads where it runs,
@@ -207,7 +212,7 @@ class PartRead:
     def read(self) -> ReadBatch:
         frame = read_part(self.part)
         renamed = frame.rename(self.renamed) if self.renamed else frame
-        return ReadBatch(_as_text(renamed, self.email_column), pl.DataFrame(schema=REJECT_SCHEMA))
+        return ReadBatch(as_text(renamed, self.email_column), pl.DataFrame(schema=REJECT_SCHEMA))
 
 
 def open_list(
@@ -377,7 +382,7 @@ def _check_type(dtype: pl.DataType, column: str) -> None:
         )
 
 
-def _as_text(frame: pl.DataFrame, column: str) -> pl.DataFrame:
+def as_text(frame: pl.DataFrame, column: str) -> pl.DataFrame:
     """*frame* with its email column as text. Numbers and nulls are cast; bytes are decoded as
     UTF-8, a value that is not UTF-8 spelled with \\x escapes (so it is never an address)."""
     dtype = frame.schema[column]

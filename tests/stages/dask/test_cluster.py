@@ -19,6 +19,7 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from pipeline.cli import main
 from pipeline.core.config import ListsConfig
 from pipeline.core.errors import UsageError
+from pipeline.stages.dask import reading
 from pipeline.stages.dask.cluster import check_versions, versions
 from pipeline.stages.dask.tasks import scan_batch
 from pipeline.stages.read.reader import open_list
@@ -167,14 +168,28 @@ def awkward_csv(path: Path, encoding: str, end: str, bom: bool) -> None:
 @pytest.mark.parametrize(
     ("encoding", "end", "bom"), [("cp1252", "\r", False), ("utf-8", "\r\n", True)]
 )
+@pytest.mark.parametrize("range_bytes", [1_500, 40_000])
 def test_an_awkward_csv_gives_the_local_rows_and_rejects(
-    cluster: Client, tmp_path: Path, encoding: str, end: str, bom: bool
+    cluster: Client,
+    tmp_path: Path,
+    encoding: str,
+    end: str,
+    bom: bool,
+    range_bytes: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Cut into byte ranges of *range_bytes* (cuts inside quoted newlines, between a CR and
+    its LF), read by both workers: the local rows, rejects and line numbers."""
     source = tmp_path / "list.csv"
     awkward_csv(source, encoding, end, bom)
     local = clean_to_folder(tmp_path, source, "local")
+    monkeypatch.setattr(reading, "range_bytes", lambda *_: range_bytes)
     dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
-    spread = clean_to_folder(tmp_path, source, "dask", *dask)
+    with get_task_stream(cluster) as stream:
+        spread = clean_to_folder(tmp_path, source, "dask", *dask)
+    reads = [t for t in stream.data if str(t["key"]).startswith("read_range")]
+    assert len(reads) >= source.stat().st_size // range_bytes
+    assert len({t["worker"] for t in reads}) == 2
     same(local, spread)
     assert local["rows_rejected"] == 6
     expected = pl.read_parquet(tmp_path / "local")
@@ -193,7 +208,7 @@ def test_a_single_file_output_is_joined_by_a_worker(cluster: Client, tmp_path: P
     with get_task_stream(cluster) as stream:
         spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
     names = {str(t["key"]).split("-")[0] for t in stream.data}
-    assert {"convert", "write_part", "concat_parts"} <= names
+    assert {"survey", "read_range", "write_part", "concat_parts"} <= names
     same(local, spread)
     expected = pl.read_parquet(tmp_path / "local.parquet")
     assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)

@@ -20,6 +20,7 @@ from pipeline.cli import main
 from pipeline.core.config import ReadConfig
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
+from pipeline.stages.dask import engine as dask_engine
 from pipeline.stages.read.reader import Choice, open_list
 from pipeline.stages.runner import batch_rows
 from tests.conftest import SAMPLE_CSV
@@ -223,10 +224,14 @@ def test_consent_is_kept_by_the_dask_engine(cluster: Client, tmp_path: Path) -> 
 ROW_TASKS = ("scan_part", "mark_part", "decide_partition")  # the tasks that hold a part's rows
 
 
-def test_one_domain_stays_in_the_input_parts(cluster: Client, tmp_path: Path) -> None:
+def test_one_domain_stays_in_the_input_parts(
+    cluster: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A list that is 90% gmail.com, over several input parts, gives the local output; no task
     holds more than one part's rows (gmail.com used to be one partition built in one task),
-    and the duplicate shuffle moves narrow (KEY, row) pairs, far smaller than the rows."""
+    and the duplicate shuffle moves narrow (KEY, row) pairs, far smaller than the rows, into
+    a bucket per BUCKET_ROWS rows of the list."""
+    monkeypatch.setattr(dask_engine, "BUCKET_ROWS", 2_500)
     rng = random.Random(26)
     rows = 12_000
     people = [f"p{i}" for i in range(rows // 3)]  # repeats, most in another part
@@ -260,7 +265,7 @@ def test_one_domain_stays_in_the_input_parts(cluster: Client, tmp_path: Path) ->
     total = sum(sizes["scan_part"])
     assert max(sizes["scan_part"]) < 0.5 * total
     # What crosses between parts is narrow: every bucket of pairs a small share of a part.
-    assert len(sizes["settle_bucket"]) == len(planned)
+    assert len(sizes["settle_bucket"]) == 5  # 12,000 rows / 2,500
     assert max(sizes["key_pieces"]) < 0.1 * min(sizes["scan_part"])
 
 

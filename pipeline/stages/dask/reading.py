@@ -1,0 +1,274 @@
+"""How the workers of a Dask run read a delimited-text list: in byte ranges, planned by the
+driver from the file's head alone (:mod:`pipeline.stages.read.ranges` has the reading rule).
+
+:func:`plan` opens the head (the first :data:`HEAD_BYTES`): the header, the delimiter, which
+column holds the addresses and, when the head is not UTF-8, the code page, which one worker
+finds as the local reader finds it, from the whole file. :func:`read_ranges` then has the
+workers survey their ranges (quote parity, line ends), read them, and tell the driver each
+range's rows: small tallies, from which each part gets its first row number. A list the ranges
+cannot settle (quotes that do not pair up, a byte that is not UTF-8 after a UTF-8 head, a field
+over the limit, a packed or UTF-16 file) is read in order instead, by one worker
+(:func:`~pipeline.stages.dask.tasks.convert`), so the rows are the local reader's either way.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import dataclasses
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+
+from pipeline.core.config import ListsConfig
+from pipeline.core.files.delimited import utf16_encoding
+from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
+from pipeline.core.files.tables import FileKind, file_kind
+from pipeline.stages.base import Batch
+from pipeline.stages.dask.tasks import scan_batch
+from pipeline.stages.job import CleanJob
+from pipeline.stages.objects import filesystem, is_object_url, is_remote_dataset
+from pipeline.stages.read.csv_source import not_utf8
+from pipeline.stages.read.ranges import (
+    UTF8,
+    ByteRange,
+    Layout,
+    RangeRead,
+    cuts,
+    head_record_end,
+    header_end,
+    quotes_pair,
+    ranges_of,
+    read_range,
+    survey,
+)
+from pipeline.stages.read.reader import Choice, ListReader, open_list
+from pipeline.stages.runner import batch_rows, open_reader
+
+HEAD_BYTES: Final = 4 << 20  # what the driver reads of a CSV: header, delimiter, a sample
+MIN_RANGE_BYTES: Final = 1 << 20
+_BOM: Final = b"\xef\xbb\xbf"
+_STEP: Final = 1 << 24
+
+Submit = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Planned:
+    reader: ListReader  # the list's columns, email column, encoding (from its head)
+    layout: Layout | None  # set when the workers read it in byte ranges
+    target: int = 0  # bytes a range
+
+
+def plan(job: CleanJob, folder: Path, submit: Submit) -> Planned:
+    """The list opened from its head for the workers to read in ranges, when it can be;
+    else opened as the local engine opens it."""
+    head = _head(job)
+    if head is None:
+        return Planned(open_reader(job, folder), None)
+    layout, reader = _layout(job, folder, head, submit)
+    return Planned(reader, layout, range_bytes(job.memory_mb, reader.bytes_per_row))
+
+
+def range_bytes(memory_mb: int, bytes_per_row: float) -> int:
+    """Bytes a range: a batch of the local engine's size for the run's memory."""
+    rows = batch_rows(memory_mb, bytes_per_row)
+    return max(MIN_RANGE_BYTES, int(rows * bytes_per_row))
+
+
+def _head(job: CleanJob) -> bytes | None:
+    """The first bytes of a list the workers can read in ranges: a plain delimited-text file
+    (local, or an object) in UTF-8 or a code page whose ASCII is ASCII; None otherwise."""
+    source = job.input
+    if job.member or job.sheet or job.spooled:
+        return None
+    if isinstance(source, Path) and (not source.is_file() or source.is_dir()):
+        return None
+    if isinstance(source, str) and is_remote_dataset(source, filesystem(source, job.storage)):
+        return None
+    said = job.decoding.encoding
+    if said and not _ascii_safe(said):
+        return None
+    with _open(job) as handle:
+        head: bytes = handle.read(HEAD_BYTES)
+    name = Path(str(source).rsplit("/", 1)[-1])
+    if file_kind(name, head[:16]) is not FileKind.TEXT or utf16_encoding(head[:4096]):
+        return None
+    end = head_record_end(head)
+    if end is None or header_end(head) is None:
+        return None  # a first record longer than the head: read in order
+    return head[:end]
+
+
+def _ascii_safe(encoding: str) -> bool:
+    """Whether a line end or a quote in *encoding* is that ASCII byte and never part of
+    another character (UTF-8 and the code pages Excel writes; not UTF-16 or UTF-7)."""
+    try:
+        name = codecs.lookup(encoding).name
+    except LookupError:
+        return False
+    if name.startswith(("utf-16", "utf-32", "utf-7")):
+        return False
+    probe = '"\r\n,;\t|'
+    return probe.encode(name, errors="replace") == probe.encode("ascii")
+
+
+@contextlib.contextmanager
+def _open(job: CleanJob) -> Iterator[Any]:
+    source = job.input
+    if isinstance(source, str) and is_object_url(source):
+        with filesystem(source, job.storage).open(source, "rb") as handle:
+            yield handle
+    else:
+        with Path(source).open("rb") as handle:
+            yield handle
+
+
+def _layout(job: CleanJob, folder: Path, head: bytes, submit: Submit) -> tuple[Layout, ListReader]:
+    name = job.name or str(job.input)
+    body = head.removeprefix(_BOM)
+    bom = len(head) - len(body)
+    said = job.decoding.encoding
+    encoding, warning = (codecs.lookup(said).name if said else UTF8), ""
+    if encoding == "utf-8-sig":
+        encoding = UTF8
+    if not said and (bad := _first_bad(body)) is not None:
+        source = str(job.input)
+        encoding = submit(detect_encoding, source, job.storage, job.decoding, name).result()
+        warning = not_utf8(name, bad, encoding)
+    copy = folder / "head-of-list.csv"
+    copy.write_bytes(head)
+    decoding = Decoding(encoding if (said or warning) else "", job.decoding.margin)
+    choice = Choice(None, None, decoding, job.read)
+    reader = open_list(name, copy, folder, job.email_column, job.storage, choice)
+    reader.info = dataclasses.replace(reader.info, rows_known=False)  # the head's, not the list's
+    if warning:
+        reader.warnings = (warning, *reader.warnings)
+    start = header_end(head)
+    assert start is not None
+    layout = Layout(
+        source=str(job.input),
+        label=name,
+        size=_size(job),
+        header=head[bom:start],
+        body=start,
+        delimiter=reader.delimiter,
+        encoding=encoding,
+        assumed=not said and not warning,
+        max_field=job.read.max_field_bytes,
+        renamed=reader.renamed,
+        email_column=reader.email_column,
+        storage=job.storage,
+    )
+    return layout, reader
+
+
+def _first_bad(data: bytes) -> int | None:
+    try:
+        data.decode(UTF8)
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
+def _size(job: CleanJob) -> int:
+    source = job.input
+    if isinstance(source, str) and is_object_url(source):
+        return int(filesystem(source, job.storage).size(source))
+    return os.stat(source).st_size
+
+
+def detect_encoding(source: str, storage: Any, decoding: Decoding, label: str) -> str:
+    """The code page of a list that is not UTF-8, found as the local reader finds it, from the
+    non-ASCII lines of the whole file (read here, on a worker)."""
+    layout = Layout(source, label, 0, b"", 0, ",", UTF8, True, 0, {}, "", storage)
+
+    def chunks() -> Iterator[bytes]:
+        with layout.open() as handle:
+            first = True
+            while chunk := handle.read(_STEP):
+                yield chunk.removeprefix(_BOM) if first else chunk
+                first = False
+
+    return detect(non_ascii_lines(chunks()), decoding.margin, label)
+
+
+@dataclass(frozen=True)
+class Report:
+    rows: int
+    rejects: int
+    exact: bool
+    settled: str
+
+
+def report_of(read: RangeRead) -> Report:
+    return Report(read.frame.height, read.rejects.height, read.exact, read.settled)
+
+
+def scan_range(read: RangeRead, email_column: str, first_row: int, lists: ListsConfig) -> Batch:
+    return scan_batch(read.frame, email_column, first_row, lists)
+
+
+def rejects_of(read: RangeRead) -> pl.DataFrame:
+    return read.rejects
+
+
+@dataclass
+class Ranged:
+    """The list read in ranges: each part's normalized rows and its rejects, as futures."""
+
+    batches: list[Any]
+    rejects: list[Any]
+    rows: int
+    rejected: int
+
+
+def read_ranges(
+    submit: Submit,
+    gather: Callable[[list[Any]], list[Any]],
+    cancel: Callable[[list[Any]], None],
+    planned: Planned,
+    lists: ListsConfig,
+) -> Ranged | None:
+    """The list read by the workers, range by range; None when the ranges cannot settle it
+    (the caller reads it in order)."""
+    layout = planned.layout
+    assert layout is not None
+    spans = cuts(layout, planned.target)
+    surveys = gather([submit(survey, layout, start, end) for start, end in spans])
+    if not quotes_pair(surveys):
+        return None
+    parts = ranges_of(layout, spans, surveys)
+    reads = [submit(read_range, part, False) for part in parts]
+    reports: list[Report] = gather([submit(report_of, read) for read in reads])
+    if any(r.settled for r in reports):
+        cancel(reads)
+        return None
+    if any(r.exact for r in reports) and not all(r.exact for r in reports):
+        reads = _exactly(submit, parts, reads, reports)  # as the local reader reads a file
+        reports = gather([submit(report_of, read) for read in reads])
+        if any(r.settled for r in reports):
+            cancel(reads)
+            return None
+    ranged = Ranged([], [], 0, 0)
+    for read, report in zip(reads, reports, strict=True):
+        if report.rows:
+            ranged.batches.append(submit(scan_range, read, layout.email_column, ranged.rows, lists))
+        if report.rejects:
+            ranged.rejects.append(submit(rejects_of, read))
+        ranged.rows += report.rows
+        ranged.rejected += report.rejects
+    return ranged
+
+
+def _exactly(
+    submit: Submit, parts: list[ByteRange], reads: list[Any], reports: list[Report]
+) -> list[Any]:
+    return [
+        read if report.exact else submit(read_range, part, True)
+        for part, read, report in zip(parts, reads, reports, strict=True)
+    ]
