@@ -75,10 +75,13 @@ class RunRecord:
     """The run's provenance as it goes: started when made, its input hashed alongside the
     stages (:meth:`close` stops the hash of a run that ends early)."""
 
-    def __init__(self, job: CleanJob, config: Config) -> None:
+    def __init__(self, job: CleanJob, config: Config, elsewhere: Digest | None = None) -> None:
+        """*elsewhere*: where the input is hashed instead of this process (a Dask run has a
+        worker read it); the hash is the same."""
         self.started_at = now()
         self._settings = recorded_settings(config)
-        self._hash = InputHash(job.input, job.name or str(job.input), config.storage)
+        given = job.name or str(job.input)
+        self._hash = InputHash(job.input, given, config.storage, elsewhere)
 
     def facts(self) -> RunFacts:
         """The provenance as of now (waits for the input's hash)."""
@@ -101,13 +104,29 @@ class Cancelled(Exception):
     """The run ended before the hash did."""
 
 
+Digest = Callable[[Path | str, str, StorageConfig], InputDigest]
+
+
+def input_digest(source: Path | str, given: str, storage: StorageConfig) -> InputDigest:
+    """The input's digest, computed by the caller (a Dask worker: see :class:`RunRecord`)."""
+    return _Hasher(threading.Event()).digest(source, given, storage)
+
+
 class InputHash:
     """The input's digest, computed in a daemon thread from the moment the object is made
-    (so a run that fails early neither waits for it nor is kept alive by it)."""
+    (so a run that fails early neither waits for it nor is kept alive by it), here or by
+    *elsewhere*."""
 
-    def __init__(self, source: Path | str, given: str, storage: StorageConfig) -> None:
+    def __init__(
+        self,
+        source: Path | str,
+        given: str,
+        storage: StorageConfig,
+        elsewhere: Digest | None = None,
+    ) -> None:
         self._stop = threading.Event()
         self._digest = InputDigest("", "not computed: the run ended first")
+        self._elsewhere = elsewhere
         self._thread = threading.Thread(
             target=self._run, args=(source, given, storage), name="listclean-hash", daemon=True
         )
@@ -115,7 +134,10 @@ class InputHash:
 
     def _run(self, source: Path | str, given: str, storage: StorageConfig) -> None:
         try:
-            self._digest = _Hasher(self._stop).digest(source, given, storage)
+            if self._elsewhere is not None:
+                self._digest = self._elsewhere(source, given, storage)
+            else:
+                self._digest = _Hasher(self._stop).digest(source, given, storage)
         except Cancelled:
             pass
         except (OSError, ValueError) as exc:  # the input went away, or the store failed

@@ -57,6 +57,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.bounces.step import BounceScope
+from pipeline.core.config import StorageConfig
 from pipeline.core.domains.dns import DnsAnswer, DnsStatus
 from pipeline.core.domains.exchanges import MemoryHosts, judge_exchanges
 from pipeline.core.domains.step import DomainWork, domain_answers
@@ -96,7 +97,7 @@ from pipeline.stages.dask.tasks import (
     scan_part,
 )
 from pipeline.stages.job import CleanJob
-from pipeline.stages.provenance import RunRecord
+from pipeline.stages.provenance import InputDigest, RunRecord, input_digest
 from pipeline.stages.read.csv_source import ReadAgain
 from pipeline.stages.read.pin import InputPin
 from pipeline.stages.read.reader import ListReader
@@ -226,7 +227,8 @@ class DaskRun:
         rows = batch_rows(job.memory_mb, reader.bytes_per_row)
         with contextlib.ExitStack() as stack:
             publication = stack.enter_context(paths.publication())
-            record = stack.enter_context(RunRecord(job, engine.config))
+            elsewhere = None if job.spooled else self._digest  # standard input is here only
+            record = stack.enter_context(RunRecord(job, engine.config, elsewhere))
             rejects = stack.enter_context(
                 contextlib.closing(RejectsSink(paths.rejects, list(reader.reject_schema)))
             )
@@ -288,6 +290,17 @@ class DaskRun:
             pin.check()  # the hash in the summary is of these bytes too
             publication.commit()
         return summary
+
+    def _digest(self, source: Path | str, given: str, storage: StorageConfig) -> InputDigest:
+        """The input's hash, read by a worker: the driver never reads the list through."""
+        future = self.submit(input_digest, source, given, storage)
+        try:
+            digest: InputDigest = future.result()
+        except (OSError, ValueError):
+            raise
+        except Exception as exc:  # cancelled with the run: it ends without the hash
+            return InputDigest("", f"not computed: {type(exc).__name__}")
+        return digest
 
     def _mark_duplicates(self, batches: list[Any], rows: int) -> tuple[list[Any], NormalizeStats]:
         """DUPLICATE (and the whole list's CONSENT) on each part, where it is: only narrow

@@ -94,6 +94,9 @@ def same(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     assert {k: v for k, v in a.items() if k not in drop} == {
         k: v for k, v in b.items() if k not in drop
     }
+    hashed = ("input_sha256", "input_hash_covers")  # by a worker in a Dask run
+    assert {k: a["run"][k] for k in hashed} == {k: b["run"][k] for k in hashed}
+    assert a["run"]["input_sha256"]
     return a
 
 
