@@ -66,7 +66,8 @@ from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.dask.checks import drain, spread
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
-from pipeline.stages.dask.reading import Planned, plan, read_ranges
+from pipeline.stages.dask.reading import Cluster as Reaching
+from pipeline.stages.dask.reading import Planned, Report, plan, read_ranges
 from pipeline.stages.dask.shuffle import (
     ROW,
     counts_of,
@@ -237,8 +238,11 @@ class DaskRun:
                 scan, reader = self._scan(job, planned, (rows, rejects), stack, folder)
             parts, normalized = self._mark_duplicates(scan.batches, scan.rows)
             scope = engine.bounces.scope() if engine.bounces else None
-            infos: list[PartitionInfo] = self.client.gather(
-                [self.submit(partition_info, part, scope) for part in parts]
+            infos: list[PartitionInfo] = self.collect(
+                [self.submit(partition_info, part, scope) for part in parts],
+                "duplicates",
+                "part",
+                lambda _: 1,
             )
             clock.add("read", 0, scan.rows, scan.reading)
             clock.add(
@@ -291,6 +295,22 @@ class DaskRun:
             publication.commit()
         return summary
 
+    def _hear_reads(self, futures: list[Any]) -> list[Report]:
+        """The ranges' reports, in order; the rows read shown as each range is done."""
+        return self.collect(futures, "read", "row", lambda report: int(report.rows))
+
+    def collect(
+        self, futures: list[Any], label: str, unit: str, amount: Callable[[Any], int]
+    ) -> list[Any]:
+        """The results of *futures*, in order, a stage's meter moved by each result's
+        *amount* as the tasks finish, in whatever order they do."""
+        from distributed import as_completed
+
+        with contextlib.closing(meter(self._engine.progress, None, label, unit)) as bar:
+            for future in as_completed(futures):  # type: ignore[no-untyped-call]
+                bar.update(amount(future.result()))
+        return [future.result() for future in futures]
+
     def _digest(self, source: Path | str, given: str, storage: StorageConfig) -> InputDigest:
         """The input's hash, read by a worker: the driver never reads the list through."""
         future = self.submit(input_digest, source, given, storage)
@@ -337,9 +357,8 @@ class DaskRun:
         rejects = sizes[1]
         reader = opened.reader
         if opened.layout is not None:
-            ranged = read_ranges(
-                self.submit, self.client.gather, self.client.cancel, opened, self.lists
-            )
+            on = Reaching(self.submit, self.client.gather, self._hear_reads, self.client.cancel)
+            ranged = read_ranges(on, opened, self.lists)
             if ranged is not None:
                 for future in ranged.rejects:
                     rejects.write(future.result())

@@ -227,15 +227,22 @@ class Ranged:
     rejected: int
 
 
-def read_ranges(
-    submit: Submit,
-    gather: Callable[[list[Any]], list[Any]],
-    cancel: Callable[[list[Any]], None],
-    planned: Planned,
-    lists: ListsConfig,
-) -> Ranged | None:
+@dataclass(frozen=True)
+class Cluster:
+    """How the reading reaches the cluster: *submit* a task, *gather* results in order,
+    *hear* the ranges' reports in order while showing the rows read as they come,
+    *cancel* tasks."""
+
+    submit: Submit
+    gather: Callable[[list[Any]], list[Any]]
+    hear: Callable[[list[Any]], list[Report]]
+    cancel: Callable[[list[Any]], None]
+
+
+def read_ranges(on: Cluster, planned: Planned, lists: ListsConfig) -> Ranged | None:
     """The list read by the workers, range by range; None when the ranges cannot settle it
     (the caller reads it in order)."""
+    submit, gather, cancel = on.submit, on.gather, on.cancel
     layout = planned.layout
     assert layout is not None
     spans = cuts(layout, planned.target)
@@ -244,13 +251,13 @@ def read_ranges(
         return None
     parts = ranges_of(layout, spans, surveys)
     reads = [submit(read_range, part, False) for part in parts]
-    reports: list[Report] = gather([submit(report_of, read) for read in reads])
+    reports = on.hear([submit(report_of, read) for read in reads])
     if any(r.settled for r in reports):
         cancel(reads)
         return None
     if any(r.exact for r in reports) and not all(r.exact for r in reports):
         reads = _exactly(submit, parts, reads, reports)  # as the local reader reads a file
-        reports = gather([submit(report_of, read) for read in reads])
+        reports = on.hear([submit(report_of, read) for read in reads])
         if any(r.settled for r in reports):
             cancel(reads)
             return None

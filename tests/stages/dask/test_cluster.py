@@ -213,3 +213,29 @@ def test_a_single_file_output_is_joined_by_a_worker(cluster: Client, tmp_path: P
     expected = pl.read_parquet(tmp_path / "local.parquet")
     assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_progress_per_stage_from_the_parts(
+    cluster: Client,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A log shows each stage's progress from the parts' tallies: the rows read, range by
+    range, end at the list's rows; the duplicate marking counts parts."""
+    source = tmp_path / "list.csv"
+    messy_list(source, rows=6_000)
+    monkeypatch.setattr(reading, "range_bytes", lambda *_: 20_000)
+    monkeypatch.setenv("LISTCLEAN_RUN_PROGRESS_EVERY", "0.01")  # a line whenever it moves
+    args = ["clean", f"file://{source}", "-o", f"file://{tmp_path / 'out'}/", "--offline"]
+    dask = ["--engine", "dask", "--scheduler", cluster.scheduler.address]
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, *dask, *cache, "--log-format", "json"]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().err.strip().splitlines()]
+    progress: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        if record.get("event") == "progress":
+            progress.setdefault(record["stage"], []).append(record)
+    assert progress["read"][-1]["done"] == 6_000 and progress["read"][-1]["unit"] == "row"
+    parts = -(-source.stat().st_size // 20_000)
+    assert progress["duplicates"][-1]["done"] == parts

@@ -16,7 +16,7 @@ import pytest
 from pipeline.core.config import ListsConfig
 from pipeline.core.errors import InputError
 from pipeline.core.files.encodings import Decoding
-from pipeline.stages.dask.reading import Planned, plan, read_ranges
+from pipeline.stages.dask.reading import Cluster, Planned, plan, read_ranges
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.reader import Choice, read_list
 
@@ -52,7 +52,7 @@ def in_ranges(
     if planned.layout is None:
         return None
     planned = Planned(planned.reader, planned.layout, target)
-    ranged = read_ranges(submit, gather, lambda _: None, planned, ListsConfig())
+    ranged = read_ranges(Cluster(submit, gather, gather, lambda _: None), planned, ListsConfig())
     if ranged is None:
         return None
     frames = [b.result().originals for b in ranged.batches]
