@@ -25,10 +25,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
-def run(out: Path, name: str, args: list[str]) -> dict[str, Any]:
+def run(out: Path, name: str, args: list[str], wrapper: tuple[str, ...] = ()) -> dict[str, Any]:
+    """*args* run by measure.py (under *wrapper*, a command such as strace, when given)."""
     result = out / f"{name}.json"
     started = time.perf_counter()
-    subprocess.run([sys.executable, str(HERE / "measure.py"), str(result), *args], check=True)
+    command = [*wrapper, sys.executable, str(HERE / "measure.py"), str(result), *args]
+    subprocess.run(command, check=True)
     measured: dict[str, Any] = json.loads(result.read_text())
     measured["process_seconds"] = time.perf_counter() - started
     if measured["exit"] != 0:

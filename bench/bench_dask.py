@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -43,6 +44,43 @@ from bench_clean import run, served_world
 
 HERE = Path(__file__).resolve().parent
 ENGINES = {"local": [], "dask, 1 worker": ["1"], "dask, 2 workers": ["2"]}
+BASELINE = "dask, 2 processes, the list's first 20,000 rows"
+_MIB = 2**20
+
+
+_IO = "read,pread64,readv,preadv,recvfrom,recvmsg,write,pwrite64,writev,pwritev,sendto,sendmsg"
+# strace -y: `1234 read(7</path/to/file>, ..., 65536) = 65536`, sockets as `socket:[inode]`
+_CALL = re.compile(r"^\d+\s+(\w+)\(\d+<([^>]*)>.*\)\s+=\s+(\d+)")
+
+
+def traced_bytes(trace: Path, source: Path, output: Path) -> dict[str, int]:
+    """From an strace log of the driver: the bytes it read of the input file, read and
+    written on sockets (the network, the cluster's comms among them), and written to any
+    file of the output (its name or its temporary names beside it)."""
+    counts = {"input_read": 0, "socket_read": 0, "socket_written": 0, "output_written": 0}
+    with trace.open() as lines:
+        for line in lines:
+            found = _CALL.match(line)
+            if found is None:
+                continue
+            call, place, size = found.group(1), found.group(2), int(found.group(3))
+            reading = call.startswith(("read", "pread", "recv"))
+            if place.startswith("socket:") or place.startswith("TCP"):
+                counts["socket_read" if reading else "socket_written"] += size
+            elif reading and place == str(source):
+                counts["input_read"] += size
+            elif not reading and output.stem in place:
+                counts["output_written"] += size
+    return counts
+
+
+def baseline(out: Path, rows: int = 20_000) -> str:
+    """The list's first *rows* rows as a list of their own (what the driver reads of a small
+    list is the baseline its reads of the whole list are measured against)."""
+    with (out / "list.csv").open("rb") as whole, (out / "small.csv").open("wb") as small:
+        for _ in range(rows + 1):
+            small.write(whole.readline())
+    return "small.csv"
 
 
 def clean(
@@ -52,18 +90,25 @@ def clean(
     workers: list[str],
     server: subprocess.Popen[str],
     scheduler: str = "",
+    source: str = "list.csv",
+    traced: bool = False,
 ) -> dict[str, Any]:
     cache = out / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     stem = name.replace(",", "").replace(" ", "-").replace("(", "").replace(")", "")
     engine = ["--engine", "dask", "--dask-workers", *workers] if workers else []
-    places = [str(out / "list.csv"), str(out / f"{stem}.parquet")]
+    places = [str(out / source), str(out / f"{stem}.parquet")]
     if scheduler:
         engine = ["--engine", "dask", "--scheduler", scheduler]
         places = [f"file://{p}" for p in places]
     args = ["clean", places[0], "-o", places[1]]
     args += ["--config", str(config), "--cache-dir", str(cache), "--quiet", *engine]
-    measured = run(out, stem, args)
+    trace = out / f"{stem}.strace"
+    wrapper = ("strace", "-f", "-qq", "-s", "0", "-y", "-e", f"trace={_IO}", "-o", str(trace))
+    measured = run(out, stem, args, wrapper if traced else ())
+    if traced:
+        measured["traced"] = traced_bytes(trace, out / source, out / f"{stem}.parquet")
+        trace.unlink()
     assert server.stdin is not None and server.stdout is not None
     server.stdin.write(f"count {out / f'{stem}.questions.txt'}\n")
     server.stdin.flush()
@@ -90,6 +135,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE / "out-dask")
     parser.add_argument("--processes", action="store_true", help="also a real 2-worker cluster")
     parser.add_argument("--kill-after", type=float, default=0.0, help="kill a worker after S s")
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="run the process cluster's driver under strace: its input reads, network bytes",
+    )
     args = parser.parse_args()
     out: Path = args.out
     generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
@@ -102,11 +152,20 @@ def main() -> None:
                 runs[f"dask, 2 processes, one killed at {args.kill_after:g}s"] = args.kill_after
             for name, kill in runs.items():
                 with process_cluster(out, 2, "2GiB") as address:
-                    results[name] = on_processes(out, name, config, server, address, kill)
+                    traced = args.trace and not kill
+                    results[name] = on_processes(
+                        out, name, config, server, address, kill, traced=traced
+                    )
+            with process_cluster(out, 2, "2GiB") as address:
+                small = baseline(out)
+                results[BASELINE] = on_processes(
+                    out, BASELINE, config, server, address, 0.0, small, args.trace
+                )
+    results["local"]["input_mib"] = (out / "list.csv").stat().st_size / _MIB
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(table(results))
     check(results)
-    for path in [out / "list.csv", *out.glob("*.parquet"), out / "cache"]:
+    for path in [out / "list.csv", out / "small.csv", *out.glob("*.parquet"), out / "cache"]:
         shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
 
 
@@ -164,6 +223,8 @@ def on_processes(
     server: subprocess.Popen[str],
     address: str,
     kill_after: float,
+    source: str = "list.csv",
+    traced: bool = False,
 ) -> dict[str, Any]:
     """One run on the process cluster at *address*; with *kill_after*, one worker SIGKILLed
     that many seconds in. Adds the workers' peak RSS and how many were restarted."""
@@ -174,7 +235,9 @@ def on_processes(
         killer = threading.Timer(kill_after, os.kill, (min(before), signal.SIGKILL))
         if kill_after:
             killer.start()
-        measured = clean(out, name, config, [], server, scheduler=address)
+        measured = clean(
+            out, name, config, [], server, scheduler=address, source=source, traced=traced
+        )
         killer.cancel()
         client.wait_for_workers(2)
         after = client.run(worker_facts)
@@ -194,7 +257,7 @@ def check(results: dict[str, dict[str, Any]]) -> None:
     those c-ares answered from its cache and those sent again after a loss included."""
     local = results["local"]
     mx = {n: {q for q in m["asked"] if q.endswith(" MX")} for n, m in results.items()}
-    for name in results:
+    for name in results.keys() - {BASELINE}:
         if mx[name] != mx["local"]:
             only_local = sorted(mx["local"] - mx[name])
             only_here = sorted(mx[name] - mx["local"])
@@ -205,7 +268,7 @@ def check(results: dict[str, dict[str, Any]]) -> None:
             )
     expected = pl.read_parquet(local["output"])
     for name, measured in results.items():
-        if not pl.read_parquet(measured["output"]).equals(expected):
+        if name != BASELINE and not pl.read_parquet(measured["output"]).equals(expected):
             raise SystemExit(f"{name} wrote another output than the local engine")
 
 
@@ -219,8 +282,8 @@ def table(r: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| engine | seconds | rows/s | rows/s per worker | DNS queries (run's count) "
         "| distinct questions received (MX / host A, AAAA) | questions received more than once "
-        "| driver peak RSS MiB | largest worker peak RSS MiB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| driver peak RSS MiB | largest worker peak RSS MiB | driver read / written MiB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, m in r.items():
         secs, rows = m["process_seconds"], m["rows"]
@@ -234,11 +297,32 @@ def table(r: dict[str, dict[str, Any]]) -> str:
             f"| {name} | {secs:.1f} | {rows / secs:,.0f} | {rows / secs / m['workers']:,.0f} | "
             f"{m['dns_queries']:,} | {m['server']['questions']:,} ({mx:,} / {hosts:,}) | "
             f"{again:,} | {m['peak_rss_mib']:.0f} "
-            f"| {worker} |"
+            f"| {worker} | {m['read_bytes'] / _MIB:,.0f} / {m['written_bytes'] / _MIB:,.0f} |"
         )
     lines.append("")
     local = r["local"]
-    lines.append(f"rows: {local['rows']:,}; distinct domains: {local['distinct_domains']:,}")
+    lines.append(
+        f"rows: {local['rows']:,}; distinct domains: {local['distinct_domains']:,}; "
+        f"the list: {local.get('input_mib', 0):,.0f} MiB of CSV"
+    )
+    if BASELINE in r:
+        small = r[BASELINE]
+        for name, m in r.items():
+            if "restarted" in m and name != BASELINE:
+                read = (m["read_bytes"] - small["read_bytes"]) / _MIB
+                written = (m["written_bytes"] - small["written_bytes"]) / _MIB
+                lines.append(
+                    f"{name}: the driver read {read:,.1f} MiB and wrote {written:,.1f} MiB more "
+                    "than for the list's first 20,000 rows (files and network together)"
+                )
+    for name, m in r.items():
+        if "traced" in m:
+            t = {k: v / _MIB for k, v in m["traced"].items()}
+            lines.append(
+                f"{name} (driver under strace): read {t['input_read']:,.1f} MiB of the input; "
+                f"network {t['socket_read']:,.1f} MiB in, {t['socket_written']:,.1f} MiB out; "
+                f"wrote {t['output_written']:,.1f} MiB to the output's files"
+            )
     for name, m in r.items():
         if "restarted" in m:
             lines.append(f"{name}: workers restarted (or killed) during the run: {m['restarted']}")

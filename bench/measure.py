@@ -4,7 +4,9 @@
     python bench/measure.py RESULT.json --email-validator LIST.csv
 
 Reports this process's peak RSS and that of its largest child process, if any (the worker
-processes of ``--engine dask``'s LocalCluster, once they have exited).
+processes of ``--engine dask``'s LocalCluster, once they have exited), and the bytes this
+process read and wrote through system calls (``rchar``/``wchar`` of ``/proc/self/io``: files
+and sockets alike, so a Dask driver's network bytes are in them).
 
 The second form is the baseline: python-email-validator's syntax-only check over every address
 of the list's ``email`` column, one call per row, as a plain Python loop would do it.
@@ -34,6 +36,15 @@ def email_validator_loop(path: str) -> int:
     return 0 if valid else 1
 
 
+def io() -> dict[str, int]:
+    """Bytes read and written by this process so far (Linux; empty elsewhere)."""
+    try:
+        fields = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+    except OSError:
+        return {}
+    return {"read_bytes": int(fields["rchar"]), "written_bytes": int(fields["wchar"])}
+
+
 def main() -> None:
     result, args = Path(sys.argv[1]), sys.argv[2:]
     started = time.perf_counter()
@@ -47,7 +58,7 @@ def main() -> None:
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # The largest child process waited for (a LocalCluster's workers; 0 when there were none).
     child_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    measured = {"exit": code, "seconds": seconds, "peak_rss_mib": peak_kib / 1024}
+    measured = {"exit": code, "seconds": seconds, "peak_rss_mib": peak_kib / 1024, **io()}
     result.write_text(json.dumps({**measured, "child_peak_rss_mib": child_kib / 1024}))
 
 

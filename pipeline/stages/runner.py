@@ -20,25 +20,24 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import polars as pl
 
 from pipeline.core.bounces.step import BounceScope
-from pipeline.core.domains.step import check_domains, resolvable_domains
+from pipeline.core.domains.step import DomainStats, check_domains, resolvable_domains
 from pipeline.core.engine import Engine
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
-from pipeline.stages.base import Batch, StageSummary
+from pipeline.stages.base import Batch
 from pipeline.stages.job import CleanJob
-from pipeline.stages.provenance import RunRecord
+from pipeline.stages.provenance import Digest
 from pipeline.stages.read.csv_source import ReadAgain
-from pipeline.stages.read.pin import InputPin
 from pipeline.stages.read.reader import Choice, ListReader, open_list
+from pipeline.stages.sequence import Scanned, run_stages
 from pipeline.stages.state.dedupe import DuplicateMarker
 from pipeline.stages.state.spill import Spill, named_failures, spill_folder
 from pipeline.stages.steps import (
@@ -48,21 +47,11 @@ from pipeline.stages.steps import (
     normalize,
     probe_candidates,
 )
-from pipeline.stages.summary import (
-    Counts,
-    NormalizeStats,
-    RunSummary,
-    Tally,
-    provenance_of,
-    stage_summaries,
-    summarize,
-)
+from pipeline.stages.summary import NormalizeStats, RunSummary, Tally
 from pipeline.stages.write.formats import check_capacity
 from pipeline.stages.write.outputs import RejectsSink
+from pipeline.stages.write.publish import Publication
 from pipeline.stages.write.sinks import Sink, open_outputs
-
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
 
 _MIN_ROWS = 1_000
 _MAX_ROWS = 1_000_000
@@ -75,34 +64,6 @@ def open_reader(job: CleanJob, folder: Path) -> ListReader:
     reader = open_list(name, job.input, folder, job.email_column, job.storage, choice)
     check_capacity(job.format, reader.known_rows)
     return reader
-
-
-class StageClock:
-    """Times each stage from the end of the one before."""
-
-    def __init__(self) -> None:
-        self.stages: list[StageSummary] = []
-        self._last = time.perf_counter()
-
-    def lap(
-        self, name: str, rows_in: int, rows_out: int, stats: DataclassInstance | None = None
-    ) -> None:
-        now = time.perf_counter()
-        self.add(name, rows_in, rows_out, now - self._last, stats)
-        self._last = now
-
-    def add(
-        self,
-        name: str,
-        rows_in: int,
-        rows_out: int,
-        seconds: float,
-        stats: DataclassInstance | None = None,
-    ) -> None:
-        """A stage timed by its caller (stages that take turns within one pass)."""
-        details = dataclasses.asdict(stats) if stats is not None else {}
-        self.stages.append(StageSummary(name, rows_in, rows_out, round(seconds, 3), details))
-        self._last = time.perf_counter()
 
 
 @dataclass
@@ -126,61 +87,67 @@ def run_clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
 async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
-            return await _stages(job, engine, folder)
+            return await run_stages(job, engine, folder, LocalWay(engine, folder, job.memory_mb))
     finally:
         await engine.dns.close()
 
 
-async def _stages(job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
-    clock = StageClock()
-    pin = InputPin(job.input, job.name or str(job.input), job.storage)
-    reader = open_reader(job, folder)
-    paths = job.paths
-    rows = batch_rows(job.memory_mb, reader.bytes_per_row)
-    with contextlib.ExitStack() as stack:
-        publication = stack.enter_context(paths.publication())
-        record = stack.enter_context(RunRecord(job, engine.config))
-        sink_of_rejects = RejectsSink(paths.rejects, list(reader.reject_schema))
-        rejects = stack.enter_context(contextlib.closing(sink_of_rejects))
-        started = time.perf_counter()
-        with pin.reading():
-            scan = _scan(reader, engine, folder, (rows, job.memory_mb), rejects)
+class LocalWay:
+    """The stages over a stream of bounded batches on this machine (see the module's doc)."""
+
+    digest: Digest | None = None  # the input is hashed here, in a thread
+
+    def __init__(self, engine: Engine, folder: Path, memory_mb: int) -> None:
+        self._engine = engine
+        self._folder = folder
+        self._memory_mb = memory_mb
+        self._rows = 0  # a batch's rows
+        self._table = pl.DataFrame()  # the domains' answers
+        self._answers: pl.DataFrame | None = None  # the address checker's
+        self._scan: _Scan | None = None
+
+    def open(self, job: CleanJob, folder: Path) -> ListReader:
+        reader = open_reader(job, folder)
+        self._rows = batch_rows(job.memory_mb, reader.bytes_per_row)
+        return reader
+
+    def scan(
+        self, job: CleanJob, reader: ListReader, rejects: RejectsSink, stack: contextlib.ExitStack
+    ) -> tuple[Scanned, ListReader]:
+        sizes = (self._rows, self._memory_mb)
+        self._scan = scan = _scan(reader, self._engine, self._folder, sizes, rejects)
         dedupe = scan.marker.finish()
         normalized = NormalizeStats(dedupe.distinct, dedupe.duplicates)
-        clock.add("read", 0, scan.rows, scan.reading)
-        clock.add(
-            "normalize",
-            scan.rows,
-            scan.rows,
-            time.perf_counter() - started - scan.reading,
-            normalized,
-        )
-        table, dom = await check_domains(engine.domains, list(scan.domains))
-        clock.lap("domains", scan.rows, scan.rows, dom)
-        answers, checks = await _check_addresses(engine, scan, table)
-        clock.lap("verify", scan.rows, scan.rows, checks)
-        sink = stack.enter_context(open_outputs(paths, reader.schema, job.csv_bom, job.split))
-        sink.note(provenance_of(job, reader, record.facts()))
-        with pin.reading():
-            tally = _decide_all(engine, scan, reader, rows, (table, answers), sink)
+        return Scanned(scan.rows, scan.rejected, normalized, scan.reading), reader
+
+    async def domains(self, engine: Engine) -> DomainStats:
+        assert self._scan is not None
+        self._table, stats = await check_domains(engine.domains, list(self._scan.domains))
+        return stats
+
+    async def addresses(self, engine: Engine) -> CheckStats | None:
+        assert self._scan is not None
+        self._answers, checks = await _check_addresses(engine, self._scan, self._table)
+        return checks
+
+    def write(
+        self,
+        job: CleanJob,
+        reader: ListReader,
+        facts: dict[str, Any],
+        publication: Publication,
+        stack: contextlib.ExitStack,
+    ) -> Tally:
+        assert self._scan is not None
+        sink = stack.enter_context(open_outputs(job.paths, reader.schema, job.csv_bom, job.split))
+        sink.note(facts)
+        tables = (self._table, self._answers)
+        tally = _decide_all(self._engine, self._scan, reader, self._rows, tables, sink)
         sink.stage(publication)
-        rejects.stage(publication)
-        clock.lap("write", scan.rows, scan.rows)
-        counts = Counts(
-            scan.rows,
-            scan.rejected,
-            normalized,
-            dom,
-            checks,
-            engine.dns.queries_sent,
-            tally,
-            rejects.reasons,
-        )
-        summary = summarize(job, reader, counts, clock.stages, record.facts())
-        stage_summaries(summary, paths, publication)
-        pin.check()  # the hash in the summary is of these bytes too
-        publication.commit()
-    return summary
+        return tally
+
+    def queries(self, engine: Engine) -> int:
+        return engine.dns.queries_sent
 
 
 def batch_rows(memory_mb: int, bytes_per_row: float) -> int:

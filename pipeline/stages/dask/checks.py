@@ -28,6 +28,7 @@ import polars as pl
 
 from pipeline.core.config import ListsConfig
 from pipeline.core.domains.dns import SharedResolver
+from pipeline.core.engine import Engine
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import (
     AddressChecker,
@@ -48,8 +49,17 @@ from pipeline.core.mailboxes.types import (
 )
 from pipeline.core.progress import Progress
 from pipeline.core.verdict import Verdict
-from pipeline.stages.dask.tasks import ApiOrder, ProbeOrder, ask_api, probe_group
+from pipeline.stages.dask.shuffle import ROW
+from pipeline.stages.dask.tasks import (
+    ApiOrder,
+    ProbeOrder,
+    ask_api,
+    partition_candidates,
+    probe_group,
+    same,
+)
 from pipeline.stages.state.dedupe import partition_of
+from pipeline.stages.steps import answer_table
 
 _POLL = 0.5  # seconds between looks at the answers that arrived
 
@@ -63,7 +73,28 @@ class Spreader(Protocol):
     remote_queries: int  # DNS queries the workers sent
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Any: ...
+    def gather(self, futures: list[Any]) -> list[Any]: ...
     def wait(self, futures: Sequence[Any], hear: Callable[[list[Any]], None]) -> list[Any]: ...
+
+
+async def check_addresses(
+    run: Spreader, engine: Engine, parts: list[Any], tables: list[Any]
+) -> tuple[Any, CheckStats | None]:
+    """The address checker's answers by KEY, as a future every part's decision reads (a
+    duplicate's part may not be its first row's), or None where there are none. The
+    candidates come from every part, in input order, so the budget reaches the addresses a
+    local run reaches."""
+    if engine.checker is None or engine.offline:
+        return None, None
+    candidates = run.gather(
+        [run.submit(partition_candidates, part, tables[p]) for p, part in enumerate(parts)]
+    )
+    rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
+    if rows.is_empty():
+        return None, None
+    checker = spread(engine.checker, run)
+    checked, stats = await checker.check(rows, engine.dns, engine.lists)
+    return run.submit(same, answer_table(checked, rows)), stats
 
 
 def spread(checker: AddressChecker, run: Spreader) -> AddressChecker:

@@ -60,16 +60,15 @@ from pipeline.core.bounces.step import BounceScope
 from pipeline.core.config import StorageConfig
 from pipeline.core.domains.dns import DnsAnswer, DnsStatus
 from pipeline.core.domains.exchanges import MemoryHosts, judge_exchanges
-from pipeline.core.domains.step import DomainWork, domain_answers
+from pipeline.core.domains.step import DomainStats, DomainWork, domain_answers
 from pipeline.core.engine import Engine
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
-from pipeline.stages.dask.checks import drain, spread
+from pipeline.stages.dask.checks import check_addresses, drain
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
 from pipeline.stages.dask.reading import Cluster as Reaching
 from pipeline.stages.dask.reading import Planned, Report, plan, read_ranges
 from pipeline.stages.dask.shuffle import (
-    ROW,
     counts_of,
     flags_of,
     key_pieces,
@@ -89,35 +88,29 @@ from pipeline.stages.dask.tasks import (
     ShippedFlags,
     convert,
     decide_partition,
-    partition_candidates,
     partition_info,
     partition_table,
     resolve_domains,
-    same,
     scan_batch,
     scan_part,
 )
 from pipeline.stages.job import CleanJob
-from pipeline.stages.provenance import InputDigest, RunRecord, input_digest
+from pipeline.stages.provenance import Digest, InputDigest, input_digest
 from pipeline.stages.read.csv_source import ReadAgain
-from pipeline.stages.read.pin import InputPin
 from pipeline.stages.read.reader import ListReader
-from pipeline.stages.runner import StageClock, batch_rows, open_reader
+from pipeline.stages.runner import batch_rows, open_reader
+from pipeline.stages.sequence import Scanned, run_stages
 from pipeline.stages.state.spill import named_failures, spill_folder
-from pipeline.stages.steps import answer_table
 from pipeline.stages.summary import (
-    Counts,
     NormalizeStats,
     RunSummary,
     Tally,
-    provenance_of,
-    stage_summaries,
-    summarize,
 )
 from pipeline.stages.write.outputs import (
     RejectsSink,
     output_schema,
 )
+from pipeline.stages.write.publish import Publication
 from pipeline.stages.write.sinks import Sink, open_outputs
 
 BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 100 MB)
@@ -146,9 +139,9 @@ async def _attempts(job: CleanJob, engine: Engine, folder: Path, cluster: Cluste
     (see :mod:`pipeline.stages.dask.cluster`); whatever ends it cancels its tasks."""
     lost, killed = lost_work()
     for attempt in range(1, ATTEMPTS + 1):
-        run = DaskRun(cluster, engine)
+        run = DaskRun(cluster, engine, folder)
         try:
-            return await run.stages(job, engine, folder)
+            return await run_stages(job, engine, folder, run)
         except killed as exc:
             run.cancel()
             raise give_up(0, exc) from exc
@@ -172,9 +165,11 @@ class _Scan:
 
 
 class DaskRun:
-    """One run's place on the cluster: who owns what, and what the workers sent."""
+    """One run's place on the cluster: who owns what, and what the workers sent. The run's
+    stages are :func:`~pipeline.stages.sequence.run_stages`; this is their way on a cluster
+    (a :class:`~pipeline.stages.sequence.Way`)."""
 
-    def __init__(self, cluster: Cluster, engine: Engine) -> None:
+    def __init__(self, cluster: Cluster, engine: Engine, folder: Path) -> None:
         self.client = cluster.client
         self.workers = cluster.workers
         self.size = len(cluster.workers)
@@ -182,7 +177,15 @@ class DaskRun:
         self.topic = f"listclean-{uuid.uuid4().hex}"
         self.remote_queries = 0  # DNS queries the workers sent
         self._engine = engine
+        self._folder = folder
         self._sent: weakref.WeakSet[Any] = weakref.WeakSet()  # the run's futures still held
+        self.digest: Digest | None = self._digest  # the input hashed by a worker
+        self._planned: Planned | None = None
+        self._parts: list[Any] = []  # futures of the parts' rows (Batch), in input order
+        self._infos: list[PartitionInfo] = []
+        self._tables: list[Any] = []  # futures of each part's domain table
+        self._found: Any = None  # the address checker's answers (a future), if any
+        self._scope: BounceScope | None = None
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Any:
         """*function* on the cluster, wherever the scheduler places it: no task is tied to a
@@ -218,82 +221,79 @@ class DaskRun:
         finally:
             self.client.unsubscribe_topic(self.topic)
 
-    async def stages(self, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
-        clock = StageClock()
-        pin = InputPin(job.input, job.name or str(job.input), job.storage)
-        with pin.reading():
-            planned = plan(job, folder, self.submit)
-        reader = planned.reader
-        paths = job.paths
+    def open(self, job: CleanJob, folder: Path) -> ListReader:
+        """The list opened from its head (a delimited-text file: the workers read it in byte
+        ranges) or its metadata; standard input, which only this process can read, is
+        hashed here too."""
+        self._planned = plan(job, folder, self.submit)
+        if job.spooled:
+            self.digest = None
+        return self._planned.reader
+
+    def scan(
+        self, job: CleanJob, reader: ListReader, rejects: RejectsSink, stack: contextlib.ExitStack
+    ) -> tuple[Scanned, ListReader]:
+        """The parts read and normalized on the workers, their duplicates marked by the
+        narrow shuffle, and what the driver needs of each: one record per domain."""
+        assert self._planned is not None
         rows = batch_rows(job.memory_mb, reader.bytes_per_row)
-        with contextlib.ExitStack() as stack:
-            publication = stack.enter_context(paths.publication())
-            elsewhere = None if job.spooled else self._digest  # standard input is here only
-            record = stack.enter_context(RunRecord(job, engine.config, elsewhere))
-            rejects = stack.enter_context(
-                contextlib.closing(RejectsSink(paths.rejects, list(reader.reject_schema)))
+        scan, reader = self._scan(job, self._planned, (rows, rejects), stack, self._folder)
+        self._parts, normalized = self._mark_duplicates(scan.batches, scan.rows)
+        engine = self._engine
+        self._scope = engine.bounces.scope() if engine.bounces else None
+        self._infos = self.collect(
+            [self.submit(partition_info, part, self._scope) for part in self._parts],
+            "duplicates",
+            "part",
+            lambda _: 1,
+        )
+        return Scanned(scan.rows, scan.rejected, normalized, scan.reading), reader
+
+    async def domains(self, engine: Engine) -> DomainStats:
+        """Each distinct domain of the list answered once (the cache, then the workers), and
+        each part's own domains' table built where the part is."""
+        infos = self._infos
+        domains = list(dict.fromkeys(d for info in infos for d in info.domains))
+        answers, stats = await domain_answers(engine.domains, domains, self._resolve)
+        self._tables = [
+            self.submit(
+                partition_table, info.domains, {d: answers[d] for d in info.domains}, self.lists
             )
-            started = time.perf_counter()
-            with pin.reading():
-                scan, reader = self._scan(job, planned, (rows, rejects), stack, folder)
-            parts, normalized = self._mark_duplicates(scan.batches, scan.rows)
-            scope = engine.bounces.scope() if engine.bounces else None
-            infos: list[PartitionInfo] = self.collect(
-                [self.submit(partition_info, part, scope) for part in parts],
-                "duplicates",
-                "part",
-                lambda _: 1,
-            )
-            clock.add("read", 0, scan.rows, scan.reading)
-            clock.add(
-                "normalize",
-                scan.rows,
-                scan.rows,
-                time.perf_counter() - started - scan.reading,
-                normalized,
-            )
-            domains = list(dict.fromkeys(d for info in infos for d in info.domains))
-            answers, dom = await domain_answers(engine.domains, domains, self._resolve)
-            tables = [
-                self.submit(
-                    partition_table,
-                    info.domains,
-                    {d: answers[d] for d in info.domains},
-                    self.lists,
-                )
-                for info in infos
-            ]
-            clock.lap("domains", scan.rows, scan.rows, dom)
-            found, checks = await self._check_addresses(engine, parts, tables)
-            clock.lap("verify", scan.rows, scan.rows, checks)
-            flags = self._bounce_flags(engine, infos, scope)
-            decided = [
-                self.submit(decide_partition, part, tables[p], flags[p], found)
-                for p, part in enumerate(parts)
-            ]
-            facts = provenance_of(job, reader, record.facts())
-            if workers_write(job):
-                output = Output(job.paths, output_schema(reader.schema), dict(facts))
-                tally = write_by_workers(self.submit, decided, output, stack)
-                publication.stage(output.staged, job.paths.parquet)
-            else:
-                sink = stack.enter_context(
-                    open_outputs(paths, reader.schema, job.csv_bom, job.split)
-                )
-                sink.note(facts)
-                tally = self._write(decided, sink)
-                sink.stage(publication)
-            rejects.stage(publication)
-            clock.lap("write", scan.rows, scan.rows)
-            queries = engine.dns.queries_sent + self.remote_queries
-            counts = Counts(
-                scan.rows, scan.rejected, normalized, dom, checks, queries, tally, rejects.reasons
-            )
-            summary = summarize(job, reader, counts, clock.stages, record.facts())
-            stage_summaries(summary, paths, publication)
-            pin.check()  # the hash in the summary is of these bytes too
-            publication.commit()
-        return summary
+            for info in infos
+        ]
+        return stats
+
+    async def addresses(self, engine: Engine) -> CheckStats | None:
+        self._found, checks = await check_addresses(self, engine, self._parts, self._tables)
+        return checks
+
+    def write(
+        self,
+        job: CleanJob,
+        reader: ListReader,
+        facts: dict[str, Any],
+        publication: Publication,
+        stack: contextlib.ExitStack,
+    ) -> Tally:
+        """Each part decided where it is, with the answers the driver shipped, and written."""
+        flags = self._bounce_flags(self._engine, self._infos, self._scope)
+        decided = [
+            self.submit(decide_partition, part, self._tables[p], flags[p], self._found)
+            for p, part in enumerate(self._parts)
+        ]
+        if workers_write(job):
+            output = Output(job.paths, output_schema(reader.schema), dict(facts))
+            tally = write_by_workers(self.submit, decided, output, stack)
+            publication.stage(output.staged, job.paths.parquet)
+            return tally
+        sink = stack.enter_context(open_outputs(job.paths, reader.schema, job.csv_bom, job.split))
+        sink.note(facts)
+        tally = self._write(decided, sink)
+        sink.stage(publication)
+        return tally
+
+    def queries(self, engine: Engine) -> int:
+        return engine.dns.queries_sent + self.remote_queries
 
     def _hear_reads(self, futures: list[Any]) -> list[Report]:
         """The ranges' reports, in order; the rows read shown as each range is done."""
@@ -452,22 +452,8 @@ class DaskRun:
                 bar.update(len(got))
         return answers, work.dns.queries_sent + self.remote_queries - before
 
-    async def _check_addresses(
-        self, engine: Engine, parts: list[Any], tables: list[Any]
-    ) -> tuple[Any, CheckStats | None]:
-        """The address checker's answers by KEY, as a future every part's decision reads (a
-        duplicate's part may not be its first row's), or None where there are none."""
-        if engine.checker is None or engine.offline:
-            return None, None
-        candidates = self.client.gather(
-            [self.submit(partition_candidates, part, tables[p]) for p, part in enumerate(parts)]
-        )
-        rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
-        if rows.is_empty():
-            return None, None
-        checker = spread(engine.checker, self)
-        checked, stats = await checker.check(rows, engine.dns, engine.lists)
-        return self.submit(same, answer_table(checked, rows)), stats
+    def gather(self, futures: list[Any]) -> list[Any]:
+        return list(self.client.gather(futures))
 
     def _bounce_flags(
         self, engine: Engine, infos: list[PartitionInfo], scope: BounceScope | None

@@ -1,0 +1,165 @@
+"""The stages of a clean, written once: read and normalize (duplicates marked), domains,
+addresses, decide and write; then the summary and the run's one commit point.
+
+Each engine runs them its way (a :class:`Way`): the local runner over a stream of bounded
+batches on this machine (:class:`pipeline.stages.runner.LocalWay`), the Dask engine over the
+list's parts on a cluster's workers (:class:`pipeline.stages.dask.engine.DaskRun`). Both apply
+the same stage functions (:mod:`pipeline.stages.steps` and the engine's steps); a way decides
+only where the rows are and who works on them. Everything around the stages is here, once:
+the input pinned while it is read, the provenance, the rejects file, the stage clock, the
+counts, the summary and what is published.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pipeline.core.domains.step import DomainStats
+from pipeline.core.engine import Engine
+from pipeline.core.mailboxes.types import CheckStats
+from pipeline.stages.base import StageSummary
+from pipeline.stages.job import CleanJob
+from pipeline.stages.provenance import Digest, RunRecord
+from pipeline.stages.read.pin import InputPin
+from pipeline.stages.read.reader import ListReader
+from pipeline.stages.summary import (
+    Counts,
+    NormalizeStats,
+    RunSummary,
+    Tally,
+    provenance_of,
+    stage_summaries,
+    summarize,
+)
+from pipeline.stages.write.outputs import RejectsSink
+from pipeline.stages.write.publish import Publication
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+
+class StageClock:
+    """Times each stage from the end of the one before."""
+
+    def __init__(self) -> None:
+        self.stages: list[StageSummary] = []
+        self._last = time.perf_counter()
+
+    def lap(
+        self, name: str, rows_in: int, rows_out: int, stats: DataclassInstance | None = None
+    ) -> None:
+        now = time.perf_counter()
+        self.add(name, rows_in, rows_out, now - self._last, stats)
+        self._last = now
+
+    def add(
+        self,
+        name: str,
+        rows_in: int,
+        rows_out: int,
+        seconds: float,
+        stats: DataclassInstance | None = None,
+    ) -> None:
+        """A stage timed by its caller (stages that take turns within one pass)."""
+        details = dataclasses.asdict(stats) if stats is not None else {}
+        self.stages.append(StageSummary(name, rows_in, rows_out, round(seconds, 3), details))
+        self._last = time.perf_counter()
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """What reading the list learned: its rows, its rejects, its distinct addresses."""
+
+    rows: int
+    rejected: int
+    normalized: NormalizeStats
+    reading: float  # seconds spent reading; the rest of the scan normalizing and marking
+
+
+class Way(Protocol):
+    """How an engine runs the stages: where the rows are, who works on them."""
+
+    digest: Digest | None  # who hashes the input for the provenance; None: this process
+
+    def open(self, job: CleanJob, folder: Path) -> ListReader:
+        """The list, opened: its kind, columns and email column known, nothing read yet."""
+        ...
+
+    def scan(
+        self, job: CleanJob, reader: ListReader, rejects: RejectsSink, stack: contextlib.ExitStack
+    ) -> tuple[Scanned, ListReader]:
+        """Every row read and normalized, its duplicates marked, the rejects written; the
+        reader that read it (the one :meth:`open` gave, or another when it had to)."""
+        ...
+
+    async def domains(self, engine: Engine) -> DomainStats:
+        """Each distinct domain answered once (cache, then DNS)."""
+        ...
+
+    async def addresses(self, engine: Engine) -> CheckStats | None:
+        """The address checker's answers, in the engine's order and within its budget."""
+        ...
+
+    def write(
+        self,
+        job: CleanJob,
+        reader: ListReader,
+        facts: dict[str, Any],
+        publication: Publication,
+        stack: contextlib.ExitStack,
+    ) -> Tally:
+        """Every row decided and written in input order, staged for *publication*."""
+        ...
+
+    def queries(self, engine: Engine) -> int:
+        """The DNS queries the run sent, wherever they were sent from."""
+        ...
+
+
+async def run_stages(job: CleanJob, engine: Engine, folder: Path, way: Way) -> RunSummary:
+    """One clean of *job*, its way: the files written and published, the summary."""
+    clock = StageClock()
+    pin = InputPin(job.input, job.name or str(job.input), job.storage)
+    with pin.reading():
+        reader = way.open(job, folder)
+    paths = job.paths
+    with contextlib.ExitStack() as stack:
+        publication = stack.enter_context(paths.publication())
+        record = stack.enter_context(RunRecord(job, engine.config, way.digest))
+        sink_of_rejects = RejectsSink(paths.rejects, list(reader.reject_schema))
+        rejects = stack.enter_context(contextlib.closing(sink_of_rejects))
+        started = time.perf_counter()
+        with pin.reading():
+            scan, reader = way.scan(job, reader, rejects, stack)
+        clock.add("read", 0, scan.rows, scan.reading)
+        normalizing = time.perf_counter() - started - scan.reading
+        clock.add("normalize", scan.rows, scan.rows, normalizing, scan.normalized)
+        dom = await way.domains(engine)
+        clock.lap("domains", scan.rows, scan.rows, dom)
+        checks = await way.addresses(engine)
+        clock.lap("verify", scan.rows, scan.rows, checks)
+        facts = provenance_of(job, reader, record.facts())
+        with pin.reading():
+            tally = way.write(job, reader, facts, publication, stack)
+        rejects.stage(publication)
+        clock.lap("write", scan.rows, scan.rows)
+        counts = Counts(
+            scan.rows,
+            scan.rejected,
+            scan.normalized,
+            dom,
+            checks,
+            way.queries(engine),
+            tally,
+            rejects.reasons,
+        )
+        summary = summarize(job, reader, counts, clock.stages, record.facts())
+        stage_summaries(summary, paths, publication)
+        pin.check()  # the hash in the summary is of these bytes too
+        publication.commit()
+    return summary
