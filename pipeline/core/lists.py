@@ -86,8 +86,16 @@ class DomainLists:
     def is_tld(self, label: str) -> bool:
         """Return True if ``label`` ("com", "de") is a top-level domain of the suffix list."""
         # accept_unknown=False: by default publicsuffixlist treats any unknown TLD as a
-        # public suffix, which would make every TLD look real.
-        return bool(self.psl.is_public(label.lower(), accept_unknown=False))
+        # public suffix, which would make every TLD look real. A TLD under which the list
+        # only has second-level rules ("za": co.za, org.za...) is no rule of its own, so the
+        # last labels of all rules are asked too.
+        key = label.lower()
+        return bool(self.psl.is_public(key, accept_unknown=False)) or key in self._tlds
+
+    @functools.cached_property
+    def _tlds(self) -> frozenset[str]:
+        rules: frozenset[str] = getattr(self.psl, "_publicsuffix", frozenset())
+        return frozenset(rule.rsplit(".", 1)[-1] for rule in rules)
 
     def is_disposable(self, domain: str) -> bool:
         """Return True if ``domain`` or a parent up to its registrable domain is disposable.

@@ -172,6 +172,7 @@ def test_squatted_near_misses(lists: DomainLists, domain: str, mx: str, expected
         ("orange.pl", ""),
         ("weg.de", ""),
         ("hotmart.com", ""),
+        ("hotmail.co.za", ""),  # za has only second-level rules in the suffix list: still real
         ("gmial.com", "gmail.com"),  # curated
         # A TLD that does not exist cannot be a real domain: fuzzy rules still apply.
         ("gmail.con", "gmail.com"),
