@@ -32,7 +32,7 @@ normalised form (trimmed, lower case, no trailing dot). Rules, in order:
    theirs), and either
    a. it keeps that provider's first letter ("gmaiq.com"), or
    b. its MX is a third party's that is no mainstream mail host
-      (:data:`pipeline.core.domains.squats.MAIL_HOSTING`): not under the domain's own name, not Microsoft 365,
+      (``squats.MAIL_HOSTING``): not under the domain's own name, not Microsoft 365,
       Google Workspace or the like. Typo-squatters point the MX of their
       near-misses ("otmail.com", "uotlook.com") at a parking service's
       catch-all host; real organisations near a provider's name receive mail on
