@@ -197,7 +197,7 @@ def load_lists(
         legitimate=frozenset(
             (*_read_domains(LEGITIMATE_FILE), *_normalized_domains(extra_legitimate))
         ),
-        versions=MappingProxyType({name: _version(name) for name in VERSIONED}),
+        versions=shipped_versions(),
         psl=PublicSuffixList(),
     )
 
@@ -230,6 +230,11 @@ def _read_providers(name: str) -> dict[str, frozenset[str]]:
             raise ValueError(f"{name}:{number}: expected '<provider> <exchange>...', got {entry!r}")
         providers[fields[0]] = frozenset(fields[1:])
     return providers
+
+
+def shipped_versions() -> Mapping[str, str]:
+    """The version of each list a run records (the ``# version:`` line of each file)."""
+    return MappingProxyType({name: _version(name) for name in VERSIONED})
 
 
 def _version(name: str) -> str:
