@@ -226,7 +226,9 @@ def _doctor(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         config = sandbox_world(stack, args, effective_config(args))
         settings = smtp_settings(config.verify, loopback_only=args.sandbox)
-        lists = load_lists(config.lists.extra_disposable, config.lists.extra_free)
+        lists = load_lists(
+            config.lists.extra_disposable, config.lists.extra_free, config.lists.extra_legitimate
+        )
         checks = asyncio.run(run_doctor(config, settings, lists))
     for check in checks:
         print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")

@@ -180,10 +180,13 @@ def list_fields() -> dict[str, pl.Expr]:
         & ~pl.col("DUPLICATE")
         & pl.col("CONSENT").is_null(),
         FREE_PROVIDER=pl.col("FREE_PROVIDER").fill_null(False),
-        # What explains the answer: the parser's reason, else the mail server's words.
+        # What explains the answer: the parser's reason, else the mail server's words, else
+        # why the domain was suggested another.
         DETAIL=pl.when(pl.col("SYNTAX_DETAIL") != "")
         .then(pl.col("SYNTAX_DETAIL"))
-        .otherwise(pl.col("MAILBOX_REPLY").fill_null("")),
+        .when(pl.col("MAILBOX_REPLY").fill_null("") != "")
+        .then(pl.col("MAILBOX_REPLY"))
+        .otherwise(pl.col("SUGGESTED_WHY").fill_null("")),
     )
 
 

@@ -1,4 +1,5 @@
-"""Reference lists used to classify addresses: disposable, free, role and popular domains.
+"""Reference lists used to classify addresses: disposable, free, role and popular domains, the
+major providers with their own mail exchanges, and real domains near the providers' names.
 
 Everything is loaded once by :func:`load_lists` into an immutable :class:`DomainLists`
 that callers pass around; nothing here keeps module-level state. The shipped lists
@@ -22,6 +23,11 @@ from disposable_email_domains import blocklist
 from publicsuffixlist import PublicSuffixList
 
 _DATA_PACKAGE = "pipeline.data"
+PROVIDERS_FILE = "mail_providers.txt"
+LEGITIMATE_FILE = "near_providers.txt"
+# The lists whose version a run records (pipeline.stages.provenance).
+VERSIONED = (PROVIDERS_FILE, LEGITIMATE_FILE)
+_VERSION_MARK = "# version:"
 
 # Characters used interchangeably to join the words of a role name: "no-reply",
 # "no_reply", "no.reply" and "noreply" are the same kind of mailbox.
@@ -70,6 +76,11 @@ class DomainLists:
     role_local_parts: frozenset[str]
     popular_domains: tuple[str, ...]  # ranked, most popular first
     known_typos: Mapping[str, str]  # typo domain -> correct domain
+    # major provider -> registrable domains of its own mail exchanges (mail_providers.txt)
+    providers: Mapping[str, frozenset[str]] = field(default_factory=lambda: MappingProxyType({}))
+    # real domains near a provider's name: never suggested one (near_providers.txt + settings)
+    legitimate: frozenset[str] = frozenset()
+    versions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     # Parsing the bundled suffix list takes tens of milliseconds, so it is built
     # once by load_lists(); the default only serves hand-built instances in tests.
     psl: PublicSuffixList = field(default_factory=PublicSuffixList, repr=False, compare=False)
@@ -86,8 +97,16 @@ class DomainLists:
     def is_tld(self, label: str) -> bool:
         """Return True if ``label`` ("com", "de") is a top-level domain of the suffix list."""
         # accept_unknown=False: by default publicsuffixlist treats any unknown TLD as a
-        # public suffix, which would make every TLD look real.
-        return bool(self.psl.is_public(label.lower(), accept_unknown=False))
+        # public suffix, which would make every TLD look real. A TLD under which the list
+        # only has second-level rules ("za": co.za, org.za...) is no rule of its own, so the
+        # last labels of all rules are asked too.
+        key = label.lower()
+        return bool(self.psl.is_public(key, accept_unknown=False)) or key in self._tlds
+
+    @functools.cached_property
+    def _tlds(self) -> frozenset[str]:
+        rules: frozenset[str] = getattr(self.psl, "_publicsuffix", frozenset())
+        return frozenset(rule.rsplit(".", 1)[-1] for rule in rules)
 
     def is_disposable(self, domain: str) -> bool:
         """Return True if ``domain`` or a parent up to its registrable domain is disposable.
@@ -110,6 +129,17 @@ class DomainLists:
             if candidate == registrable:
                 return False
             candidate = candidate.split(".", 1)[1]
+
+    @functools.cached_property
+    def provider_exchanges(self) -> frozenset[str]:
+        """Every major provider's own exchanges together."""
+        return frozenset(e for exchanges in self.providers.values() for e in exchanges)
+
+    @functools.cached_property
+    def provider_suffixes(self) -> tuple[tuple[str, str], ...]:
+        """(provider, its public suffix) for each major provider, in a stable order."""
+        pairs = ((p, self.psl.publicsuffix(p, accept_unknown=False) or "") for p in self.providers)
+        return tuple(sorted((p, suffix) for p, suffix in pairs if suffix))
 
     def is_free_provider(self, domain: str) -> bool:
         """Return True if ``domain`` is a free/consumer mailbox provider."""
@@ -135,11 +165,15 @@ class DomainLists:
         return pl.Series(sorted(self.role_local_parts), dtype=pl.String)
 
 
-def load_lists(extra_disposable: Iterable[str] = (), extra_free: Iterable[str] = ()) -> DomainLists:
+def load_lists(
+    extra_disposable: Iterable[str] = (),
+    extra_free: Iterable[str] = (),
+    extra_legitimate: Iterable[str] = (),
+) -> DomainLists:
     """Load the shipped lists plus the disposable blocklist, with optional additions.
 
-    ``extra_disposable`` and ``extra_free`` let a deployment add its own domains
-    (for example from configuration); they are normalised like the shipped ones.
+    ``extra_disposable``, ``extra_free`` and ``extra_legitimate`` let a deployment add its own
+    domains (from configuration: ``lists.extra_*``); they are normalised like the shipped ones.
     Every popular domain is also a free provider. Raises ValueError on a malformed
     data line.
     """
@@ -159,6 +193,11 @@ def load_lists(extra_disposable: Iterable[str] = (), extra_free: Iterable[str] =
         role_local_parts=roles,
         popular_domains=popular,
         known_typos=MappingProxyType(_read_typos("known_typos.txt")),
+        providers=MappingProxyType(_read_providers(PROVIDERS_FILE)),
+        legitimate=frozenset(
+            (*_read_domains(LEGITIMATE_FILE), *_normalized_domains(extra_legitimate))
+        ),
+        versions=shipped_versions(),
         psl=PublicSuffixList(),
     )
 
@@ -181,6 +220,30 @@ def _read_domains(name: str) -> list[str]:
             raise ValueError(f"{name}:{number}: expected one domain per line, got {entry!r}")
         domains.append(lookup_key(entry))
     return domains
+
+
+def _read_providers(name: str) -> dict[str, frozenset[str]]:
+    providers: dict[str, frozenset[str]] = {}
+    for number, entry in _read_entries(name):
+        fields = [lookup_key(value) for value in entry.split()]
+        if len(fields) < 2:
+            raise ValueError(f"{name}:{number}: expected '<provider> <exchange>...', got {entry!r}")
+        providers[fields[0]] = frozenset(fields[1:])
+    return providers
+
+
+def shipped_versions() -> Mapping[str, str]:
+    """The version of each list a run records (the ``# version:`` line of each file)."""
+    return MappingProxyType({name: _version(name) for name in VERSIONED})
+
+
+def _version(name: str) -> str:
+    """A data file's ``# version: ...`` line ("" when it has none)."""
+    text = resources.files(_DATA_PACKAGE).joinpath(name).read_text(encoding="utf-8")
+    for line in text.splitlines():
+        if line.startswith(_VERSION_MARK):
+            return line[len(_VERSION_MARK) :].strip()
+    return ""
 
 
 def _read_typos(name: str) -> dict[str, str]:

@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pipeline.core.clock import now
 from pipeline.core.config import Config, StorageConfig
+from pipeline.core.lists import shipped_versions
 from pipeline.stages.objects import (
     filesystem,
     is_object_url,
@@ -66,6 +67,8 @@ class RunFacts:
     input_sha256: str
     input_hash_covers: str
     settings: dict[str, Any]
+    # the shipped lists the typo rules decide with, and their versions ({file: version})
+    lists: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -87,7 +90,13 @@ class RunRecord:
         """The provenance as of now (waits for the input's hash)."""
         digest = self._hash.result()
         return RunFacts(
-            self.started_at, now(), __version__, digest.sha256, digest.covers, self._settings
+            self.started_at,
+            now(),
+            __version__,
+            digest.sha256,
+            digest.covers,
+            self._settings,
+            dict(shipped_versions()),
         )
 
     def close(self) -> None:

@@ -194,3 +194,22 @@ def test_known_typos_are_read_only(lists: DomainLists) -> None:
 )
 def test_normalize_domain(raw: str, expected: str) -> None:
     assert lookup_key(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("label", "expected"),
+    [
+        ("com", True),
+        ("uk", True),
+        # The suffix list has only second-level rules under these (co.za, com.mt...), no rule
+        # for the TLD itself: it is a TLD all the same.
+        ("za", True),
+        ("ZA", True),
+        ("mt", True),
+        ("con", False),
+        ("cmo", False),
+        ("", False),
+    ],
+)
+def test_is_tld(lists: DomainLists, label: str, expected: bool) -> None:
+    assert lists.is_tld(label) is expected

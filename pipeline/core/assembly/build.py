@@ -53,7 +53,9 @@ def open_engine(
     stack: contextlib.ExitStack, config: Config, domain_cache: Path, options: EngineOptions
 ) -> Engine:
     """The engine *config* describes; its stores close with *stack*."""
-    lists = load_lists(config.lists.extra_disposable, config.lists.extra_free)
+    lists = load_lists(
+        config.lists.extra_disposable, config.lists.extra_free, config.lists.extra_legitimate
+    )
     cache = stack.enter_context(DomainCache(domain_cache, config.cache, options.clock))
     ledger_at = store_where(domain_cache, "bounces", config.bounces.db)
     ledger = stack.enter_context(BounceLedger(ledger_at, config.bounces))

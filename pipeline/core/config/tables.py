@@ -67,6 +67,9 @@ class ListsConfig:
     extra_free: tuple[str, ...] = setting(
         (), "Domains treated as free providers on top of the shipped list."
     )
+    extra_legitimate: tuple[str, ...] = setting(
+        (), "Real domains never suggested a provider, on top of the shipped near-provider list."
+    )
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from pipeline.core.domains.dns import (
     mostly_missing,
 )
 from pipeline.core.domains.exchanges import MemoryHosts, Routing, judge_exchanges
-from pipeline.core.domains.suggest import suggest_domain
+from pipeline.core.domains.suggest import Suggestion, suggest
 from pipeline.core.lists import DomainLists
 from pipeline.core.progress import Progress, ProgressFactory, meter
 
@@ -196,8 +196,10 @@ class _AnswerKeeper:
 def domain_table(
     lists: DomainLists, domains: Sequence[str], answers: Mapping[str, DnsAnswer]
 ) -> pl.DataFrame:
-    """One row per domain: its answer, whether it is disposable or free, a suggested fix."""
+    """One row per domain: its answer, whether it is disposable or free, a suggested fix and
+    why it was suggested."""
     statuses = [answers[d].status for d in domains]
+    suggested = [_suggestion(lists, d, answers[d]) for d in domains]
     return pl.DataFrame(
         {
             "DOMAIN": list(domains),
@@ -205,7 +207,8 @@ def domain_table(
             "MX": [answers[d].mx for d in domains],
             "DISPOSABLE": [lists.is_disposable(d) for d in domains],
             "FREE_PROVIDER": [lists.is_free_provider(d) for d in domains],
-            "SUGGESTED_DOMAIN": [_suggestion(lists, d, answers[d]) for d in domains],
+            "SUGGESTED_DOMAIN": [s.domain for s in suggested],
+            "SUGGESTED_WHY": [s.why for s in suggested],
         },
         schema={
             "DOMAIN": pl.String,
@@ -214,12 +217,13 @@ def domain_table(
             "DISPOSABLE": pl.Boolean,
             "FREE_PROVIDER": pl.Boolean,
             "SUGGESTED_DOMAIN": pl.String,
+            "SUGGESTED_WHY": pl.String,
         },
     )
 
 
-def _suggestion(lists: DomainLists, domain: str, answer: DnsAnswer) -> str:
-    return suggest_domain(
+def _suggestion(lists: DomainLists, domain: str, answer: DnsAnswer) -> Suggestion:
+    return suggest(
         domain,
         has_working_mx=answer.status is DnsStatus.MX,
         lists=lists,

@@ -5,7 +5,8 @@ confident suggestion; it never returns its input. The input is compared in
 normalised form (trimmed, lower case, no trailing dot). Rules, in order:
 
 1. A popular domain or a free/consumer provider is never corrected: "ymail.com"
-   and "mail.com" are one edit away from "gmail.com" but are real providers.
+   and "mail.com" are one edit away from "gmail.com" but are real providers. Nor is a
+   domain known to be real (``near_providers.txt``, ``lists.extra_legitimate``).
 2. A curated typo (``known_typos.txt``, e.g. "gmial.com", "hotmail.co") maps to
    its correct domain, even when the typo domain has a working MX: typo-squatters
    often run mail servers on them.
@@ -22,14 +23,16 @@ normalised form (trimmed, lower case, no trailing dot). Rules, in order:
    deletion or a far-away key (mailcheck, the JavaScript form validator, also
    breaks ties by keyboard distance). A tie is final: rule 5 is not tried.
 4. A domain with its own working MX (``has_working_mx=True``) is only corrected
-   by rule 2, or when it is one edit away from one of the biggest providers
+   by rule 2, or when it is a squat (:mod:`pipeline.core.domains.squats`: one typing slip
+   from a major provider, its mail not at that provider's, no list knowing it as real), or
+   when it is one edit away from one of the biggest providers
    (:data:`MX_OVERRIDE_PROVIDERS`, nearest among them, ties broken as in rule 3)
    and its MX (``mx``) is not one of those providers' own mail hosts
-   (:data:`PROVIDER_INFRASTRUCTURE`: their own registration, or a customer of
+   (the exchanges of ``mail_providers.txt``: their own registration, or a customer of
    theirs), and either
    a. it keeps that provider's first letter ("gmaiq.com"), or
    b. its MX is a third party's that is no mainstream mail host
-      (:data:`MAIL_HOSTING`): not under the domain's own name, not Microsoft 365,
+      (``squats.MAIL_HOSTING``): not under the domain's own name, not Microsoft 365,
       Google Workspace or the like. Typo-squatters point the MX of their
       near-misses ("otmail.com", "uotlook.com") at a parking service's
       catch-all host; real organisations near a provider's name receive mail on
@@ -44,12 +47,15 @@ normalised form (trimmed, lower case, no trailing dot). Rules, in order:
    with a working MX (a domain under a non-existent TLD cannot have one anyway).
 6. When DNS could not answer (``dns_answered=False``: offline, timeouts,
    SERVFAIL), the domain may be a real one with mail of its own, and rule 4's
-   protection cannot be applied: only rule 2 corrects it ("aon.com" stays).
+   protection cannot be applied: only rule 2 and the squat rule's list evidence correct
+   it ("gmaio.com" -> "gmail.com"; "aon.com", no typing slip, stays).
    A domain under a TLD that does not exist cannot be real, so rules 3 and 5
    still apply to it.
 7. A TLD fix (rule 5) whose result is itself a near-miss of a popular domain
    by rule 3 ("ahoo.con" -> "ahoo.com" -> "yahoo.com") corrects both; a tie
    there abstains rather than return a half-corrected name.
+
+:func:`suggest` also says why, in words, for DETAIL; :func:`suggest_domain` is its domain.
 
 Speed: the function is called once per distinct domain. The per-call work for an
 ordinary domain is two hash look-ups and one rapidfuzz ``process.extract`` over
@@ -66,6 +72,7 @@ import idna
 from rapidfuzz import process
 from rapidfuzz.distance import OSA
 
+from pipeline.core.domains.squats import MAIL_HOSTING, squat
 from pipeline.core.lists import DomainLists, lookup_key
 
 # Rule 3: longest input (in characters) that only accepts a single edit.
@@ -159,25 +166,6 @@ COMMON_SUFFIXES = (
 
 _OVERRIDE_ORDER = tuple(sorted(MX_OVERRIDE_PROVIDERS))
 
-# Rule 4: mail hosts of the top providers themselves. A near-miss whose MX is one of theirs is
-# the provider's own (defensive) registration or one of its hosted customers: never "corrected".
-PROVIDER_INFRASTRUCTURE = frozenset(
-    {"google.com", "googlemail.com", "yahoodns.net", "yahoo.com", "outlook.com", "hotmail.com"}
-    | {"icloud.com", "apple.com", "me.com"}
-)
-# Rule 4: mainstream mail hosting and filtering services (registrable domains of their MX
-# hosts, as published in their set-up guides). Real organisations near a provider's name
-# receive mail there (aon.com at Microsoft 365, wahoo.com at Google Workspace); a squatted
-# typo points its MX at a domain-parking service's catch-all host instead.
-MAIL_HOSTING = PROVIDER_INFRASTRUCTURE | frozenset(
-    {
-        "zoho.com", "zoho.eu", "messagingengine.com", "protonmail.ch", "pphosted.com",
-        "ppe-hosted.com", "mimecast.com", "barracudanetworks.com", "secureserver.net",
-        "ovh.net", "kundenserver.de", "ionos.com", "gmx.net", "web.de", "mail.ru",
-        "yandex.net", "yandex.ru", "qq.com", "emailsrvr.com", "mailgun.org", "fastmail.com",
-    }
-)  # fmt: skip
-
 _QWERTY_ROWS = ("1234567890-", "qwertyuiop", "asdfghjkl", "zxcvbnm")
 # Horizontal offset of each row on a physical keyboard, in key widths.
 _QWERTY_STAGGER = (0.0, 0.5, 0.75, 1.25)
@@ -211,6 +199,17 @@ class _Nearest:
     distance: int
 
 
+@dataclass(frozen=True)
+class Suggestion:
+    """The domain suggested ("" for none) and why, in words."""
+
+    domain: str = ""
+    why: str = ""
+
+
+_NONE = Suggestion()
+
+
 def suggest_domain(
     domain: str,
     *,
@@ -224,37 +223,73 @@ def suggest_domain(
     *mx* is the domain's best MX host when it has one ("" when unknown); *dns_answered* is
     False when DNS could not say whether the domain exists (offline, timeouts, SERVFAIL).
     """
+    found = suggest(
+        domain, has_working_mx=has_working_mx, lists=lists, mx=mx, dns_answered=dns_answered
+    )
+    return found.domain
+
+
+def suggest(
+    domain: str,
+    *,
+    has_working_mx: bool,
+    lists: DomainLists,
+    mx: str = "",
+    dns_answered: bool = True,
+) -> Suggestion:
+    """:func:`suggest_domain`'s answer, with why it was made."""
     key = lookup_key(domain)
-    if not key or key in lists.free_providers:
-        return ""
+    if not key or key in lists.free_providers or key in lists.legitimate:
+        return _NONE
     fixed = lists.known_typos.get(key)
     if fixed is not None:
-        return fixed if fixed != key else ""
-    if not dns_answered and _tld_is_real(key, lists):
-        return ""  # rule 6: maybe a real domain with mail of its own; only rule 2 may speak
+        return (
+            Suggestion(fixed, f"{key} is a known misspelling of {fixed}.")
+            if fixed != key
+            else _NONE
+        )
+    if not dns_answered:
+        found = squat(key, lists, mx="", dns_answered=False)
+        if found is not None:
+            return Suggestion(found.domain, found.why)
+        if _tld_is_real(key, lists):
+            return _NONE  # rule 6: maybe a real domain with mail of its own
     query = _unicode_form(key)
     if has_working_mx:
+        found = squat(key, lists, mx=mx, dns_answered=True)
+        if found is not None:
+            return Suggestion(found.domain, found.why)
         return _squatted(query, key, mx, lists)
     nearest = _nearest(query, lists.popular_domains)
     if nearest is not None:
-        return nearest.domain if nearest.distance else ""  # a tie is final ("")
+        if not nearest.domain:
+            return _NONE  # a tie is final
+        edits = "one edit" if nearest.distance == 1 else f"{nearest.distance} edits"
+        return Suggestion(
+            nearest.domain, f"{key} has no mail server and is {edits} from {nearest.domain}."
+        )
     return _fix_tld(key, lists)
 
 
-def _squatted(query: str, key: str, mx: str, lists: DomainLists) -> str:
+def _squatted(query: str, key: str, mx: str, lists: DomainLists) -> Suggestion:
     """Rule 4: a domain with its own MX, one edit from a top provider."""
     if not _near_override_provider(query, any_letter=True):
-        return ""  # most domains stop here, before any search
+        return _NONE  # most domains stop here, before any search
     nearest = _nearest(query, _OVERRIDE_ORDER, cutoff=1)
     if nearest is None or nearest.distance != 1 or not nearest.domain:
-        return ""
+        return _NONE
     host = lists.registrable_domain(mx) if mx else ""
-    if host in PROVIDER_INFRASTRUCTURE:
-        return ""  # the provider's own mail hosts: its domain, or one of its customers
+    if host in lists.provider_exchanges:
+        return _NONE  # the provider's own mail hosts: its domain, or one of its customers
+    found = Suggestion(
+        nearest.domain,
+        f"{key} is one edit from {nearest.domain} and its mail does not go to "
+        f"{nearest.domain}'s own mail hosts.",
+    )
     if query[:1] == nearest.domain[:1]:
-        return nearest.domain
+        return found
     third_party = bool(host) and host != lists.registrable_domain(key)
-    return nearest.domain if third_party and host not in MAIL_HOSTING else ""
+    return found if third_party and host not in MAIL_HOSTING else _NONE
 
 
 def _nearest(query: str, choices: tuple[str, ...], cutoff: int | None = None) -> _Nearest | None:
@@ -303,11 +338,11 @@ def _near_override_provider(query: str, *, any_letter: bool = False) -> bool:
     )
 
 
-def _fix_tld(key: str, lists: DomainLists) -> str:
-    """Rule 5: replace a non-existent TLD by the closest common suffix, or return ""."""
+def _fix_tld(key: str, lists: DomainLists) -> Suggestion:
+    """Rule 5: replace a non-existent TLD by the closest common suffix, or suggest nothing."""
     labels = key.split(".")
     if len(labels) < 2 or not all(labels) or _is_real_tld(labels[-1], lists):
-        return ""
+        return _NONE
     candidates: dict[str, int] = {}
     for suffix in COMMON_SUFFIXES:
         width = suffix.count(".") + 1
@@ -319,15 +354,18 @@ def _fix_tld(key: str, lists: DomainLists) -> str:
             fixed = ".".join((*labels[:-width], suffix))
             candidates[fixed] = min(distance, candidates.get(fixed, distance))
     if not candidates:
-        return ""
+        return _NONE
     best = min(candidates.values())
     tied = [fixed for fixed, distance in candidates.items() if distance == best]
     winner = _break_tie(key, tied, best).domain
     if not winner or winner == key:
-        return ""
+        return _NONE
     # Rule 7: the name may be misspelt too ("ahoo.con"): fix both, or abstain on a tie.
     named = _nearest(_unicode_form(winner), lists.popular_domains)
-    return winner if named is None else named.domain
+    if named is not None and not named.domain:
+        return _NONE
+    fixed = winner if named is None else named.domain
+    return Suggestion(fixed, f"{key} ends in .{labels[-1]}, which is no top-level domain.")
 
 
 def _is_real_tld(label: str, lists: DomainLists) -> bool:

@@ -54,7 +54,7 @@ _NOTHING_HELD = pl.DataFrame()  # decide_rows: CONSENT is already the whole list
 @functools.cache
 def _lists(config: ListsConfig) -> DomainLists:
     """The shipped lists, loaded once per worker process."""
-    return load_lists(config.extra_disposable, config.extra_free)
+    return load_lists(config.extra_disposable, config.extra_free, config.extra_legitimate)
 
 
 def scan_batch(frame: pl.DataFrame, email_column: str, first_row: int, lists: ListsConfig) -> Batch:
