@@ -17,14 +17,16 @@ from distributed import Client, LocalCluster, get_task_stream
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from pipeline.cli import main
-from pipeline.core.config import ListsConfig
+from pipeline.core.config import ListsConfig, StorageConfig
 from pipeline.core.errors import UsageError
 from pipeline.stages.dask import reading
 from pipeline.stages.dask.cluster import check_versions, versions
 from pipeline.stages.dask.tasks import scan_batch
+from pipeline.stages.objects import filesystem
 from pipeline.stages.read.reader import open_list
 from pipeline.stages.runner import batch_rows
 from tests.stages.dask.test_dask_engine import clean, same
+from tests.stages.test_objects import BUCKET, s3, s3_endpoint  # noqa: F401 (fixtures)
 from tests.stages.test_streaming import messy_list
 
 
@@ -239,3 +241,33 @@ def test_progress_per_stage_from_the_parts(
     assert progress["read"][-1]["done"] == 6_000 and progress["read"][-1]["unit"] == "row"
     parts = -(-source.stat().st_size // 20_000)
     assert progress["duplicates"][-1]["done"] == parts
+
+
+def test_an_object_store_csv_is_read_in_ranges_by_the_workers(
+    s3: Path,  # noqa: F811 (the fixture)
+    cluster: Client,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An s3:// CSV (a real S3 server on loopback) is read by the workers in byte ranges
+    through fsspec, never downloaded whole by the driver: the local engine's rows and rejects."""
+    fs = filesystem("s3://x", StorageConfig(s3.read_text().split('"')[1]))
+    source = tmp_path / "list.csv"
+    awkward_csv(source, "utf-8", "\r\n", True)
+    fs.put_file(str(source), f"{BUCKET}/in/list.csv")
+    local = clean_to_folder(tmp_path, source, "local")
+    monkeypatch.setattr(reading, "range_bytes", lambda *_: 30_000)
+    args = ["clean", f"s3://{BUCKET}/in/list.csv", "-o", f"file://{tmp_path / 'dask'}/"]
+    dask = ["--engine", "dask", "--scheduler", cluster.scheduler.address, "--quiet"]
+    extra = ["--offline", "--config", str(s3), "--cache-dir", str(tmp_path / "cache-dask")]
+    with get_task_stream(cluster) as stream:
+        assert main([*args, *dask, *extra]) == 0
+    reads = [t for t in stream.data if str(t["key"]).startswith("read_range")]
+    assert len(reads) >= source.stat().st_size // 30_000
+    spread = json.loads((tmp_path / "dask.summary.json").read_text())
+    assert spread["rows_in"] == local["rows_in"] and spread["rows_rejected"] == 6
+    expected = pl.read_parquet(tmp_path / "local")
+    assert pl.read_parquet(tmp_path / "dask").equals(expected)
+    rejects = (tmp_path / "local.rejects.csv").read_bytes()
+    assert (tmp_path / "dask.rejects.csv").read_bytes() == rejects
+    assert not list(tmp_path.glob("**/input*"))  # no copy of the object anywhere
