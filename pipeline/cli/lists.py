@@ -136,7 +136,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def _clean(args: argparse.Namespace) -> int:
     _check_engine(args)
     config = settings(args)
-    addressed = verify_config(args, config).mode in ("smtp", "api")
+    addressed = verify_config(args, config).mode != "none" or bool(config.routing.routes)
     request = CleanRequest(
         args.input,
         args.output,

@@ -56,7 +56,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.bounces.step import BounceScope
+from pipeline.core.bounces.step import BounceScope, attach_bounces
 from pipeline.core.domains.dns import DnsAnswer, DnsStatus
 from pipeline.core.domains.exchanges import MemoryHosts, judge_exchanges
 from pipeline.core.domains.step import DomainWork, domain_answers
@@ -405,6 +405,8 @@ class DaskRun:
         rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
         if rows.is_empty():
             return None, None
+        # The ledger's flags first: a paid verifier is never asked about a known bounce.
+        rows = attach_bounces(engine.bounces, rows)
         checker = spread(engine.checker, self)
         checked, stats = await checker.check(rows, engine.dns, engine.lists)
         return self.submit(same, answer_table(checked, rows)), stats

@@ -298,9 +298,16 @@ def said_in(reply: Reply) -> str:
 class Adapter(Protocol):
     """One vendor's documented API, spoken exactly; :mod:`.checker` holds the five."""
 
-    name: str
-    limits: Limits
-    origins: Mapping[str, str]  # role -> documented scheme://host
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def origins(self) -> Mapping[str, str]:
+        """Role -> the documented scheme://host."""
+        ...
 
     async def balance(self, http: VendorHttp) -> int | None:
         """Credits left (None: the vendor does not say); VendorError for a refused key."""
