@@ -61,6 +61,8 @@ class FakeVendor(LoopThreadServer[_Running]):
         self.in_flight = 0
         self.peak_in_flight = 0
         self.fail_next: list[int] = []  # statuses to answer the next requests with (5xx, 429)
+        # Once a balance was told, the key's balance becomes this: someone else spent it.
+        self.drain_to: int | None = None
         self._ids = itertools.count(1001)
 
     @property
@@ -92,6 +94,13 @@ class FakeVendor(LoopThreadServer[_Running]):
         self.balances[key] -= credits
         self.spent += credits
         return True
+
+    def told(self, key: str) -> int:
+        """The balance a balance request tells (then drained, if a test asked for that)."""
+        balance = self.balances[key]
+        if self.drain_to is not None:
+            self.balances[key], self.drain_to = self.drain_to, None
+        return balance
 
     def refund(self, key: str, credits: int) -> None:
         self.balances[key] += credits

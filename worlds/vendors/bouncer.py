@@ -87,7 +87,7 @@ class FakeBouncer(FakeVendor):
         key = self._key(request)
         if key is None:
             return self._unauthorized()
-        return web.json_response({"credits": self.balances[key]})
+        return web.json_response({"credits": self.told(key)})
 
     async def _verify(self, request: web.Request) -> web.Response:
         key = self._key(request)

@@ -74,7 +74,7 @@ class FakeEmailable(FakeVendor):
         key, refused = self._key(request)
         if refused is not None or key is None:
             return refused or web.Response(status=500)
-        body = {"owner_email": "owner@example.org", "available_credits": self.balances[key]}
+        body = {"owner_email": "owner@example.org", "available_credits": self.told(key)}
         return web.json_response(body)
 
     async def _verify(self, request: web.Request) -> web.Response:

@@ -81,7 +81,7 @@ class FakeKickbox(FakeVendor):
         key = self._key(request)
         if not self.key_known(key):
             return self._forbidden("Invalid API Key")
-        return web.json_response({"balance": self.balances[str(key)]})
+        return web.json_response({"balance": self.told(str(key))})
 
     async def _verify(self, request: web.Request) -> web.Response:
         key = self._key(request)

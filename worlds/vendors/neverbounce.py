@@ -64,7 +64,7 @@ class FakeNeverBounce(FakeVendor):
         key = request.query.get("key")
         if (refused := self._refused(key)) is not None:
             return refused
-        left = self.balances[str(key)]
+        left = self.told(str(key))
         return web.json_response(
             {
                 "status": "success",

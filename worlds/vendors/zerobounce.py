@@ -106,7 +106,7 @@ class FakeZeroBounce(FakeVendor):
 
     async def _credits(self, request: web.Request) -> web.Response:
         key = request.query.get("api_key")
-        credits = self.balances[key] if key and self.key_known(key) else -1
+        credits = self.told(key) if key and self.key_known(key) else -1
         return web.json_response({"Credits": str(credits)})
 
     async def _validate(self, request: web.Request) -> web.Response:
