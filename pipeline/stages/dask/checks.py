@@ -53,13 +53,14 @@ from pipeline.core.mailboxes.types import (
 from pipeline.core.mailboxes.vendors.checker import RoutedChecker, StoreLedger, VendorChecker
 from pipeline.core.mailboxes.vendors.types import VendorAnswer
 from pipeline.core.progress import Progress
-from pipeline.core.verdict import Verdict
+from pipeline.core.verdict import Reason, Verdict
 from pipeline.stages.dask.tasks import (
     ApiOrder,
     ProbeOrder,
     VendorOrder,
     ask_api,
     ask_vendor,
+    job_of,
     probe_group,
 )
 from pipeline.stages.state.dedupe import partition_of
@@ -285,11 +286,12 @@ class _VendorSink:
         _, kind, *values, spent = message
         store = self._inner.store
         if kind == "job":
-            store.add_job(values[0])
+            store.add_job(job_of(values))
         elif kind == "job_closed":
-            store.close_job(values[0], values[1])
+            store.close_job(job_of(values[1:]), values[0])
         elif kind == "vendor":
-            store.put(values[0], values[1])
+            key, reason, status, vendor, billed, at = values
+            store.put(key, VendorAnswer(Reason(reason), status, vendor, billed, at))
             self._bar.update(1)
         self._inner.budget.spent = self._base + spent
         self._inner.spent()

@@ -357,13 +357,25 @@ class _ForwardedLedger:
         return list(self._jobs)
 
     def add_job(self, job: Job) -> None:
-        self._forward.send("job", job)
+        self._forward.send("job", *job_fields(job))
 
     def close_job(self, job: Job, state: str) -> None:
-        self._forward.send("job_closed", job, state)
+        self._forward.send("job_closed", state, *job_fields(job))
 
     def answered(self, key: str, answer: VendorAnswer) -> None:
-        self._forward.send("vendor", key, answer)
+        a = answer
+        self._forward.send("vendor", key, a.reason.value, a.status, a.vendor, a.billed, a.at)
+
+
+def job_fields(job: Job) -> list[Any]:
+    """A job as an event carries it (events are msgpack: plain values only)."""
+    targets = [list(t) for t in job.targets]
+    return [job.vendor, job.key_fp, job.job_id, targets, job.created_at]
+
+
+def job_of(fields: list[Any]) -> Job:
+    vendor, key_fp, job_id, targets, created_at = fields
+    return Job(vendor, key_fp, job_id, tuple((k, a) for k, a in targets), created_at)
 
 
 def ask_vendor(order: VendorOrder, config: VendorConfig, key: str, base: str) -> VendorSent:
