@@ -14,6 +14,7 @@ The paid verifiers' modules are one each, beside this one (:data:`ADAPTERS`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import time
@@ -169,7 +170,11 @@ class VendorChecker:
         ordered = probe_order(rows)
         bounced = known_bounces(rows)
         ordered = ordered.filter(~pl.col("KEY").is_in(list(bounced))) if bounced else ordered
-        cached = self.store.answers(ordered.get_column("KEY").to_list())
+        keys = ordered.get_column("KEY").to_list()
+        if self.store.remote:  # a round trip to a database leaves the loop (the service)
+            cached = await asyncio.to_thread(self.store.answers, keys)
+        else:
+            cached = self.store.answers(keys)
         targets = unanswered(ordered, cached)
         balance = await self._balance_of(verifier) if targets else None
         held = {k for job in verifier.open_jobs() for k, _ in job.targets}
