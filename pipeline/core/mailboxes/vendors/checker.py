@@ -318,6 +318,7 @@ def unpaid(checker: AddressChecker | None) -> AddressChecker | None:
             if not kept:
                 return None
             default = checker.default if checker.default in kept else "none"
-            routes = {p: m for p, m in checker.routes.items() if m in kept}
+            # A provider routed to a vendor stays at the domain level, not sent elsewhere.
+            routes = {p: m if m in kept else "none" for p, m in checker.routes.items()}
             return RoutedChecker(routes, default, kept)
     return checker

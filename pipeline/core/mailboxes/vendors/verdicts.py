@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from pipeline.core.mailboxes.vendors.types import UNDECIDED, VendorAnswer
-from pipeline.core.verdict import RULES, Reason, Verdict
+from pipeline.core.verdict import REASON_BITS, RULES, Reason, Verdict, judge_one
 
 R = Reason
 ANY: Final = "*"  # a sub-status (or reason) not listed under its status
@@ -224,3 +224,44 @@ def count(value: Any) -> int | None:
 def is_undecided(answer: VendorAnswer) -> bool:
     """Whether the answer could not decide (kept in the cache for vendor.ttl_unknown)."""
     return answer.reason in UNDECIDED
+
+
+def mapping_rows(vendor: str) -> list[tuple[str, Reason]]:
+    """The table of *vendor* as (its words, our reason) rows: what the docs' pages show
+    (``make docs``), so the pages cannot drift from the tables."""
+    if vendor == "zerobounce":
+        rows = [
+            (f"{status} / {sub or '(none)'}" if sub != ANY else f"{status} / (any other)", reason)
+            for status, subs in ZEROBOUNCE.items()
+            for sub, reason in subs.items()
+        ]
+        rows.append((f"(any) / {ZEROBOUNCE_BLOCKED}", R.DO_NOT_MAIL))
+    elif vendor == "neverbounce":
+        rows = [(word, reason) for word, reason in NEVERBOUNCE.items()]
+        rows += [
+            (f"{word} + {flag_name}", reason)
+            for word, flags in NEVERBOUNCE_FLAGS.items()
+            for flag_name, reason in flags
+        ]
+        rows.append(("invalid + has_dns without has_dns_mx", R.NO_MAIL_HOST))
+        rows.append((f"valid, catchall, disposable or unknown + {NEVERBOUNCE_TRAP}", R.DO_NOT_MAIL))
+    else:
+        rows = [
+            (f"{word} / {why}" if why != ANY else f"{word} / (any other)", reason)
+            for word, reasons in SHARED.items()
+            for why, reason in reasons.items()
+        ]
+        rows += [(f"risky + {name}", reason) for name, reason in SHARED_RISKY_FLAGS]
+        if vendor == "bouncer":
+            rows.append(("undeliverable / rejected_email + account.disabled", R.MAILBOX_DISABLED))
+            rows.append(("unknown / timeout + retryAfter", R.GREYLISTED))
+    rows.append(("a word not listed here (added later)", R.VENDOR_UNKNOWN))
+    return rows
+
+
+def markdown_mapping(vendor: str) -> str:
+    """*vendor*'s table as the docs' Markdown: its words, our REASON, the VERDICT it gives."""
+    lines = ["| the vendor says | REASON | VERDICT |", "|---|---|---|"]
+    for words, reason in mapping_rows(vendor):
+        lines.append(f"| `{words}` | `{reason.value}` | {judge_one(REASON_BITS[reason])[0]} |")
+    return "\n".join(lines)
