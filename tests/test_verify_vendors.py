@@ -407,3 +407,14 @@ def test_a_postgresql_cache_serves_a_host_with_an_empty_disk(tmp_path: Path, pg_
     second = pl.read_parquet(tmp_path / "second.parquet")
     assert (second["REASON"] == "api_verified").all()
     assert not list((tmp_path / "second").glob("*vendor-answers*"))  # nothing on its disk
+
+
+def test_a_vendor_that_does_not_answer_stops_the_run_before_anything_is_spent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with FakeEmailable() as fake:
+        fake.fail_next = [503, 503]  # the balance, and its one retry
+        code, _ = clean(tmp_path, "emailable", fake, write_list(tmp_path, ["a.person@gmail.com"]))
+    assert code == 3 and fake.spent == 0
+    assert "emailable could not tell its balance (emailable: HTTP 503" in capsys.readouterr().err
+    assert not (tmp_path / "out.parquet").exists()

@@ -27,7 +27,7 @@ from pipeline.core.domains.dns import (
     host_addresses,
     lookup_domain,
 )
-from pipeline.core.errors import ResolverUnhealthyError, UsageError
+from pipeline.core.errors import ResolverUnhealthyError, UsageError, VendorUnavailableError
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.identity import name_problem
 from pipeline.core.mailboxes.smtp import SmtpSettings, smtp_reachable
@@ -102,7 +102,7 @@ async def vendor_key(config: Config, vendor: str, key: str | None) -> Check:
     )
     try:
         balance = await verifier.balance()
-    except UsageError as exc:
+    except (UsageError, VendorUnavailableError) as exc:
         return Check(name, False, str(exc))
     if balance is None:
         return Check(name, True, f"{vendor} accepts the key; it does not tell the balance")

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Final, Protocol
 
 from pipeline.core.config import VendorConfig
+from pipeline.core.errors import VendorUnavailableError
 from pipeline.core.mailboxes.remote import key_fingerprint
 from pipeline.core.mailboxes.types import Budget, Target
 from pipeline.core.mailboxes.vendors.http import BAD_REQUESTS, Adapter, VendorHttp
@@ -116,14 +117,15 @@ class VendorVerifier:
 
     async def balance(self) -> int | None:
         """The credits left (None: the vendor does not say); a refused key raises
-        :class:`VendorKeyRefusedError` here, before the list is spent."""
+        :class:`VendorKeyRefusedError` here, before the list is spent, and a vendor that does
+        not answer :class:`VendorUnavailableError`."""
         async with self.http() as http:
             try:
                 return await http.retrying(lambda: self.adapter.balance(http))
             except VendorError as exc:
                 if exc.failure is Failure.KEY_REFUSED:
                     raise refused(self.vendor, exc.detail) from None
-                raise VendorKeyRefusedError(
+                raise VendorUnavailableError(
                     f"{self.vendor} could not tell its balance ({exc.detail}); nothing was "
                     "sent for the list. Try again later, or check --api-url."
                 ) from None
