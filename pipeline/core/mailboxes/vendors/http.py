@@ -264,18 +264,20 @@ class VendorHttp:
             failure = Failure.THROTTLED if reply.status == 429 else Failure.UNAVAILABLE
             why = f"HTTP {reply.status} on {method} {shown}"
         tries = self.config.retries + 1
-        raise self.error(failure, f"{self.vendor}: {why} after {tries} tries")
+        said = self.scrub(f"{self.vendor}: {why} after {tries} tries")
+        raise VendorError(failure, said, retried=True)
 
     async def retrying(self, ask: Callable[[], Awaitable[T]]) -> T:
         """*ask*, asked again while it fails with a failure worth waiting out (a throttle the
-        vendor reported in its body, say), up to ``[vendor] retries`` times."""
+        vendor reported in its body, say), up to ``[vendor] retries`` times; a failure
+        :meth:`call` has already asked again about is not asked about twice over."""
         for attempt in range(self.config.retries + 1):
             if attempt:
                 await self._backoff(attempt)
             try:
                 return await ask()
             except VendorError as exc:
-                if not exc.failure.retried or attempt == self.config.retries:
+                if exc.retried or not exc.failure.passing or attempt == self.config.retries:
                     raise
         raise AssertionError("unreachable")
 

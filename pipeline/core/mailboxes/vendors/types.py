@@ -65,17 +65,19 @@ class Failure(enum.StrEnum):
     JOB_FAILED = "job_failed"  # a bulk job the vendor gave up on: api_error for its addresses
 
     @property
-    def retried(self) -> bool:
+    def passing(self) -> bool:
+        """Whether waiting it out may help."""
         return self in (Failure.THROTTLED, Failure.UNAVAILABLE)
 
 
 class VendorError(Exception):
     """A vendor's failure, in words that hold neither the key nor an address."""
 
-    def __init__(self, failure: Failure, detail: str) -> None:
+    def __init__(self, failure: Failure, detail: str, *, retried: bool = False) -> None:
         super().__init__(detail)
         self.failure = failure
         self.detail = detail
+        self.retried = retried  # asked again already, as often as the settings allow
 
 
 class VendorKeyRefusedError(UsageError):
