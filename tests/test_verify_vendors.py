@@ -418,3 +418,19 @@ def test_a_vendor_that_does_not_answer_stops_the_run_before_anything_is_spent(
     assert code == 3 and fake.spent == 0
     assert "emailable could not tell its balance (emailable: HTTP 503" in capsys.readouterr().err
     assert not (tmp_path / "out.parquet").exists()
+
+
+def test_verify_takes_the_same_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with FakeZeroBounce() as fake:
+        args = [
+            "verify",
+            "spamtrap@gmail.com",
+            "--sandbox",
+            "--config",
+            str(write_config(tmp_path)),
+        ]
+        args += ["--cache-dir", str(tmp_path / "cache"), "--verify", "zerobounce"]
+        assert main([*args, "--api-key", GOOD_KEY, "--api-url", fake.url]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert (answer["VERDICT"], answer["REASON"]) == ("Invalid", "spamtrap")
+    assert fake.spent == 1
