@@ -46,7 +46,7 @@ from pipeline.core.mailboxes.vendors.kickbox import Kickbox
 from pipeline.core.mailboxes.vendors.neverbounce import NeverBounce
 from pipeline.core.mailboxes.vendors.store import PaidAnswers
 from pipeline.core.mailboxes.vendors.types import Job, VendorAnswer, not_answered
-from pipeline.core.mailboxes.vendors.verifier import Ledger, VendorVerifier
+from pipeline.core.mailboxes.vendors.verifier import STILL_RUNNING, Ledger, VendorVerifier
 from pipeline.core.mailboxes.vendors.zerobounce import ZeroBounce
 from pipeline.core.progress import Progress, ProgressFactory, meter
 from pipeline.core.schema import keyed_schema
@@ -217,8 +217,8 @@ class VendorChecker:
                 ". They keep their domain-level verdict (not_verified_credits); every file was "
                 "written. Buy credits and run again: what was answered is not paid for twice."
             )
-        pending = [a for a in found.values() if a.reason is Reason.NOT_VERIFIED_BUDGET]
-        if pending and any("job" in a.status for a in pending):
+        pending = [a for a in found.values() if STILL_RUNNING in a.status]
+        if pending:
             warnings.append(
                 f"{len(pending):,} addresses wait on a {self.vendor} bulk job that did not "
                 "finish within vendor.job_timeout; they keep their domain-level verdict. Run "

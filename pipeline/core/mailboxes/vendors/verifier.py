@@ -44,6 +44,7 @@ from pipeline.core.verdict import Reason
 
 Answers = dict[str, VendorAnswer]
 _INFINITE: Final = 10**12
+STILL_RUNNING: Final = "still running"  # the words of a job left for the next run
 
 
 class Ledger(Protocol):
@@ -178,6 +179,7 @@ class VendorVerifier:
         except VendorError as exc:
             answer = self._failed(exc)
         self._commit(target.key, answer, reserved=True)
+        self._moved(1)
         return answer
 
     # --- in bulk --------------------------------------------------------------------------------
@@ -235,7 +237,7 @@ class VendorVerifier:
             done = await self._wait(http, job)
             if not done:
                 why = (
-                    f"job {job.job_id} still running after {self._config.job_timeout:g} s "
+                    f"job {job.job_id} {STILL_RUNNING} after {self._config.job_timeout:g} s "
                     "(vendor.job_timeout); the next run collects it"
                 )
                 return self._all(keys, not_answered(self.vendor, Reason.NOT_VERIFIED_BUDGET, why))
