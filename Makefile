@@ -5,8 +5,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO   := build/demo
-# The pages whose generated parts cog writes (the settings tables, in docs/operations.md).
-COGGED := README.md $(wildcard docs/*.md)
+# The pages whose generated parts cog writes (the settings tables, in docs/operations.md; each
+# vendor's mapping table, in docs/vendors/).
+COGGED := README.md $(wildcard docs/*.md) $(wildcard docs/vendors/*.md)
 
 .PHONY: venv demo test integration lint docs bench clean lock
 

@@ -38,6 +38,7 @@ from pipeline.core.config import (
     api_key,
     cache_root,
     load_config,
+    method_keys,
     service_link_warning,
     service_links,
     setting_variables,
@@ -172,7 +173,8 @@ def _clean(
 def _engine(
     stack: contextlib.ExitStack, config: Config, cache_dir: str | Path | None, offline: bool
 ) -> Engine:
-    options = EngineOptions(offline=offline, api_key=api_key(), spent=0)
+    keys = method_keys(config.verify.mode)  # a routed vendor's key comes from its variable
+    options = EngineOptions(offline=offline, api_key=api_key(), api_keys=keys, spent=0)
     return assembly.open_engine(stack, config, _domain_cache(config, cache_dir), options)
 
 

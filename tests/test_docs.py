@@ -80,7 +80,12 @@ def test_every_output_column_is_documented(column: str) -> None:
 
 
 # Every page a reader may follow a link from: the README, the pages of docs/, the bench log.
-PAGES = [REPO / "README.md", *sorted(DOCS.glob("*.md")), REPO / "bench" / "RESULTS.md"]
+PAGES = [
+    REPO / "README.md",
+    *sorted(DOCS.glob("*.md")),
+    *sorted(DOCS.glob("vendors/*.md")),
+    REPO / "bench" / "RESULTS.md",
+]
 FENCE = re.compile(r"^(```|~~~)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 # [text](target) and ![alt](target); a target ends at whitespace or the closing parenthesis

@@ -16,13 +16,17 @@ from pipeline.cli.log import Log, duration
 from pipeline.core.assembly import build as assembly
 from pipeline.core.assembly.build import EngineOptions
 from pipeline.core.config import (
+    METHODS,
+    VENDORS,
     Config,
     InputConfig,
+    RoutingConfig,
     VerifyConfig,
     VerifyMode,
     api_key,
     cache_root,
     load_config,
+    method_keys,
     service_link_warning,
     service_links,
     setting_variables,
@@ -86,7 +90,14 @@ def verify_options(parser: argparse.ArgumentParser) -> None:
         help="address-level checks (default [verify] mode)",
     )
     parser.add_argument("--smtp-port", type=int, metavar="PORT", help="mail servers' port (25)")
-    parser.add_argument("--budget", type=int, metavar="N", help="most RCPTs this run may send")
+    parser.add_argument(
+        "--budget",
+        action="append",
+        type=budget_arg,
+        metavar="N|METHOD=N",
+        help="most RCPTs (a vendor: credits) this run may spend; METHOD=N for one method of "
+        "[routing] (repeatable)",
+    )
     parser.add_argument(
         "--helo", type=utf8_text, metavar="NAME", help="EHLO name (default: this host's FQDN)"
     )
@@ -94,7 +105,11 @@ def verify_options(parser: argparse.ArgumentParser) -> None:
         "--mail-from", type=utf8_text, metavar="ADDR", help="envelope sender of probes"
     )
     parser.add_argument(
-        "--api-url", type=utf8_text, metavar="URL", help="remote /api/email service (--verify api)"
+        "--api-url",
+        type=utf8_text,
+        metavar="URL",
+        help="remote /api/email service (--verify api), or the scheme://host:port standing in "
+        "for a paid verifier's",
     )
     parser.add_argument(
         "--api-key",
@@ -105,21 +120,44 @@ def verify_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--concurrency", type=int, metavar="N", help="API requests in flight")
 
 
+def budget_arg(text: str) -> tuple[str, int]:
+    """A --budget value: N (the run's own method) or METHOD=N (argparse ``type=``)."""
+    method, _, number = text.rpartition("=")
+    method = method.strip().lower()
+    if method and method not in METHODS:
+        raise argparse.ArgumentTypeError(
+            f"{method!r} is no method; write N, or METHOD=N with one of {', '.join(METHODS)}"
+        )
+    if not number.strip().isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a budget: write 0 (no limit) or more, or METHOD=N"
+        )
+    return method, int(number)
+
+
 # --- the effective configuration ------------------------------------------------------------
 
 
 def verify_config(args: argparse.Namespace, config: Config) -> VerifyConfig:
+    budgets = getattr(args, "budget", None) or []
+    plain = [n for method, n in budgets if not method]
     overrides = {
         "mode": getattr(args, "verify", None),
         "port": getattr(args, "smtp_port", None),
-        "budget": getattr(args, "budget", None),
+        "budget": plain[-1] if plain else None,
         "helo": getattr(args, "helo", None),
         "mail_from": getattr(args, "mail_from", None),
     }
     given = {k: v for k, v in overrides.items() if v is not None}
-    if given.get("budget", 0) < 0:
-        raise UsageError(f"--budget must be 0 (no limit) or more, got {given['budget']}.")
     return dataclasses.replace(config.verify, **given)
+
+
+def routing_config(args: argparse.Namespace, config: Config) -> RoutingConfig:
+    """[routing] with the --budget METHOD=N flags after the file's budgets (the last wins)."""
+    named = [f"{method}={n}" for method, n in getattr(args, "budget", None) or [] if method]
+    if not named:
+        return config.routing
+    return dataclasses.replace(config.routing, budgets=(*config.routing.budgets, *named))
 
 
 def config_file(args: argparse.Namespace) -> Path | None:
@@ -148,12 +186,17 @@ def warn_service_links(log: Log) -> None:
 
 def effective_config(args: argparse.Namespace) -> Config:
     config = with_resolvers(settings(args), args.resolver)
-    api = config.api
-    if getattr(args, "api_url", None):
-        api = dataclasses.replace(api, url=args.api_url)
-    if getattr(args, "concurrency", None):
-        api = dataclasses.replace(api, concurrency=args.concurrency)
-    return dataclasses.replace(config, verify=verify_config(args, config), api=api)
+    verify = verify_config(args, config)
+    api, vendor = config.api, config.vendor
+    url, concurrency = getattr(args, "api_url", None), getattr(args, "concurrency", None)
+    if verify.mode in VENDORS:  # --api-url and --concurrency are the vendor's
+        vendor = dataclasses.replace(vendor, url=url or vendor.url)
+        vendor = dataclasses.replace(vendor, concurrency=concurrency or vendor.concurrency)
+    else:
+        api = dataclasses.replace(api, url=url or api.url)
+        api = dataclasses.replace(api, concurrency=concurrency or api.concurrency)
+    routing = routing_config(args, config)
+    return dataclasses.replace(config, verify=verify, api=api, vendor=vendor, routing=routing)
 
 
 def with_resolvers(config: Config, resolvers: Sequence[str]) -> Config:
@@ -247,9 +290,12 @@ def open_engine(args: argparse.Namespace, work: WorkDir | None = None) -> Iterat
             loopback_only=args.sandbox,
             progress=log.meters(config.run.progress_every, quiet),
             api_key=api_key(getattr(args, "api_key", None)),
+            api_keys=method_keys(config.verify.mode, getattr(args, "api_key", None)),
             spent=work.spent if work else 0,
             on_plan=None if quiet else lambda plan: _show_plan(log, plan, config),
             on_spent=work.record_spent if work else None,
+            spent_of=work.spent_of if work else lambda method: 0,
+            on_spent_of=work.record_spent_of if work else None,
         )
         yield assembly.open_engine(stack, config, cache_path(args, config), options)
 
@@ -259,6 +305,8 @@ def _show_plan(log: Log, plan: Plan, config: Config) -> None:
 
 
 def plan_text(plan: Plan, config: Config | None = None) -> str:
+    if plan.kind == "vendor":
+        return vendor_plan_text(plan)
     budget = "no limit" if plan.budget is None else f"{plan.budget:,} RCPTs"
     text = (
         f"pre-flight: {plan.distinct_addresses:,} distinct addresses; "
@@ -286,6 +334,25 @@ def plan_text(plan: Plan, config: Config | None = None) -> str:
             )
         text += "."
     return text
+
+
+def vendor_plan_text(plan: Plan) -> str:
+    """The pre-flight line of a paid verifier: what it will be asked, and what that costs."""
+    budget = "no limit" if plan.budget is None else f"{plan.budget:,} credits"
+    balance = "not told" if plan.balance is None else f"{plan.balance:,} credits"
+    text = (
+        f"pre-flight: {plan.distinct_addresses:,} distinct addresses; "
+        f"{plan.cached:,} answered from the paid-answer cache"
+    )
+    if plan.settled:
+        text += f", {plan.settled:,} settled by the bounce ledger"
+    if not plan.need_checks:
+        return text + f"; none left for {plan.vendor}: no credit will be spent."
+    return text + (
+        f"; {plan.need_checks:,} left for {plan.vendor}, which will be asked about "
+        f"{plan.covered:,} of them: at most {plan.covered:,} credits (budget {budget}, balance "
+        f"{balance}). The addresses go to {plan.vendor}, a third party."
+    )
 
 
 def sender_hint(reasons: dict[str, int]) -> str:

@@ -23,7 +23,7 @@ from pipeline.cli.common import (
 from pipeline.cli.log import Log, LogFormat
 from pipeline.cli.outcome import judge, share, tell
 from pipeline.core.assembly.doctor import run_doctor
-from pipeline.core.config import Config
+from pipeline.core.config import Config, method_keys
 from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
@@ -127,7 +127,9 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     verify_options(verify)
     verify.set_defaults(handler=_verify, quiet=True)
 
-    doctor = commands.add_parser("doctor", help="can this host verify? resolver, port 25, EHLO")
+    doctor = commands.add_parser(
+        "doctor", help="can this host verify? resolver, port 25, EHLO, a paid verifier's key"
+    )
     common_options(doctor)
     verify_options(doctor)
     doctor.set_defaults(handler=_doctor, quiet=True)
@@ -136,7 +138,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def _clean(args: argparse.Namespace) -> int:
     _check_engine(args)
     config = settings(args)
-    addressed = verify_config(args, config).mode in ("smtp", "api")
+    addressed = verify_config(args, config).mode != "none" or bool(config.routing.routes)
     request = CleanRequest(
         args.input,
         args.output,
@@ -229,7 +231,8 @@ def _doctor(args: argparse.Namespace) -> int:
         lists = load_lists(
             config.lists.extra_disposable, config.lists.extra_free, config.lists.extra_legitimate
         )
-        checks = asyncio.run(run_doctor(config, settings, lists))
+        keys = method_keys(config.verify.mode, getattr(args, "api_key", None))
+        checks = asyncio.run(run_doctor(config, settings, lists, keys))
     for check in checks:
         print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
     return 0 if all(c.ok for c in checks) else 1

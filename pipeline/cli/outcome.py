@@ -32,8 +32,9 @@ def share(text: str) -> float:
 def tell(log: Log, summary: RunSummary, *, quiet: bool) -> None:
     """Warnings (always), then the summary: a table on standard output, or with
     ``--log-format json`` one ``summary`` record in the log (none with *quiet*)."""
+    checked = set(summary.checks.warnings) if summary.checks else set()
     for warning in summary.warnings:
-        log.warning("input", warning)
+        log.warning("verify" if warning in checked else "input", warning)
     if hint := sender_hint(summary.reasons):
         log.warning("sender_refused", hint)
     if summary.rows_rejected:
@@ -165,6 +166,7 @@ def _technical(summary: RunSummary) -> list[str]:
         _row("SMTP RCPTs sent", summary.sent("smtp")),
         _row("SMTP sessions", summary.smtp_sessions),
         _row("API requests", summary.sent("api")),
+        *_vendor_rows(summary),
         "seconds per stage",
         *(f"  {s.name:<{_WIDTH - 2}}{s.seconds:>12.3f}" for s in summary.stages),
         "",
@@ -173,6 +175,16 @@ def _technical(summary: RunSummary) -> list[str]:
         *(f"  {role:<10}{name}" for role, name in summary.files.items()),
     ]
     return lines
+
+
+def _vendor_rows(summary: RunSummary) -> list[str]:
+    checks = summary.checks
+    if checks is None or not (checks.vendor_requests or checks.credits):
+        return []
+    return [
+        _row("vendor requests", checks.vendor_requests),
+        _row("vendor credits", checks.credits, "answers the paid verifier bills"),
+    ]
 
 
 def _read_as(summary: RunSummary) -> list[str]:

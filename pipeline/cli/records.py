@@ -20,6 +20,7 @@ from pipeline.core.db.database import Where, exists, is_url, store_where
 from pipeline.core.db.sqlite import beside_domain_cache
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.cache import MailboxCache
+from pipeline.core.mailboxes.vendors.store import PaidAnswers
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -174,9 +175,11 @@ def _contacts_forget(args: argparse.Namespace) -> int:
         ledger = (
             stack.enter_context(BounceLedger(events, config.bounces)) if exists(events) else None
         )
+        bought = store_where(cache_path(args, config), "vendor-answers", config.vendor.db)
+        paid = stack.enter_context(PaidAnswers(bought, config.vendor)) if exists(bought) else None
         done = forget(
             args.request, contacts, cache, ledger, email=args.email, phone=args.phone,
-            name=args.name,
+            name=args.name, paid=paid,
         )  # fmt: skip
     reached = done.contacts
     verb = "Erased" if args.request is Request.ERASE else "Suppressed"

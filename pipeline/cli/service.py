@@ -23,6 +23,7 @@ from pipeline.cli.common import (
     with_resolvers,
 )
 from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core.config import method_keys
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.database import Where, is_url
 from pipeline.core.errors import UsageError
@@ -84,8 +85,14 @@ def serve(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> i
         engine = sandbox_world(stack, args, with_resolvers(service.engine, args.resolver))
         service = dataclasses.replace(service, engine=engine)
         paths = Paths(db=_db_path(args, service), cache=cache_path(args, engine))
+        keys = method_keys(service.engine.verify.mode)
         app = create_app(
-            service, paths, offline=args.offline, clock=clock, loopback_only=args.sandbox
+            service,
+            paths,
+            offline=args.offline,
+            clock=clock,
+            loopback_only=args.sandbox,
+            api_keys=keys,
         )
         asyncio.run(
             serve_app(

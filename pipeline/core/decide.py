@@ -71,6 +71,8 @@ _SYNTAX_REASONS = {
 }
 # Final address-level answers; each is also a reason code of the same name.
 _MAILBOX_REASONS = {m.value: Reason(m.value) for m in Mailbox if m.is_final}
+# A paid verifier's answer is a reason code itself (VENDOR_REASON).
+_VENDOR_REASONS = {r.value: r for r in Reason}
 # What the list's export says about consent (the CONSENT work column holds the code itself).
 _CONSENT_REASONS = {r.value: r for r in HELD_BACK}
 
@@ -93,6 +95,7 @@ def reason_bits() -> list[pl.Expr]:
         value_bits(pl.col("SYNTAX"), _SYNTAX_REASONS),
         value_bits(pl.col("DNS_STATUS"), _DNS_REASONS),
         value_bits(pl.col("MAILBOX"), _MAILBOX_REASONS),
+        value_bits(pl.col("VENDOR_REASON"), _VENDOR_REASONS),
         value_bits(pl.col("REPAIR"), _REPAIR_REASONS),
         value_bits(pl.col("CONSENT"), _CONSENT_REASONS),
         *flag_bits(
@@ -155,6 +158,7 @@ def _spec_fields(domain_mode: bool) -> dict[str, pl.Expr]:
             pl.col("LEDGER_SUSPECTED"),
             pl.col("API_SUSPECTED_BOUNCES"),
             pl.col("MAILBOX").is_in([Mailbox.DISABLED.value, Mailbox.FULL.value]),
+            pl.col("VENDOR_REASON").is_in([Mailbox.DISABLED.value, Mailbox.FULL.value]),
         ).fill_null(False),
         LOCAL_PART_IS_SUSPECTED_ROLE_ADDRESS=pl.col("ROLE"),
         HAS_KNOWN_BOUNCES=pl.any_horizontal(
@@ -180,8 +184,8 @@ def list_fields() -> dict[str, pl.Expr]:
         & ~pl.col("DUPLICATE")
         & pl.col("CONSENT").is_null(),
         FREE_PROVIDER=pl.col("FREE_PROVIDER").fill_null(False),
-        # What explains the answer: the parser's reason, else the mail server's words, else
-        # why the domain was suggested another.
+        # What explains the answer: the parser's reason, else the mail server's words (or the
+        # paid verifier's own status), else why the domain was suggested another.
         DETAIL=pl.when(pl.col("SYNTAX_DETAIL") != "")
         .then(pl.col("SYNTAX_DETAIL"))
         .when(pl.col("MAILBOX_REPLY").fill_null("") != "")

@@ -11,6 +11,7 @@ fix before a run can succeed, and every message says what was wrong and what to 
     ├── OutputError                exit_code 2   the output cannot be written where it was asked
     ├── ResolverUnhealthyError     exit_code 3   the resolver cannot resolve well-known mail domains
     ├── SmtpUnavailableError       exit_code 3   no mail server can be reached for SMTP checks
+    ├── VendorUnavailableError     exit_code 3   a paid verifier does not answer before the run
     └── StoreError                 exit_code 1   the on-disk cache is broken or unwritable
         └── StoreUnreachableError  exit_code 2   the database named (--db) cannot be opened
 
@@ -56,6 +57,13 @@ class ResolverUnhealthyError(ListcleanError):
 
 class SmtpUnavailableError(ListcleanError):
     """Outbound SMTP does not work from here; probing would only produce timeouts."""
+
+    exit_code = 3
+
+
+class VendorUnavailableError(ListcleanError):
+    """A paid verifier does not answer when its balance is asked, before anything is spent:
+    asking it about every address would only produce api_error rows."""
 
     exit_code = 3
 

@@ -47,8 +47,11 @@ SOURCE_COLUMN = "SOURCE_FILE"
 # filled by the mailbox (SMTP), remote API and bounce-ledger steps, read by the verdict.
 ADDRESS_COLUMNS: Mapping[str, type[pl.DataType]] = {
     "MAILBOX": pl.String,  # a Mailbox value: the SMTP answer, or why there is none
-    "MAILBOX_REPLY": pl.String,  # the server's words, or the remote error
-    "MAILBOX_AT": pl.Float64,  # when the mail server answered (Unix time)
+    "MAILBOX_REPLY": pl.String,  # the server's words, the remote error, or the vendor's status
+    "MAILBOX_AT": pl.Float64,  # when the mail server (or the paid verifier) answered (Unix time)
+    # A paid verifier's answer as a reason code (pipeline.core.mailboxes.vendors.verdicts), or
+    # why there is none (not_verified_credits, api_error); its own words are in MAILBOX_REPLY.
+    "VENDOR_REASON": pl.String,
     "API_VERDICT": pl.String,  # a remote service's answer (--verify api)
     "API_SCORE": pl.Float64,
     "API_KNOWN_BOUNCES": pl.Boolean,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -66,6 +67,13 @@ class Reason(enum.StrEnum):
     MAILBOX_OK = "mailbox_ok"
     API_VERIFIED = "api_verified"
     NOT_VERIFIED_BUDGET = "not_verified_budget"
+    # Address level (a paid verifier: pipeline.core.mailboxes.vendors).
+    SPAMTRAP = "spamtrap"
+    ABUSE = "abuse"
+    DO_NOT_MAIL = "do_not_mail"
+    LOW_QUALITY = "low_quality"
+    VENDOR_UNKNOWN = "vendor_unknown"
+    NOT_VERIFIED_CREDITS = "not_verified_credits"
     # A broken cell that holds an address: SUGGESTION has it (pipeline.core.addresses.repairs).
     FIXABLE_INVISIBLE = "fixable_invisible"
     FIXABLE_MAILTO = "fixable_mailto"
@@ -121,6 +129,15 @@ RULES: Mapping[Reason, Rule] = {
         Verdict.INVALID, 0.02, "the mail server says the mailbox does not exist (5.1.1)"
     ),
     Reason.MAILBOX_DISABLED: Rule(Verdict.INVALID, 0.05, "the mailbox is disabled (5.2.1)"),
+    # A vendor's word about what mail to the address would do to the sender, not whether it is
+    # accepted: never Valid, so never SAFE_TO_SEND.
+    Reason.SPAMTRAP: Rule(
+        Verdict.INVALID, 0.02, "(vendor) a spam trap: mail to it harms the sender; never send"
+    ),
+    Reason.ABUSE: Rule(Verdict.RISKY, 0.30, "(vendor) a known complainer: marks mail as spam"),
+    Reason.DO_NOT_MAIL: Rule(
+        Verdict.RISKY, 0.30, "(vendor) on a do-not-mail list: a possible trap, a suppression"
+    ),
     Reason.MAILBOX_FULL: Rule(Verdict.RISKY, 0.40, "the mailbox is full (4.2.2 / 5.2.2)"),
     Reason.SMTP_REJECTED: Rule(Verdict.RISKY, 0.40, "refused with a reply that says no more"),
     Reason.GREYLISTED: Rule(Verdict.RISKY, 0.50, "still deferred after every retry"),
@@ -143,6 +160,10 @@ RULES: Mapping[Reason, Rule] = {
     Reason.SUSPECTED_BOUNCES: Rule(
         Verdict.RISKY, 0.45, "repeated soft bounces, or a domain whose mailboxes bounce (ledger)"
     ),
+    Reason.LOW_QUALITY: Rule(
+        Verdict.RISKY, 0.45, "(vendor) risky for a reason the vendor does not give"
+    ),
+    Reason.VENDOR_UNKNOWN: Rule(Verdict.RISKY, 0.50, "(vendor) the paid verifier could not decide"),
     Reason.API_ERROR: Rule(
         Verdict.RISKY, 0.50, "the remote service gave no usable answer (error, malformed, partial)"
     ),
@@ -184,10 +205,14 @@ FLAGS_ONLY: tuple[Reason, ...] = (
     Reason.MAILBOX_OK,
     Reason.API_VERIFIED,
     Reason.NOT_VERIFIED_BUDGET,
+    Reason.NOT_VERIFIED_CREDITS,
 )
 
 UNVERIFIED_VALID = 0.90
-VERIFIED_VALID = 0.97  # the mail server accepted the RCPT on a domain that is not catch-all
+# The mail server accepted the RCPT on a domain that is not catch-all, or a paid verifier says
+# the mailbox exists (api_verified without a remote score of its own).
+VERIFIED_VALID = 0.97
+_VERIFIED = (Reason.MAILBOX_OK, Reason.API_VERIFIED)
 BANDS: Mapping[Verdict, tuple[float, float]] = {
     Verdict.INVALID: (0.0, 0.29),
     Verdict.RISKY: (0.30, 0.69),
@@ -226,6 +251,12 @@ def value_bits(column: pl.Expr, reasons: Mapping[str, Reason]) -> pl.Expr:
     return column.replace_strict(bits, default=0, return_dtype=_MASK).fill_null(0)
 
 
+def reason_set(bits: list[pl.Expr]) -> pl.Expr:
+    """A row's reason set from its bit expressions: their bitwise OR, so that two columns
+    naming the same reason (a vendor's ``disposable`` and the shipped list's) set one bit."""
+    return pl.reduce(operator.or_, [b.cast(_MASK) for b in bits])
+
+
 @functools.lru_cache(maxsize=65_536)
 def judge_one(
     mask: int, remote_verdict: str | None = None, remote_score: float | None = None
@@ -241,7 +272,7 @@ def judge_one(
     remote_rank = _RANK[Verdict(remote_verdict)] if remote_verdict in _VERDICTS else 0
     rank = max([remote_rank] + [_RANK[RULES[r].verdict] for r in present if r in RULES])
     answered = remote_score is not None
-    ceiling = VERIFIED_VALID if Reason.MAILBOX_OK in present else UNVERIFIED_VALID
+    ceiling = VERIFIED_VALID if any(r in present for r in _VERIFIED) else UNVERIFIED_VALID
     if remote_score is not None:
         ceiling = remote_score
     cap = min([ceiling] + [RULES[r].cap for r in present if r in RULES])
@@ -279,14 +310,14 @@ def judge(
 ) -> pl.DataFrame:
     """*frame* with VERDICT, SCORE and REASON (and ``_REASONS``, the reason set as bits).
 
-    *bits* are expressions whose sum is each row's reason set; *remote* names the verdict and
-    score columns of a remote service's answer. *partial* adds, per name, the VERDICT of only
-    some reasons (see :class:`Partial`). The rules run once per
+    *bits* are expressions whose bitwise OR is each row's reason set; *remote* names the
+    verdict and score columns of a remote service's answer. *partial* adds, per name, the
+    VERDICT of only some reasons (see :class:`Partial`). The rules run once per
     distinct (reason set, remote answer), in :func:`judge_one`, and join back: a list has a
     few hundred such combinations, whatever its length. *also* are columns to add in the
     same pass (one pass costs less than two).
     """
-    keyed = frame.with_columns(_REASONS=pl.sum_horizontal(bits).cast(_MASK), **(also or {}))
+    keyed = frame.with_columns(_REASONS=reason_set(bits), **(also or {}))
     partial = partial or {}
     parts = {name: sum(REASON_BITS[r] for r in p.reasons) for name, p in partial.items()}
     if remote is None or all(keyed.get_column(c).null_count() == keyed.height for c in remote):

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import ipaddress
+import itertools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -29,6 +31,7 @@ from pipeline.core.assembly.build import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.database import Where, store_where
 from pipeline.core.engine import Engine, verify_many_json
+from pipeline.core.mailboxes.vendors.checker import unpaid
 from pipeline.core.text import failure_line, for_log
 from pipeline.service.accounts.quotas import Decision, Identity, Quotas
 from pipeline.service.accounts.state import LiveState, open_live
@@ -79,6 +82,7 @@ def create_app(
     clock: Callable[[], float] = time.time,
     loopback_only: bool = False,
     body_timeouts: Mapping[str, float | None] | None = None,
+    api_keys: Mapping[str, str] | None = None,
 ) -> web.Application:
     """The application; *offline* answers without DNS (every checked domain Risky).
 
@@ -87,7 +91,9 @@ def create_app(
     paths get ``[service] body_timeout``.
 
     With ``[verify] mode = "smtp"`` addresses are also probed by SMTP (slow: seconds per new
-    address); *loopback_only* keeps those probes on 127.0.0.0/8 (the sandbox).
+    address); *loopback_only* keeps those probes on 127.0.0.0/8 (the sandbox). With a paid
+    verifier as the mode (its key in *api_keys*, method -> key), it is asked only for keyed
+    callers whose plan says ``vendor = true``.
     """
     config = with_shared_state(config, paths.db)
     app = web.Application(middlewares=[problem_middleware])
@@ -96,7 +102,8 @@ def create_app(
         ConnectionLimits.from_settings(config.service), _trusted(config), body_timeouts
     )
     app.on_cleanup.append(lambda _: _async(admission.flood.close))
-    app.cleanup_ctx.append(_resources(config, paths, offline, clock, loopback_only))
+    keys = dict(api_keys or {})
+    app.cleanup_ctx.append(_resources(config, paths, offline, clock, loopback_only, keys))
     add_routes(app)
     return app
 
@@ -115,10 +122,17 @@ def _resources(
     offline: bool,
     clock: Callable[[], float],
     loopback_only: bool,
+    api_keys: Mapping[str, str],
 ) -> Callable[[web.Application], AsyncIterator[None]]:
     async def ctx(app: web.Application) -> AsyncIterator[None]:
         with contextlib.ExitStack() as stack:
-            options = EngineOptions(offline=offline, loopback_only=loopback_only, clock=clock)
+            options = EngineOptions(
+                offline=offline,
+                loopback_only=loopback_only,
+                clock=clock,
+                api_key=api_keys.get(config.engine.verify.mode),
+                api_keys=api_keys,
+            )
             engine = open_engine(stack, config.engine, paths.cache, options)
             watcher: asyncio.Task[None] | None = None
             try:
@@ -160,15 +174,19 @@ def _services(
     contacts = stack.enter_context(ContactStore(contacts_at, people, clock))
     contacts.purge_audit()  # retention: old audit records go at every start
     size, wait = config.service.batch_size, config.service.batch_wait
+    # Callers whose plan does not pay for a vendor (anonymous ones included) get the engine
+    # without it: the same answers, the vendor's part left at the domain level.
+    engines = {True: engine, False: dataclasses.replace(engine, checker=unpaid(engine.checker))}
 
-    async def answers(items: Sequence[tuple[str, bool]]) -> list[str]:
-        # One engine pass per mode present: addresses, and bare domains (domain mode).
+    async def answers(items: Sequence[tuple[str, bool, bool]]) -> list[str]:
+        # One engine pass per kind present: addresses and bare domains (domain mode), for
+        # callers who may have a vendor asked and for the others.
         answered = [""] * len(items)
-        for mode in (False, True):
-            rows = [i for i, (_, domain_mode) in enumerate(items) if domain_mode is mode]
+        for paid, mode in itertools.product((False, True), (False, True)):
+            rows = [i for i, (_, dm, p) in enumerate(items) if dm is mode and p is paid]
             if rows:
                 values = [items[i][0] for i in rows]
-                texts = await verify_many_json(engine, values, domain_mode=mode)
+                texts = await verify_many_json(engines[paid], values, domain_mode=mode)
                 for i, text in zip(rows, texts, strict=True):
                     answered[i] = text
         return answered

@@ -26,8 +26,9 @@ class Services:
     config: ServiceConfig
     state: LiveState  # keys and counters
     quotas: Quotas
-    # (an address, or a domain in domain mode) in, its answer out as JSON text
-    answers: MicroBatcher[tuple[str, bool], str]
+    # (an address or a domain, domain mode, whether a paid verifier may be asked) in, its
+    # answer out as JSON text
+    answers: MicroBatcher[tuple[str, bool, bool], str]
     trusted: Sequence[ipaddress.IPv4Network | ipaddress.IPv6Network]
     contacts: ContactStore
     contacts_thread: ThreadPoolExecutor  # the store's one worker: its reads leave the loop

@@ -93,10 +93,18 @@ async def _identify(request: web.Request, params: dict[str, str], services: Serv
 
 async def email(request: web.Request) -> web.Response:
     """``/api/email``: verify an address (``email``) or a bare domain (``domain``)."""
-    (value, domain_mode), _ = await admit(request, "email", _email_or_domain)
+    (value, domain_mode), identity = await admit(request, "email", _email_or_domain)
     services = request.app[SERVICES]
-    answer = await services.answers.submit((value, domain_mode))
+    answer = await services.answers.submit((value, domain_mode, _may_pay(services, identity)))
     return web.Response(text=answer, content_type="application/json")
+
+
+def _may_pay(services: Services, identity: Identity) -> bool:
+    """Whether a paid verifier may be asked for this caller: a key whose plan allows it."""
+    if identity.key is None:
+        return False
+    plan = services.config.plans.get(identity.key.plan)
+    return plan is not None and plan.vendor
 
 
 def _quota_detail(decision: Decision, keyed: bool) -> str:

@@ -1,7 +1,8 @@
 """Service settings: ``configs/service.toml`` = the engine's tables plus the service's own.
 
     [dns] [cache] [lists]    as in configs/pipeline.toml (the engine)
-    [verify]                 mode = "smtp" makes /api/email probe mailboxes too (slow)
+    [verify]                 mode = "smtp" makes /api/email probe mailboxes too (slow); a paid
+                             verifier is asked for the keys of plans with vendor = true
     [service]                host, port, database, trusted proxies, request limits
     [anonymous]              quotas of requests without a key (per client IP per UTC day)
     [plans.NAME]             quotas per UTC calendar month for keys on plan NAME
@@ -34,7 +35,17 @@ from pipeline.core.config import (
 from pipeline.core.db.postgres import is_url
 from pipeline.core.errors import ConfigError
 
-ENGINE_SECTIONS = ("dns", "cache", "lists", "verify", "api", "bounces", "contacts")
+ENGINE_SECTIONS = (
+    "dns",
+    "cache",
+    "lists",
+    "verify",
+    "api",
+    "vendor",
+    "routing",
+    "bounces",
+    "contacts",
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,11 @@ class PlanConfig:
     email_per_month: int = setting(100, "/api/email requests per UTC calendar month.")
     find_per_month: int = setting(5, "/api/find requests per UTC calendar month.")
     burst_per_second: int = setting(0, "Requests per second per key; 0: no burst limit.", minimum=0)
+    vendor: bool = setting(
+        False,
+        "Whether /api/email asks the paid verifier ([verify] mode a vendor) for this plan's keys; "
+        "anonymous callers never have it asked.",
+    )
 
 
 BUILTIN_PLANS: Mapping[str, PlanConfig] = MappingProxyType(

@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from pipeline.core.bounces.step import BounceScope
+from pipeline.core.bounces.step import BounceScope, attach_bounces
 from pipeline.core.domains.step import DomainStats, check_domains, resolvable_domains
 from pipeline.core.engine import Engine
 from pipeline.core.mailboxes.types import CheckStats
@@ -223,6 +223,8 @@ async def _check_addresses(
     rows = pl.concat(candidates, how="vertical_relaxed") if candidates else None
     if rows is None or rows.is_empty():
         return None, None
+    # The ledger's flags first: a paid verifier is never asked about a known bounce.
+    rows = attach_bounces(engine.bounces, rows)
     checked, stats = await engine.checker.check(rows, engine.dns, engine.lists)
     return answer_table(checked, rows), stats
 

@@ -256,6 +256,8 @@ class RunSummary:
             "rcpts_sent": self.sent("smtp"),
             "smtp_sessions": self.smtp_sessions,
             "api_requests": self.sent("api"),
+            "vendor_requests": self.checks.vendor_requests if self.checks else 0,
+            "vendor_credits": self.checks.credits if self.checks else 0,
         }
 
     def _described(self) -> dict[str, Any]:
@@ -323,7 +325,7 @@ def summarize(
         rejects_by_reason=_ranked(counts.rejects_by_reason),
         stages=stages,
         run=run,
-        warnings=list(reader.warnings),
+        warnings=[*reader.warnings, *(counts.checks.warnings if counts.checks else ())],
         **described(reader, job),
     )
 

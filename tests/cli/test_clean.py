@@ -348,13 +348,14 @@ def test_flags_win_over_environment_over_file(
         resolver=[],
         verify="smtp",
         smtp_port=None,
-        budget=9,
+        budget=[("", 9), ("zerobounce", 5)],  # --budget 9 --budget zerobounce=5, as parsed
         helo=None,
         mail_from=None,
         api_url=None,
         concurrency=None,
     )
-    assert effective_config(namespace).verify.budget == 9
+    effective = effective_config(namespace)
+    assert effective.verify.budget == 9 and effective.routing.budgets == ("zerobounce=5",)
     monkeypatch.setenv("LISTCLEAN_DNS_NOPE", "1")
     assert main(["clean", str(SAMPLE_CSV), "-o", str(tmp_path / "o.parquet"), *args]) == 2
 
@@ -416,3 +417,21 @@ def test_other_text_arguments_that_are_not_utf8_say_so(
     assert done.returncode == 2, error
     assert "Traceback" not in error
     assert f"error: argument {argument}: not valid UTF-8: byte 0x" in error, error
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("-3", "is not a budget"),
+        ("lots", "is not a budget"),
+        ("pigeon=5", "'pigeon' is no method"),
+        ("zerobounce=", "is not a budget"),
+    ],
+)
+def test_a_budget_is_n_or_method_equals_n(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, said: str
+) -> None:
+    args = ["clean", str(SAMPLE_CSV), "-o", str(tmp_path / "o.parquet"), "--budget", value]
+    with pytest.raises(SystemExit) as stopped:
+        main(args)
+    assert stopped.value.code == 2 and said in capsys.readouterr().err

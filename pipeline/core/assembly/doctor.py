@@ -1,5 +1,9 @@
 """Can this host verify? The checks behind ``listclean doctor``.
 
+With a paid verifier as a method (``--verify zerobounce``, or a route to one), the doctor asks
+the vendor for the key's balance: a refused key, or an empty balance, is a failed check. A run
+whose methods are all vendors needs no port 25, so the SMTP checks are left out then.
+
 Address-level verification needs a resolver that answers, outbound connections to port 25
 (many networks and clouds block it), an EHLO name that mail servers will accept (a fully
 qualified name that resolves; ideally the PTR of the public address points back to it, which
@@ -11,9 +15,10 @@ verification) refuse every recipient otherwise, and the run learns nothing
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pipeline.core.config import Config
+from pipeline.core.config import VENDORS, Config, routes_of, vendor_url
 from pipeline.core.domains.dns import (
     TEMPORARY,
     DnsStatus,
@@ -22,10 +27,14 @@ from pipeline.core.domains.dns import (
     host_addresses,
     lookup_domain,
 )
-from pipeline.core.errors import ResolverUnhealthyError
+from pipeline.core.errors import ResolverUnhealthyError, UsageError, VendorUnavailableError
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.identity import name_problem
 from pipeline.core.mailboxes.smtp import SmtpSettings, smtp_reachable
+from pipeline.core.mailboxes.types import Budget
+from pipeline.core.mailboxes.vendors.checker import adapter_for
+from pipeline.core.mailboxes.vendors.types import Job, VendorAnswer
+from pipeline.core.mailboxes.vendors.verifier import VendorVerifier
 
 _FIX = (
     "Pass --helo with this host's fully qualified name and --mail-from with an address in a "
@@ -80,7 +89,49 @@ async def sender_domain(resolver: Resolver, sender: str, lists: DomainLists) -> 
     )
 
 
-async def run_doctor(config: Config, settings: SmtpSettings, lists: DomainLists) -> list[Check]:
+async def vendor_key(config: Config, vendor: str, key: str | None) -> Check:
+    """Does *vendor* take the key, and how many credits are left?"""
+    name = f"{vendor} key"
+    if not key:
+        return Check(
+            name, False, f"no key: pass --api-key or set LISTCLEAN_{vendor.upper()}_API_KEY"
+        )
+    base = vendor_url(config.vendor, vendor, main=vendor == config.verify.mode)
+    verifier = VendorVerifier(
+        adapter_for(vendor), key, config.vendor, _NoLedger(), Budget(None), base=base
+    )
+    try:
+        balance = await verifier.balance()
+    except (UsageError, VendorUnavailableError) as exc:
+        return Check(name, False, str(exc))
+    if balance is None:
+        return Check(name, True, f"{vendor} accepts the key; it does not tell the balance")
+    if balance <= 0:
+        return Check(name, False, f"{vendor} accepts the key, but its balance is 0 credits")
+    return Check(name, True, f"{vendor} accepts the key; balance {balance:,} credits")
+
+
+class _NoLedger:
+    """The doctor asks for a balance only: nothing to keep."""
+
+    def open_jobs(self) -> list[Job]:
+        return []
+
+    def add_job(self, job: Job) -> None: ...
+    def close_job(self, job: Job, state: str) -> None: ...
+    def answered(self, key: str, answer: VendorAnswer) -> None: ...
+
+
+async def run_doctor(
+    config: Config,
+    settings: SmtpSettings,
+    lists: DomainLists,
+    keys: Mapping[str, str] | None = None,
+) -> list[Check]:
+    """The resolver; then SMTP's checks unless every method is a paid verifier; then each
+    paid verifier's key and balance (*keys*: method -> API key)."""
+    methods = {config.verify.mode, *routes_of(config.routing).values()}
+    vendors = [m for m in VENDORS if m in methods]
     resolver = Resolver(config.dns)
     try:
         try:
@@ -88,6 +139,10 @@ async def run_doctor(config: Config, settings: SmtpSettings, lists: DomainLists)
             checks = [Check("resolver", True, f"{resolver.description} resolves the canaries")]
         except ResolverUnhealthyError as exc:
             return [Check("resolver", False, str(exc))]
+        for vendor in vendors:
+            checks.append(await vendor_key(config, vendor, (keys or {}).get(vendor)))
+        if vendors and "smtp" not in methods:  # no port 25 needed
+            return checks
         timeout = min(settings.timeout, 10.0)
         reachable = await smtp_reachable(
             resolver, config.dns.canaries, settings.port, timeout, settings.loopback_only

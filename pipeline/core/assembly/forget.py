@@ -16,6 +16,7 @@ suppression list   the identifiers, as keyed digests only: they block later impo
 audit log          lookups about the person keep that they happened, not whom they were about
 mailbox cache      cached SMTP and remote answers for the addresses deleted (they can be learned
                    again)
+paid-answer cache  the paid verifiers' answers for the addresses deleted
 bounce ledger      the addresses' bounce events deleted
 =================  ==========================================  ===============================
 
@@ -34,6 +35,7 @@ from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.contacts.types import Reached
 from pipeline.core.mailboxes.cache import MailboxCache
+from pipeline.core.mailboxes.vendors.store import PaidAnswers
 
 
 class Request(StrEnum):
@@ -44,7 +46,7 @@ class Request(StrEnum):
 @dataclass(frozen=True)
 class Forgotten:
     contacts: Reached
-    mailbox_answers: int  # cached answers deleted
+    mailbox_answers: int  # cached answers deleted (SMTP, remote and paid)
     bounce_events: int  # ledger events deleted
 
 
@@ -57,6 +59,7 @@ def forget(
     email: str | None = None,
     phone: str | None = None,
     name: str | None = None,
+    paid: PaidAnswers | None = None,
 ) -> Forgotten:
     """Carry out *request* for the person named by *email* / *phone* (and *name*). A store that
     does not exist yet (None) holds nothing to forget."""
@@ -64,5 +67,6 @@ def forget(
     reached = act(email=email, phone=phone, name=name)
     keys = reached.email_keys
     answers = mailboxes.forget(keys) if mailboxes is not None else 0
+    answers += paid.forget(keys) if paid is not None else 0
     events = ledger.forget(keys) if ledger is not None else 0
     return Forgotten(reached, answers, events)

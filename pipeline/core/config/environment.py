@@ -22,14 +22,17 @@ import platformdirs
 
 from pipeline.core.config.http import ANONYMOUS_PREFIX, HTTP_PREFIX, AnonymousConfig, HttpConfig
 from pipeline.core.config.rules import ENV_PREFIX, build, coerce, load_toml
-from pipeline.core.config.tables import Config
+from pipeline.core.config.tables import VENDORS, Config
 from pipeline.core.errors import ConfigError
 
 T = TypeVar("T")
 
 # Variables of ours that are not settings (a secret is never a setting: it is not in files).
 API_KEY: Final = "LISTCLEAN_API_KEY"  # a secret is never a setting: it is not in files
-NOT_SETTINGS: Final = frozenset({API_KEY})
+# The key of a paid verifier that a route names beside the run's main method
+# (LISTCLEAN_ZEROBOUNCE_API_KEY); the main method's is --api-key or LISTCLEAN_API_KEY.
+VENDOR_KEYS: Final = {vendor: f"LISTCLEAN_{vendor.upper()}_API_KEY" for vendor in VENDORS}
+NOT_SETTINGS: Final = frozenset({API_KEY, *VENDOR_KEYS.values()})
 
 
 # Kubernetes gives every container variables for each Service of its namespace (unless the pod
@@ -175,6 +178,20 @@ def setting_variables() -> frozenset[str]:
 def api_key(given: str | None = None, env: Mapping[str, str] | None = None) -> str | None:
     """The API key of ``--verify api``: *given* (a flag, a keyword), else ``LISTCLEAN_API_KEY``."""
     return given or (os.environ if env is None else env).get(API_KEY) or None
+
+
+def method_keys(
+    main: str, given: str | None = None, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The API key of each method that takes one: the run's *main* method's is *given*
+    (``--api-key``), else ``LISTCLEAN_API_KEY``; every vendor's may also come from its own
+    variable (``LISTCLEAN_KICKBOX_API_KEY``), which a route to a second vendor needs."""
+    env = os.environ if env is None else env
+    keys = {vendor: env[var] for vendor, var in VENDOR_KEYS.items() if env.get(var)}
+    main_key = api_key(given, env)
+    if main_key:
+        keys[main] = main_key
+    return keys
 
 
 def cache_root(given: str | Path | None, config: Config) -> Path:

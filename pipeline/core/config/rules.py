@@ -86,6 +86,10 @@ def coerce(raw: Any, kind: Any, minimum: float, where: str) -> Any:
         if not numbers:
             raise ConfigError(f"{where} must be a list of non-negative numbers, got {raw!r}.")
         return tuple(float(v) for v in raw)
+    if kind is bool:
+        if not isinstance(raw, bool):
+            raise ConfigError(f"{where} must be true or false, got {raw!r}.")
+        return raw
     number = isinstance(raw, int | float) and not isinstance(raw, bool)
     if (kind is float and number) or (kind is int and isinstance(raw, int) and number):
         if raw < minimum:

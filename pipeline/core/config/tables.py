@@ -18,7 +18,13 @@ from pipeline.core.errors import ConfigError
 from pipeline.core.files.encodings import DEFAULT_MARGIN
 
 # Closed sets of values: a setting typed with one of these accepts nothing else.
-VerifyMode = Literal["none", "smtp", "api"]
+VerifyMode = Literal[
+    "none", "smtp", "api", "zerobounce", "neverbounce", "kickbox", "emailable", "bouncer"
+]
+# The paid verifiers a method may name (pipeline.core.mailboxes.vendors): each sends addresses
+# to a third party, which bills for them.
+VENDORS: tuple[str, ...] = ("zerobounce", "neverbounce", "kickbox", "emailable", "bouncer")
+METHODS: tuple[str, ...] = ("smtp", "api", *VENDORS)  # what a route or a budget may name
 
 
 def known_region(code: str, where: str = "contacts.region") -> str:
@@ -76,13 +82,17 @@ class ListsConfig:
 class VerifyConfig:
     # A Literal is as immutable as a str; ruff cannot see through the alias.
     mode: VerifyMode = setting(  # noqa: RUF009
-        "none", "Address-level checks: none (domain level only), smtp or api."
+        "none",
+        "Address-level checks: none (domain level only), smtp, api, or a paid verifier: "
+        "zerobounce, neverbounce, kickbox, emailable, bouncer.",
     )
     port: int = setting(25, "TCP port of the mail servers probed.")
     helo: str = setting("", "Name sent in EHLO; empty: this machine's fully qualified name.")
     mail_from: str = setting("", "Envelope sender of probes; empty: postmaster@<helo name>.")
     timeout: float = setting(20.0, "Seconds to wait for a mail server's reply.", minimum=0.01)
-    budget: int = setting(0, "Most RCPTs one run may send; 0: no limit.", minimum=0)
+    budget: int = setting(
+        0, "Most RCPTs (or a paid verifier's credits) one run may spend; 0: no limit.", minimum=0
+    )
     sessions_per_host: int = setting(2, "SMTP sessions open at once to one mail host.")
     rcpts_per_session: int = setting(20, "Recipients asked in one session before a new one.")
     rcpts_per_minute_per_host: int = setting(120, "RCPTs per minute to one mail host.")
@@ -114,6 +124,131 @@ class ApiConfig:
     backoff: float = setting(1.0, "Seconds of the first retry's wait ceiling; doubles.", 0)
     horizon: float = setting(
         3600.0, "Longest wait a run accepts for a 429's Retry-After before it stops.", 0
+    )
+
+
+def _pairs(entries: tuple[str, ...], where: str, left: str, right: str) -> list[tuple[str, str]]:
+    """Entries written ``LEFT=RIGHT``, split, or ConfigError naming the one that is not."""
+    pairs = []
+    for entry in entries:
+        name, sep, value = (part.strip() for part in entry.partition("="))
+        if not (sep and name and value):
+            raise ConfigError(f"{where}: {entry!r} is not written {left}={right}.")
+        pairs.append((name.lower(), value))
+    return pairs
+
+
+def _method(name: str, where: str) -> str:
+    if name not in METHODS:
+        raise ConfigError(f"{where}: {name!r} is no method; write one of {', '.join(METHODS)}.")
+    return name
+
+
+def _vendor_urls(entries: tuple[str, ...], where: str) -> tuple[str, ...]:
+    for vendor, _ in _pairs(entries, where, "VENDOR", "URL"):
+        if vendor not in VENDORS:
+            raise ConfigError(
+                f"{where}: {vendor!r} is no vendor; write one of {', '.join(VENDORS)}."
+            )
+    return entries
+
+
+def _routes(entries: tuple[str, ...], where: str) -> tuple[str, ...]:
+    for _, method in _pairs(entries, where, "PROVIDER", "METHOD"):
+        _method(method.lower(), where)
+    return entries
+
+
+def _budgets(entries: tuple[str, ...], where: str) -> tuple[str, ...]:
+    for method, number in _pairs(entries, where, "METHOD", "N"):
+        _method(method, where)
+        if not number.isdigit():
+            raise ConfigError(
+                f"{where}: the budget of {method} must be a whole number, got {number!r}."
+            )
+    return entries
+
+
+def routes_of(routing: RoutingConfig) -> dict[str, str]:
+    """``[routing] routes`` as provider -> method."""
+    return {provider: method.lower() for provider, method in _pairs(routing.routes, "", "", "")}
+
+
+def budgets_of(routing: RoutingConfig) -> dict[str, int]:
+    """``[routing] budgets`` as method -> most it may spend in a run (a later entry wins)."""
+    return {method: int(n) for method, n in _pairs(routing.budgets, "", "", "")}
+
+
+def vendor_url(config: VendorConfig, vendor: str, main: bool) -> str:
+    """The base URL that stands in for *vendor*'s own ("": its documented hosts): ``urls``'s
+    entry for it, else ``url`` when it is the run's main method."""
+    named = dict(_pairs(config.urls, "", "", ""))
+    return named.get(vendor, config.url if main else "")
+
+
+@dataclass(frozen=True)
+class VendorConfig:
+    url: str = setting(
+        "",
+        "Base URL (scheme, host, port) standing in for the paid verifier's own hosts, its "
+        "documented paths kept (--api-url with a vendor method); empty: the vendor's.",
+    )
+    urls: tuple[str, ...] = setting(
+        (),
+        'Base URLs of other vendors a route names, as "VENDOR=URL" (the regional host, a proxy).',
+        check=_vendor_urls,
+    )
+    db: str = setting(
+        "",
+        "The paid-answer cache and its bulk jobs: a SQLite file or a postgresql:// URL every host "
+        "shares; empty: vendor-answers.sqlite in the cache.",
+    )
+    ttl: int = setting(
+        30 * 86400, "Seconds a paid answer about a mailbox is used instead of paying again."
+    )
+    ttl_unknown: int = setting(
+        86400, "Seconds a paid answer that could not decide (unknown, greylisted, timeout) is used."
+    )
+    single_max: int = setting(
+        100,
+        "Most distinct addresses a run asks about one at a time; more go to the vendor's bulk API "
+        "(NeverBounce: never more than 100, its usage guidelines).",
+        minimum=0,
+    )
+    concurrency: int = setting(
+        8, "Per-address requests in flight at once, within each vendor's published limit."
+    )
+    per_minute: int = setting(
+        0, "Per-address requests a minute; 0: each vendor's published rate.", minimum=0
+    )
+    timeout: float = setting(60.0, "Seconds to wait for one answer from a vendor.", minimum=0.01)
+    retries: int = setting(
+        3, "Extra tries after a 5xx, a 429, a throttle or a connection failure.", minimum=0
+    )
+    backoff: float = setting(1.0, "Seconds of the first retry's wait ceiling; doubles.", 0)
+    poll_interval: float = setting(15.0, "Seconds between status polls of a bulk job.", 0)
+    job_timeout: float = setting(
+        6 * 3600.0,
+        "Seconds a run waits for a bulk job; then its rows keep their domain-level verdict and "
+        "the next run collects the job (never submitted twice).",
+        minimum=0,
+    )
+
+
+@dataclass(frozen=True)
+class RoutingConfig:
+    routes: tuple[str, ...] = setting(
+        (),
+        "Mail providers whose addresses go to another method than verify.mode, as "
+        '"PROVIDER=METHOD" (google.com=zerobounce): PROVIDER is the registrable domain of the '
+        "domain's mail host (google.com: Gmail and Google Workspace; outlook.com: Microsoft 365).",
+        check=_routes,
+    )
+    budgets: tuple[str, ...] = setting(
+        (),
+        'Per-method budgets of a run, as "METHOD=N" (zerobounce=500, smtp=10000): credits for a '
+        "vendor, RCPTs for smtp, requests for api (--budget METHOD=N).",
+        check=_budgets,
     )
 
 
@@ -260,6 +395,8 @@ class Config:
     lists: ListsConfig = field(default_factory=ListsConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
     api: ApiConfig = field(default_factory=ApiConfig)
+    vendor: VendorConfig = field(default_factory=VendorConfig)
+    routing: RoutingConfig = field(default_factory=RoutingConfig)
     bounces: BouncesConfig = field(default_factory=BouncesConfig)
     contacts: ContactsConfig = field(default_factory=ContactsConfig)
 

@@ -99,7 +99,7 @@ class Budget:
         return self.limit is not None and self.spent >= self.limit
 
 
-CheckKind = Literal["smtp", "api"]
+CheckKind = Literal["smtp", "api", "vendor"]
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,9 @@ class Plan:
     budget: int | None  # requests this run may still send
     covered: int  # addresses the budget reaches
     pace: Pace | None = None  # how long SMTP pacing makes the probes take (None: not known)
+    vendor: str = ""  # the paid verifier asked (kind "vendor")
+    balance: int | None = None  # its credits left, asked before anything is spent
+    settled: int = 0  # addresses the bounce ledger settles: no request is spent on them
 
 
 @dataclass(frozen=True)
@@ -136,3 +139,22 @@ class CheckStats:
     requests: int = 0  # RCPTs, or API requests
     sessions: int = 0  # SMTP sessions opened
     busiest_host_sessions: int = 0  # the most sessions opened to one mail host
+    vendor_requests: int = 0  # HTTP requests to paid verifiers
+    credits: int = 0  # the paid verifiers' credits this run spent (answers they bill)
+    warnings: tuple[str, ...] = ()  # what the run's user must be told (an empty balance)
+
+
+def combined(parts: list[CheckStats]) -> CheckStats:
+    """The stats of checkers that answered parts of one run (routing), summed. Their kind is
+    the first that sent RCPTs or API requests (whose requests it counts), else "vendor"."""
+    kinds = [p.kind for p in parts if p.kind != "vendor"]
+    kind = kinds[0] if kinds else "vendor"
+    return CheckStats(
+        kind,
+        sum(p.requests for p in parts if p.kind == kind),
+        sum(p.sessions for p in parts),
+        max((p.busiest_host_sessions for p in parts), default=0),
+        sum(p.vendor_requests for p in parts),
+        sum(p.credits for p in parts),
+        tuple(w for p in parts for w in p.warnings),
+    )

@@ -11,6 +11,10 @@ exceeded. Only the sending is spread:
   probes are exact. A group may spend what its targets cost in the share-out, no more.
 * API: the remote service is one provider: one worker asks it, with the quota the driver's
   ledger knows.
+* A paid verifier: one owner too. The driver asks the balance and shares out the budget (the
+  checker's own ``assign``), one worker sends the requests (or the bulk jobs), and each answer
+  and each job id comes back as an event the driver commits to the paid-answer store at once.
+* Routing: each method's share of the rows is spread its own way.
 
 Each answer (and catch-all finding, and quota spending) travels back as a Dask event the moment
 it is known, and the driver commits it to the mailbox cache and the run's work directory, so a
@@ -26,6 +30,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from pipeline.core.bounces.step import attach_bounces
 from pipeline.core.config import ListsConfig
 from pipeline.core.domains.dns import SharedResolver
 from pipeline.core.engine import Engine
@@ -47,13 +52,18 @@ from pipeline.core.mailboxes.types import (
     RemoteAnswer,
     Target,
 )
+from pipeline.core.mailboxes.vendors.checker import RoutedChecker, StoreLedger, VendorChecker
+from pipeline.core.mailboxes.vendors.types import VendorAnswer
 from pipeline.core.progress import Progress
-from pipeline.core.verdict import Verdict
+from pipeline.core.verdict import Reason, Verdict
 from pipeline.stages.dask.shuffle import ROW
 from pipeline.stages.dask.tasks import (
     ApiOrder,
     ProbeOrder,
+    VendorOrder,
     ask_api,
+    ask_vendor,
+    job_of,
     partition_candidates,
     probe_group,
     same,
@@ -92,6 +102,8 @@ async def check_addresses(
     rows = pl.concat(candidates, how="vertical_relaxed").sort(ROW)
     if rows.is_empty():
         return None, None
+    # The ledger's flags first: a paid verifier is never asked about a known bounce.
+    rows = attach_bounces(engine.bounces, rows)
     checker = spread(engine.checker, run)
     checked, stats = await checker.check(rows, engine.dns, engine.lists)
     return run.submit(same, answer_table(checked, rows)), stats
@@ -106,6 +118,10 @@ def spread(checker: AddressChecker, run: Spreader) -> AddressChecker:
             return SpreadSmtp(checker, run)
         case ApiChecker():
             return SpreadApi(checker, run)
+        case VendorChecker():
+            return SpreadVendor(checker, run)
+        case RoutedChecker():
+            return checker.with_checkers({m: spread(c, run) for m, c in checker.checkers.items()})
     raise TypeError(f"No way to spread {type(checker).__name__} over a cluster.")
 
 
@@ -196,6 +212,34 @@ class SpreadApi:
         return inner.finish(rows, work, answers), CheckStats("api", requests)
 
 
+class SpreadVendor:
+    """A paid verifier's requests sent from one worker: the vendor is one provider."""
+
+    def __init__(self, inner: VendorChecker, run: Spreader) -> None:
+        self._inner = inner
+        self._run = run
+
+    async def check(
+        self, rows: pl.DataFrame, dns: SharedResolver, lists: DomainLists
+    ) -> tuple[pl.DataFrame, CheckStats]:
+        inner = self._inner
+        verifier = inner.verifier(StoreLedger(inner, inner.fingerprint))
+        work = await inner.assign(rows, verifier)
+        found: dict[str, VendorAnswer] = {}
+        if work.reached:
+            limit = len(work.reached) if inner.budget.limit is not None else None
+            jobs = verifier.open_jobs()
+            order = VendorOrder(inner.vendor, work.reached, jobs, limit, self._run.topic, 0)
+            future = self._run.submit(ask_vendor, order, inner.config, inner.key, inner.base)
+            with contextlib.closing(inner.meter(len(work.reached))) as bar:
+                sink = _VendorSink(inner, bar)
+                (sent,) = self._run.wait([future], sink.hear)
+            found = sent.answers
+            verifier.requests += sent.requests
+            verifier.credits, verifier.stopped = sent.credits, sent.stopped
+        return inner.finish(rows, work, found), inner.stats(work, found, verifier)
+
+
 def _plus(a: CheckStats, b: CheckStats) -> CheckStats:
     busiest = max(a.busiest_host_sessions, b.busiest_host_sessions)
     return CheckStats("smtp", a.requests + b.requests, a.sessions + b.sessions, busiest)
@@ -257,6 +301,29 @@ class _ApiSink:
         self._inner.budget.spent = self._base + spent
         if self._inner.on_spent is not None:
             self._inner.on_spent(self._inner.budget.spent)
+
+
+class _VendorSink:
+    """Commits a worker's jobs and answers to the paid-answer store as they arrive."""
+
+    def __init__(self, inner: VendorChecker, bar: Progress) -> None:
+        self._inner = inner
+        self._bar = bar
+        self._base = inner.budget.spent
+
+    def hear(self, message: list[Any]) -> None:
+        _, kind, *values, spent = message
+        store = self._inner.store
+        if kind == "job":
+            store.add_job(job_of(values))
+        elif kind == "job_closed":
+            store.close_job(job_of(values[1:]), values[0])
+        elif kind == "vendor":
+            key, reason, status, vendor, billed, at = values
+            store.put(key, VendorAnswer(Reason(reason), status, vendor, billed, at))
+            self._bar.update(1)
+        self._inner.budget.spent = self._base + spent
+        self._inner.spent()
 
 
 class _LedgerReads:

@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from pipeline.core.bounces.step import BounceScope, bounce_keys
 from pipeline.core.bounces.types import BounceFlags
-from pipeline.core.config import ApiConfig, DnsConfig, ListsConfig, VerifyConfig
+from pipeline.core.config import ApiConfig, DnsConfig, ListsConfig, VendorConfig, VerifyConfig
 from pipeline.core.domains.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains
 from pipeline.core.domains.exchanges import MemoryHosts, Routing, judge_exchanges
 from pipeline.core.domains.step import domain_table, resolvable_domains
@@ -36,6 +36,9 @@ from pipeline.core.mailboxes.prober import Prober
 from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
 from pipeline.core.mailboxes.smtp import SmtpSettings
 from pipeline.core.mailboxes.types import Budget, CheckStats, MailboxResult, RemoteAnswer, Target
+from pipeline.core.mailboxes.vendors.checker import adapter_for
+from pipeline.core.mailboxes.vendors.types import Job, VendorAnswer
+from pipeline.core.mailboxes.vendors.verifier import VendorVerifier
 from pipeline.stages.base import Batch
 from pipeline.stages.dask.shuffle import ROW
 from pipeline.stages.dask.sizes import size_of
@@ -317,3 +320,69 @@ def ask_api(
     verifier = RemoteVerifier(config, key, ledger, budget, remember)
     answers = asyncio.run(verifier.run(order.targets))
     return answers, verifier.requests
+
+
+@dataclass(frozen=True)
+class VendorOrder:
+    """A paid verifier's targets, asked by one worker (one client: credits stay exact), with
+    the open jobs the driver's store holds for its key."""
+
+    vendor: str
+    targets: list[Target]
+    jobs: list[Job]
+    limit: int | None  # credits this order may spend; None: no limit
+    topic: str
+    group: int
+
+
+@dataclass(frozen=True)
+class VendorSent:
+    """What a worker's verifier did: its answers and what it spent."""
+
+    answers: dict[str, VendorAnswer]
+    requests: int
+    credits: int
+    stopped: str
+
+
+class _ForwardedLedger:
+    """A worker's ledger: the open jobs the driver read, and every job and answer sent to the
+    driver the moment it is known, which commits them to the paid-answer store."""
+
+    def __init__(self, jobs: list[Job], forward: Forward) -> None:
+        self._jobs = jobs
+        self._forward = forward
+
+    def open_jobs(self) -> list[Job]:
+        return list(self._jobs)
+
+    def add_job(self, job: Job) -> None:
+        self._forward.send("job", *job_fields(job))
+
+    def close_job(self, job: Job, state: str) -> None:
+        self._forward.send("job_closed", state, *job_fields(job))
+
+    def answered(self, key: str, answer: VendorAnswer) -> None:
+        a = answer
+        self._forward.send("vendor", key, a.reason.value, a.status, a.vendor, a.billed, a.at)
+
+
+def job_fields(job: Job) -> list[Any]:
+    """A job as an event carries it (events are msgpack: plain values only)."""
+    targets = [list(t) for t in job.targets]
+    return [job.vendor, job.key_fp, job.job_id, targets, job.created_at]
+
+
+def job_of(fields: list[Any]) -> Job:
+    vendor, key_fp, job_id, targets, created_at = fields
+    return Job(vendor, key_fp, job_id, tuple((k, a) for k, a in targets), created_at)
+
+
+def ask_vendor(order: VendorOrder, config: VendorConfig, key: str, base: str) -> VendorSent:
+    """The vendor's answers for the order's targets (bulk jobs resumed, never sent twice)."""
+    budget = Budget(order.limit)
+    forward = Forward(order.topic, order.group, budget)
+    ledger = _ForwardedLedger(order.jobs, forward)
+    verifier = VendorVerifier(adapter_for(order.vendor), key, config, ledger, budget, base=base)
+    answers = asyncio.run(verifier.run(order.targets))
+    return VendorSent(answers, verifier.requests, verifier.credits, verifier.stopped)

@@ -120,6 +120,13 @@ class WorkDir(SqliteFile):
     def record_spent(self, spent: int) -> None:
         self._set("spent", str(spent))
 
+    def spent_of(self, method: str) -> int:
+        """What a method a route names beside the run's own has spent (see :attr:`spent`)."""
+        return int(self._get(f"spent:{method}") or 0)
+
+    def record_spent_of(self, method: str, spent: int) -> None:
+        self._set(f"spent:{method}", str(spent))
+
     def finish(self) -> None:
         """The run is done: its state goes (the folders it made go with the work folder)."""
         self.close()

@@ -295,3 +295,35 @@ def test_bounce_flags_through_the_dask_engine(cluster: Client, tmp_path: Path) -
     assert spread["reasons"]["known_bounce"] > 0 and spread["duplicates"] > 0
     expected = pl.read_parquet(tmp_path / "local.parquet")
     assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
+
+
+def test_a_paid_verifier_has_one_owner(cluster: Client, tmp_path: Path) -> None:
+    """With --verify zerobounce the driver asks the balance and shares out the credits, one
+    task on one worker sends the requests, and each answer comes back to the driver's
+    paid-answer cache: the same answers and the same bill as a local run, and a second run
+    pays for nothing."""
+    from worlds.vendors.base import GOOD_KEY
+    from worlds.vendors.zerobounce import FakeZeroBounce
+
+    config = tmp_path / "vendor.toml"  # short polls of the bulk job the sample list makes
+    config.write_text(SANDBOX_SETTINGS.read_text() + "\n[vendor]\npoll_interval = 0.01\n")
+    with FakeZeroBounce() as fake:
+        paid = ("--verify", "zerobounce", "--api-key", GOOD_KEY, "--api-url", fake.url)
+        paid += ("--config", str(config))
+        local = clean(tmp_path, SAMPLE_CSV, "local.parquet", "cache-local", *paid)
+        billed = fake.spent
+        (tmp_path / "cache-dask").mkdir()
+        shutil.copy(tmp_path / "cache-local" / DOMAINS, tmp_path / "cache-dask" / DOMAINS)
+        dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+        with get_task_stream(cluster) as stream:
+            spread = clean(tmp_path, SAMPLE_CSV, "dask.parquet", "cache-dask", *paid, *dask)
+        owners = [t for t in stream.data if t["key"].startswith("ask_vendor")]
+        assert len(owners) == 1  # one task asked the vendor
+        assert spread["vendor_credits"] == local["vendor_credits"] == billed > 0
+        assert fake.spent == 2 * billed
+        assert spread["reasons"] == local["reasons"]
+        again = clean(tmp_path, SAMPLE_CSV, "again.parquet", "cache-dask", *paid, *dask)
+        assert again["vendor_requests"] == 0 and fake.spent == 2 * billed
+    columns = ["EMAIL", "VERDICT", "SCORE", "REASON", "DETAIL"]
+    expected = pl.read_parquet(tmp_path / "local.parquet").select(columns)
+    assert pl.read_parquet(tmp_path / "dask.parquet").select(columns).equals(expected)

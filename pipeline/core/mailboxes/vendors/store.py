@@ -1,0 +1,154 @@
+"""The paid-answer cache: what vendors answered, and the bulk jobs runs have paid for.
+
+One store beside the caches (``vendor-answers.sqlite``), or a PostgreSQL database every host and
+container shares (``[vendor] db`` a ``postgresql://`` URL): a nightly job that starts on an
+empty disk still finds what was paid for yesterday.
+
+``answers``
+    One row per address (its dedupe key): the latest vendor's answer as a reason code, the
+    vendor's own words, and when it expires (``[vendor] ttl``; ``ttl_unknown`` for an answer
+    that could not decide). Any vendor's answer serves: an address is paid for once, whichever
+    vendor a route sends it to. Failures are never kept: the next run asks again.
+``jobs``
+    Each bulk job from the moment the vendor gives its id, with the addresses it holds, until
+    its answers are in. A run killed while a job runs finds it here and collects it instead of
+    submitting (and paying for) its addresses again. Keys are kept as fingerprints only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from pipeline.core.config import VendorConfig
+from pipeline.core.db.database import Dialect, OwnsDatabase, Where, dialect_of, open_database
+from pipeline.core.mailboxes.vendors.types import UNDECIDED, Job, VendorAnswer
+from pipeline.core.verdict import Reason
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS answers (
+    key         TEXT PRIMARY KEY,  -- the address's dedupe key
+    vendor      TEXT NOT NULL,
+    reason      TEXT NOT NULL,     -- the answer as a reason code (verdicts.py)
+    status      TEXT NOT NULL,     -- the vendor's own words
+    billed      INTEGER NOT NULL,
+    answered_at REAL NOT NULL,
+    expires_at  REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    vendor     TEXT NOT NULL,
+    key_fp     TEXT NOT NULL,      -- a fingerprint of the API key, never the key
+    job_id     TEXT NOT NULL,
+    targets    TEXT NOT NULL,      -- JSON [[dedupe key, address sent], ...]
+    created_at REAL NOT NULL,
+    state      TEXT NOT NULL,      -- open | collected | failed | abandoned
+    PRIMARY KEY (vendor, key_fp, job_id)
+);
+"""
+_PG_SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS answers (
+        key TEXT PRIMARY KEY, vendor TEXT NOT NULL, reason TEXT NOT NULL,
+        status TEXT NOT NULL, billed INTEGER NOT NULL,
+        answered_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS jobs (
+        vendor TEXT NOT NULL, key_fp TEXT NOT NULL, job_id TEXT NOT NULL,
+        targets TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, state TEXT NOT NULL,
+        PRIMARY KEY (vendor, key_fp, job_id)
+    )""",
+)
+
+
+class _Statements:
+    """The store's statements, written once, spelled for *d*'s database."""
+
+    def __init__(self, d: Dialect) -> None:
+        q = d.q
+        self.answers = (
+            "SELECT key, vendor, reason, status, billed, answered_at FROM answers "
+            f"WHERE key IN {d.values()} AND expires_at > {q}"
+        )
+        self.put = (
+            "INSERT INTO answers (key, vendor, reason, status, billed, answered_at, expires_at) "
+            f"VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}) ON CONFLICT (key) DO UPDATE SET "
+            "vendor = excluded.vendor, reason = excluded.reason, status = excluded.status, "
+            "billed = excluded.billed, answered_at = excluded.answered_at, "
+            "expires_at = excluded.expires_at"
+        )
+        self.open_jobs = (
+            "SELECT vendor, key_fp, job_id, targets, created_at FROM jobs "
+            f"WHERE vendor = {q} AND key_fp = {q} AND state = 'open' ORDER BY created_at"
+        )
+        self.add_job = (
+            "INSERT INTO jobs (vendor, key_fp, job_id, targets, created_at, state) "
+            f"VALUES ({q}, {q}, {q}, {q}, {q}, 'open') ON CONFLICT DO NOTHING"
+        )
+        self.close_job = (
+            f"UPDATE jobs SET state = {q} WHERE vendor = {q} AND key_fp = {q} AND job_id = {q}"
+        )
+        self.forget = f"DELETE FROM answers WHERE key IN {d.values()}"
+
+
+class PaidAnswers(OwnsDatabase):
+    """The paid-answer cache and the bulk jobs' ledger (SQLite file or PostgreSQL)."""
+
+    def __init__(
+        self, where: Where, config: VendorConfig, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._db = open_database(
+            where,
+            what="the paid-answer cache",
+            remedy="Choose a writable file with vendor.db or --cache-dir.",
+            broken_remedy="Delete the file to start afresh (its answers are paid for again), "
+            "or choose another one with vendor.db.",
+            sqlite_schema=_SCHEMA,
+            postgres_schema=_PG_SCHEMA,
+        )
+        self._sql = _Statements(dialect_of(self._db))
+        self._config = config
+        self._clock = clock
+        self.where = self._db.where
+        # A database across a socket: callers on an event loop call it off the loop.
+        self.remote = self._db.dialect != "sqlite"
+
+    def answers(self, keys: Iterable[str]) -> dict[str, VendorAnswer]:
+        """The unexpired answers kept for *keys*."""
+        wanted = json.dumps(sorted(set(keys)))
+        rows = self._db.query(self._sql.answers, (wanted, self._clock()))
+        return {
+            key: VendorAnswer(Reason(reason), status, vendor, bool(billed), at)
+            for key, vendor, reason, status, billed, at in rows
+        }
+
+    def put(self, key: str, answer: VendorAnswer) -> None:
+        """Keep an answer now (each is committed as it comes: a killed run keeps it)."""
+        if not answer.answered:
+            return
+        ttl = self._config.ttl_unknown if answer.reason in UNDECIDED else self._config.ttl
+        now = self._clock()
+        row = (key, answer.vendor, answer.reason.value, answer.status, int(answer.billed))
+        self._db.execute(self._sql.put, (*row, answer.at, now + ttl))
+
+    def open_jobs(self, vendor: str, key_fp: str) -> list[Job]:
+        rows = self._db.query(self._sql.open_jobs, (vendor, key_fp))
+        return [
+            Job(v, fp, job_id, tuple((k, a) for k, a in json.loads(targets)), created)
+            for v, fp, job_id, targets, created in rows
+        ]
+
+    def add_job(self, job: Job) -> None:
+        """Keep a job the moment the vendor named it."""
+        targets = json.dumps([list(t) for t in job.targets])
+        self._db.execute(
+            self._sql.add_job, (job.vendor, job.key_fp, job.job_id, targets, job.created_at)
+        )
+
+    def close_job(self, job: Job, state: str) -> None:
+        """The job's answers are in (``collected``), or it will never give them."""
+        self._db.execute(self._sql.close_job, (state, job.vendor, job.key_fp, job.job_id))
+
+    def forget(self, keys: Iterable[str]) -> int:
+        """Delete the answers kept about *keys* (an erasure or an opt-out); how many went."""
+        return self._db.execute(self._sql.forget, (json.dumps(sorted(set(keys))),))
