@@ -311,20 +311,23 @@ def test_blocking_host_rejects_every_recipient(harness: Harness) -> None:
 
 def test_slow_host_delays_banner_and_each_reply(harness: Harness) -> None:
     # Raw lines: aiosmtplib's connect() sends EHLO too, which would blur the banner's delay.
-    async def timed(reader: asyncio.StreamReader) -> tuple[float, list[bytes]]:
-        start = time.monotonic()
+    # Each time runs from before the connection or the command that starts the server's
+    # pause (taken after it, the server could already be pausing: a time under the pause).
+    async def timed(reader: asyncio.StreamReader, start: float) -> tuple[float, list[bytes]]:
         lines = [await reader.readline()]
         while lines[-1][3:4] == b"-":  # RFC 5321 §4.2 multi-line reply
             lines.append(await reader.readline())
         return time.monotonic() - start, lines
 
     async def session() -> list[tuple[float, list[bytes]]]:
+        start = time.monotonic()
         reader, writer = await asyncio.open_connection(SLOW, harness.smtp.port)
         try:
-            replies = [await timed(reader)]
+            replies = [await timed(reader, start)]
             for command in (b"EHLO verifier.test\r\n", b"NOOP\r\n", b"QUIT\r\n"):
+                start = time.monotonic()
                 writer.write(command)
-                replies.append(await timed(reader))
+                replies.append(await timed(reader, start))
             return replies
         finally:
             writer.close()

@@ -12,6 +12,7 @@ the second attempt is the cheaper one.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -52,8 +53,14 @@ def connect(scheduler: str | None, workers: int) -> Iterator[Cluster]:
             # ":0": the scheduler's HTTP server on a port of the system's choosing. Without a
             # dashboard it still listens, on 8787 unless told: a second run at the same time
             # (or any other Dask cluster on the host) would be warned off it.
+            # Its processes log to this terminal: only what would stop them (the run's own
+            # messages say what went wrong), never a heartbeat's traceback as the run ends.
             local = LocalCluster(  # type: ignore[no-untyped-call]
-                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.CRITICAL,
             )
             stack.enter_context(local)
             client = stack.enter_context(Client(local))  # type: ignore[no-untyped-call]
