@@ -14,6 +14,9 @@ list, and deletes the list and the outputs.
 The driver's peak RSS is the ``listclean`` process's own; the largest worker's is the
 biggest of the LocalCluster's worker processes (``measure.py``'s children).
 
+``--processes-only`` leaves out the LocalCluster runs (for the larger lists); ``--trace``
+runs the process cluster's driver under strace and reports the bytes it read of the input, its
+network bytes and what it wrote to the output's files.
 ``--processes`` adds a run on a cluster started as a team would start one: ``dask scheduler``
 and two ``dask worker --nthreads 1 --memory-limit 2GiB`` processes (nannies on), joined with
 ``--scheduler`` and ``file://`` paths; its workers' peak RSS and whether any was restarted are
@@ -136,6 +139,11 @@ def main() -> None:
     parser.add_argument("--processes", action="store_true", help="also a real 2-worker cluster")
     parser.add_argument("--kill-after", type=float, default=0.0, help="kill a worker after S s")
     parser.add_argument(
+        "--processes-only",
+        action="store_true",
+        help="with --processes: skip the LocalCluster runs (the local engine still runs)",
+    )
+    parser.add_argument(
         "--trace",
         action="store_true",
         help="run the process cluster's driver under strace: its input reads, network bytes",
@@ -145,7 +153,8 @@ def main() -> None:
     generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
     subprocess.run([*generate, "--domains", str(args.domains), "--out", str(out)], check=True)
     with served_world(out / "world.json", out) as (server, config):
-        results = {name: clean(out, name, config, w, server) for name, w in ENGINES.items()}
+        engines = {"local": []} if args.processes_only else ENGINES
+        results = {name: clean(out, name, config, w, server) for name, w in engines.items()}
         if args.processes or args.kill_after:
             runs = {"dask, 2 processes of 2 GiB": 0.0}
             if args.kill_after:
