@@ -114,7 +114,11 @@ from pipeline.stages.write.publish import Publication
 from pipeline.stages.write.sinks import Sink, open_outputs
 
 BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 100 MB)
-_CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
+# Domains per resolving task: at least _CHUNK (answers reach the cache chunk by chunk), and
+# about _CHUNKS_A_WORKER tasks a worker, so that a chunk's slowest answers (its tail) are not
+# waited for dozens of times over.
+_CHUNK = 2_000
+_CHUNKS_A_WORKER = 4
 
 _log = logging.getLogger(__name__)
 
@@ -433,7 +437,7 @@ class DaskRun:
         resolver = await work.dns.get()  # checked against the canaries once, here
         futures = [
             self.submit(resolve_domains, chunk, work.config, work.routing.sandbox)
-            for chunk in _chunks(domains)
+            for chunk in _chunks(domains, self.size)
         ]
         hosts = work.cache if work.cache is not None else MemoryHosts()
         answers: dict[str, DnsAnswer] = {}
@@ -476,6 +480,7 @@ class DaskRun:
         return tally
 
 
-def _chunks(domains: Sequence[str]) -> Iterator[list[str]]:
-    for start in range(0, len(domains), _CHUNK):
-        yield list(domains[start : start + _CHUNK])
+def _chunks(domains: Sequence[str], workers: int) -> Iterator[list[str]]:
+    size = max(_CHUNK, -(-len(domains) // (_CHUNKS_A_WORKER * max(1, workers))))
+    for start in range(0, len(domains), size):
+        yield list(domains[start : start + size])
