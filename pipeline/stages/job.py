@@ -159,7 +159,7 @@ def remote_output(
     """An object-store output: checked before any work, staged in a private local folder
     (removed afterwards), and uploaded file by file as each is complete."""
     name = url.rstrip("/").rsplit("/", 1)[-1]
-    local = OutputPaths.for_output(Path("out" + name[len(stem_of(name)) :]), dataset)
+    local = Path("out" + name[len(stem_of(name)) :])
     remote = _remote_names(url, dataset)
     if input_text in remote.values():
         raise UsageError(
@@ -170,8 +170,8 @@ def remote_output(
     check_output_url(url, fs, dataset)
     folder = Path(tempfile.mkdtemp(prefix="listclean-upload-"))
     try:
-        targets = {folder / local.files(True)[role].name: remote[role] for role in remote}
-        yield folder / local.parquet.name, Upload(fs, targets)
+        targets = {folder / named: remote[role] for role, named in companions(local.name).items()}
+        yield folder / local.name, Upload(fs, targets)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ from pipeline.stages.steps import (
 )
 from pipeline.stages.summary import NormalizeStats, RunSummary, Tally
 from pipeline.stages.write.formats import check_capacity
-from pipeline.stages.write.outputs import RejectsSink
+from pipeline.stages.write.outputs import OutputPaths, RejectsSink
 from pipeline.stages.write.publish import Publication
 from pipeline.stages.write.sinks import Sink, open_outputs
 
@@ -105,15 +106,22 @@ class LocalWay:
         self._table = pl.DataFrame()  # the domains' answers
         self._answers: pl.DataFrame | None = None  # the address checker's
         self._scan: _Scan | None = None
+        self._rejects: RejectsSink | None = None
 
     def open(self, job: CleanJob, folder: Path) -> ListReader:
         reader = open_reader(job, folder)
         self._rows = batch_rows(job.memory_mb, reader.bytes_per_row)
         return reader
 
+    def files(self, job: CleanJob) -> OutputPaths:
+        return job.paths
+
     def scan(
-        self, job: CleanJob, reader: ListReader, rejects: RejectsSink, stack: contextlib.ExitStack
+        self, job: CleanJob, reader: ListReader, stack: contextlib.ExitStack
     ) -> tuple[Scanned, ListReader]:
+        """Pass 1, the rejects written to the rejects file as they are read."""
+        sink = RejectsSink(job.paths.rejects, list(reader.reject_schema))
+        self._rejects = rejects = stack.enter_context(contextlib.closing(sink))
         sizes = (self._rows, self._memory_mb)
         self._scan = scan = _scan(reader, self._engine, self._folder, sizes, rejects)
         dedupe = scan.marker.finish()
@@ -137,14 +145,15 @@ class LocalWay:
         facts: dict[str, Any],
         publication: Publication,
         stack: contextlib.ExitStack,
-    ) -> Tally:
-        assert self._scan is not None
+    ) -> tuple[Tally, Counter[str]]:
+        assert self._scan is not None and self._rejects is not None
         sink = stack.enter_context(open_outputs(job.paths, reader.schema, job.csv_bom, job.split))
         sink.note(facts)
         tables = (self._table, self._answers)
         tally = _decide_all(self._engine, self._scan, reader, self._rows, tables, sink)
         sink.stage(publication)
-        return tally
+        self._rejects.stage(publication)
+        return tally, self._rejects.reasons
 
     def queries(self, engine: Engine) -> int:
         return engine.dns.queries_sent

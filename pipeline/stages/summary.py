@@ -300,9 +300,11 @@ def summarize(
     counts: Counts,
     stages: list[StageSummary],
     run: RunFacts,
+    paths: OutputPaths | None = None,
 ) -> RunSummary:
-    """The run's summary, the same way for every engine."""
-    paths = job.paths
+    """The run's summary, the same way for every engine; *paths* are the files written when
+    they are not the job's own (the Dask engine's, see :meth:`OutputPaths.in_parts`)."""
+    paths = paths or job.paths
     tally = counts.tally
     return RunSummary(
         input=job.name or str(job.input),

@@ -27,10 +27,11 @@ How a run goes:
 4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out by the driver in
    the local engine's order; one worker per mail provider; answers committed by the driver).
 5. **decide and write**: each part is decided where it is, with the answers the driver
-   shipped, and its output rows (in input order) written by that worker as a part file
-   (:mod:`pipeline.stages.dask.staging`; a single Parquet file is joined from the parts by
-   one worker), staged for the run's commit point. Other outputs (CSV, xlsx,
-   ``--split``, object stores) are written by the driver through the local sinks.
+   shipped, and its output rows (in input order), its ``--split`` rows and its rejects are
+   written by that worker as part files beside the output, on a shared path or in the
+   object store; an output of one file (Parquet, CSV, xlsx) is then made from its parts by
+   one worker (:mod:`pipeline.stages.dask.staging`), and everything is staged for the run's
+   commit point. No output row passes through the driver.
 
 No task is tied to a worker: the scheduler places each, and a lost worker's tasks run again
 elsewhere (:mod:`pipeline.stages.dask.cluster`).
@@ -49,12 +50,11 @@ import queue
 import time
 import uuid
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import polars as pl
 
 from pipeline.core.bounces.step import BounceScope
 from pipeline.core.config import StorageConfig
@@ -78,9 +78,10 @@ from pipeline.stages.dask.shuffle import (
 )
 from pipeline.stages.dask.staging import (
     Output,
+    Staging,
     staging_folder,
-    workers_write,
-    write_by_workers,
+    write_rejects,
+    write_rows,
 )
 from pipeline.stages.dask.tasks import (
     Converted,
@@ -90,6 +91,7 @@ from pipeline.stages.dask.tasks import (
     decide_partition,
     partition_info,
     partition_table,
+    read_rejects,
     resolve_domains,
     scan_batch,
     scan_part,
@@ -106,12 +108,8 @@ from pipeline.stages.summary import (
     RunSummary,
     Tally,
 )
-from pipeline.stages.write.outputs import (
-    RejectsSink,
-    output_schema,
-)
+from pipeline.stages.write.outputs import OutputPaths, output_schema
 from pipeline.stages.write.publish import Publication
-from pipeline.stages.write.sinks import Sink, open_outputs
 
 BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 100 MB)
 # Domains per resolving task: at least _CHUNK (answers reach the cache chunk by chunk), and
@@ -163,6 +161,7 @@ async def _attempts(job: CleanJob, engine: Engine, folder: Path, cluster: Cluste
 @dataclass
 class _Scan:
     batches: list[Any]  # futures of each input part's normalized rows, in input order
+    rejects: list[Any]  # futures of each part's rejected records (a frame each), in input order
     rows: int = 0
     rejected: int = 0
     reading: float = 0.0
@@ -190,6 +189,7 @@ class DaskRun:
         self._tables: list[Any] = []  # futures of each part's domain table
         self._found: Any = None  # the address checker's answers (a future), if any
         self._scope: BounceScope | None = None
+        self._rejects: list[Any] = []  # futures of the parts' rejects (frames), in input order
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Any:
         """*function* on the cluster, wherever the scheduler places it: no task is tied to a
@@ -234,14 +234,19 @@ class DaskRun:
             self.digest = None
         return self._planned.reader
 
+    def files(self, job: CleanJob) -> OutputPaths:
+        """The job's files, a dataset's rejects as a folder of parts beside it."""
+        return job.paths.in_parts()
+
     def scan(
-        self, job: CleanJob, reader: ListReader, rejects: RejectsSink, stack: contextlib.ExitStack
+        self, job: CleanJob, reader: ListReader, stack: contextlib.ExitStack
     ) -> tuple[Scanned, ListReader]:
         """The parts read and normalized on the workers, their duplicates marked by the
         narrow shuffle, and what the driver needs of each: one record per domain."""
         assert self._planned is not None
         rows = batch_rows(job.memory_mb, reader.bytes_per_row)
-        scan, reader = self._scan(job, self._planned, (rows, rejects), stack, self._folder)
+        scan, reader = self._scan(job, self._planned, rows, stack, self._folder)
+        self._rejects = scan.rejects
         self._parts, normalized = self._mark_duplicates(scan.batches, scan.rows)
         engine = self._engine
         self._scope = engine.bounces.scope() if engine.bounces else None
@@ -278,23 +283,19 @@ class DaskRun:
         facts: dict[str, Any],
         publication: Publication,
         stack: contextlib.ExitStack,
-    ) -> Tally:
-        """Each part decided where it is, with the answers the driver shipped, and written."""
+    ) -> tuple[Tally, Counter[str]]:
+        """Each part decided where it is, with the answers the driver shipped, and written
+        by the workers with its rejects (:mod:`pipeline.stages.dask.staging`): no row of the
+        output passes through here."""
         flags = self._bounce_flags(self._engine, self._infos, self._scope)
         decided = [
             self.submit(decide_partition, part, self._tables[p], flags[p], self._found)
             for p, part in enumerate(self._parts)
         ]
-        if workers_write(job):
-            output = Output(job.paths, output_schema(reader.schema), dict(facts))
-            tally = write_by_workers(self.submit, decided, output, stack)
-            publication.stage(output.staged, job.paths.parquet)
-            return tally
-        sink = stack.enter_context(open_outputs(job.paths, reader.schema, job.csv_bom, job.split))
-        sink.note(facts)
-        tally = self._write(decided, sink)
-        sink.stage(publication)
-        return tally
+        staging = Staging(self.submit, self.files(job), stack, publication, self.cancel)
+        output = Output(output_schema(reader.schema), facts, job.split, job.csv_bom)
+        tally = write_rows(staging, decided, output)
+        return tally, write_rejects(staging, self._rejects, reader.reject_schema)
 
     def queries(self, engine: Engine) -> int:
         return engine.dns.queries_sent + self.remote_queries
@@ -348,7 +349,7 @@ class DaskRun:
         self,
         job: CleanJob,
         opened: Planned,
-        sizes: tuple[int, RejectsSink],
+        rows: int,
         stack: contextlib.ExitStack,
         folder: Path,
     ) -> tuple[_Scan, ListReader]:
@@ -357,49 +358,41 @@ class DaskRun:
         archive, a workbook, or a text file the ranges cannot settle) by one worker into
         Parquet shards beside the output, then as those; standard input (or an object-store
         output) read here, as a local run reads it, each batch shipped to the cluster as it
-        is read. Returns the reader that read it."""
-        rejects = sizes[1]
+        is read (with its rejects). Returns the reader that read it."""
         reader = opened.reader
         if opened.layout is not None:
             on = Reaching(self.submit, self.client.gather, self._hear_reads, self.client.cancel)
             ranged = read_ranges(on, opened, self.lists)
             if ranged is not None:
-                for future in ranged.rejects:
-                    rejects.write(future.result())
-                return _Scan(ranged.batches, ranged.rows, ranged.rejected), reader
+                scan = _Scan(ranged.batches, ranged.rejects, ranged.rows, ranged.rejected)
+                return scan, reader
             reader = open_reader(job, folder)  # read in order, as the local engine reads it
-        return self._scan_in_order(job, reader, sizes, stack), reader
+        return self._scan_in_order(job, reader, rows, stack), reader
 
     def _scan_in_order(
-        self,
-        job: CleanJob,
-        reader: ListReader,
-        sizes: tuple[int, RejectsSink],
-        stack: contextlib.ExitStack,
+        self, job: CleanJob, reader: ListReader, rows: int, stack: contextlib.ExitStack
     ) -> _Scan:
-        rows, rejects = sizes
         planned = reader.parts(rows)
+        rejects: list[Any] = []
         rejected = 0
         if planned is None and job.upload is None and not job.spooled:
             shards = stack.enter_context(staging_folder(job.paths.parquet, "shards"))
             converted: Converted = self.submit(convert, job, str(shards), rows).result()
-            for name in converted.rejects:
-                rejects.write(pl.read_parquet(name))
+            rejects = [self.submit(read_rejects, name) for name in converted.rejects]
             planned, rejected = converted.parts, converted.rejected
         if planned is not None:
-            scan = _Scan([], rows=sum(p.rows for p in planned), rejected=rejected)
+            scan = _Scan([], rejects, rows=sum(p.rows for p in planned), rejected=rejected)
             for part in planned:
                 scan.batches.append(self.submit(scan_part, part, self.lists))
             return scan
         while True:
             try:
-                return self._scan_with(reader, rows, rejects)
+                return self._scan_with(reader, rows)
             except ReadAgain:
                 reader.read_exactly()
-                rejects.restart()
 
-    def _scan_with(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
-        scan = _Scan([])
+    def _scan_with(self, reader: ListReader, rows: int) -> _Scan:
+        scan = _Scan([], [])
         batches = reader.batches(rows)
         try:
             while True:
@@ -408,8 +401,9 @@ class DaskRun:
                 scan.reading += time.perf_counter() - started
                 if read is None:
                     return scan
-                rejects.write(read.rejects)
-                scan.rejected += read.rejects.height
+                if read.rejects.height:  # data sent, not in the task graph
+                    scan.rejects.append(self.client.scatter(read.rejects, hash=False))
+                    scan.rejected += read.rejects.height
                 if not read.frame.height:  # every record of it a reject: nothing to decide
                     continue
                 scan.batches.append(
@@ -423,7 +417,7 @@ class DaskRun:
                 )
                 scan.rows += read.frame.height
         except BaseException:
-            self.client.cancel(scan.batches)
+            self.client.cancel([*scan.batches, *scan.rejects])
             raise
 
     async def _resolve(
@@ -468,16 +462,6 @@ class DaskRun:
         return [
             ShippedFlags(ledger.flags(i.bounce_keys) if i.bounce_keys else {}, scope) for i in infos
         ]
-
-    def _write(self, decided: list[Any], sink: Sink) -> Tally:
-        """Each input part's rows, in input order, written as one row group, counted."""
-        tally = Tally()
-        for index, future in enumerate(decided):
-            frame: pl.DataFrame = future.result()
-            decided[index] = None  # let the cluster forget it
-            sink.write(frame)
-            tally.add(frame)
-        return tally
 
 
 def _chunks(domains: Sequence[str], workers: int) -> Iterator[list[str]]:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.core.bounces.step import BounceScope, bounce_keys
@@ -48,8 +47,6 @@ from pipeline.stages.read.parquet_source import ParquetPart
 from pipeline.stages.read.reader import ListReader, PartRead
 from pipeline.stages.runner import open_reader
 from pipeline.stages.steps import decide_rows, normalize, probe_candidates
-from pipeline.stages.summary import Tally
-from pipeline.stages.write.outputs import write_part_file
 
 _NOTHING_HELD = pl.DataFrame()  # decide_rows: CONSENT is already the whole list's
 
@@ -114,6 +111,11 @@ def _convert(reader: ListReader, staging: Path, rows: int) -> Converted:
             done.parts.append(PartRead(part, first, {}, reader.email_column))
             first += read.frame.height
     return Converted(done.parts, done.rejects, rejected)
+
+
+def read_rejects(name: str) -> pl.DataFrame:
+    """One batch's rejects, as :func:`convert` left them beside its shards."""
+    return pl.read_parquet(name)
 
 
 @dataclass(frozen=True)
@@ -196,17 +198,6 @@ def decide_partition(
 def same(value: Any) -> Any:
     """*value* as a task's result: held by a worker, computed again if that worker is lost."""
     return value
-
-
-def write_part(
-    folder: str, index: int, schema: pa.Schema, facts: dict[str, Any], frame: pl.DataFrame
-) -> Tally:
-    """One input part's output rows, in input order, written by this worker as the part file
-    *index* of a dataset output (in the run's staging folder); the driver gets their tally."""
-    write_part_file(frame, Path(folder) / f"part-{index:05d}.parquet", schema, facts)
-    tally = Tally()
-    tally.add(frame)
-    return tally
 
 
 class Forward:

@@ -19,7 +19,9 @@ together; removed if the run fails. :func:`open_sink` picks the sink for an outp
 from __future__ import annotations
 
 import contextlib
+import io
 from collections.abc import Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final, Protocol, Self
 
@@ -176,18 +178,27 @@ class _FileSink:
         self.close()
 
 
+def csv_head(columns: list[str], bom: bool = False) -> bytes:
+    """What a CSV output starts with: the BOM if asked for, then the header line."""
+    header = io.BytesIO()
+    pl.DataFrame(schema=dict.fromkeys(columns, pl.String)).write_csv(header, include_header=True)
+    return (_BOM if bom else b"") + header.getvalue()
+
+
+def write_csv_rows(frame: pl.DataFrame, target: IO[bytes]) -> None:
+    """*frame*'s rows appended to a CSV output (or a Dask worker's part of one): each row's
+    bytes depend on that row alone, so parts joined in order are the file a local run writes."""
+    as_flat(frame).write_csv(target, include_header=False)
+
+
 class CsvSink(_FileSink):
     def __init__(self, paths: OutputPaths, columns: list[str], bom: bool = False) -> None:
         super().__init__(paths)
         self._handle: IO[bytes] = guard(self._final, lambda: self._tmp.open("wb"))
-        header = pl.DataFrame(schema=dict.fromkeys(columns, pl.String))
-        if bom:
-            guard(self._final, lambda: self._handle.write(_BOM))
-        guard(self._final, lambda: header.write_csv(self._handle, include_header=True))
+        guard(self._final, lambda: self._handle.write(csv_head(columns, bom)))
 
     def write(self, frame: pl.DataFrame) -> None:
-        flat = as_flat(frame)
-        guard(self._final, lambda: flat.write_csv(self._handle, include_header=False))
+        guard(self._final, lambda: write_csv_rows(frame, self._handle))
 
     def stage(self, into: Publication) -> None:
         guard(self._final, self._handle.close)
@@ -223,9 +234,13 @@ class XlsxSink(_FileSink):
         self._row += 1
 
     def stage(self, into: Publication) -> None:
+        into.stage(self.finish(), self._final)
+
+    def finish(self) -> Path:
+        """The workbook written whole, under its temporary name (returned)."""
         self._closed = True
         guard(self._final, self._book.close)
-        into.stage(self._tmp, self._final)
+        return self._tmp
 
     def close(self) -> None:
         if not self._closed:
