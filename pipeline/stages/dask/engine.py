@@ -9,8 +9,9 @@ How a run goes:
    row groups) and the workers read them; a list only read in order (CSV, packed, zip, xlsx)
    is first read by one worker with the local reader into Parquet shards beside the output
    (:func:`~pipeline.stages.dask.tasks.convert`: the local rejects and line numbers), then
-   read like Parquet. Only standard input, or a run with an object-store output, is read by
-   the driver and shipped batch by batch. Each part is normalized on the worker that read it
+   read like Parquet. Only standard input, or a list read in order whose output goes to an
+   object store, is read by the driver and shipped batch by batch (with its rejects, which
+   workers write like any other's). Each part is normalized on the worker that read it
    and its rows stay there to the end; each row keeps its row number in the list (its part's
    first row plus its place in the part: no global scan).
 2. **duplicates**: only narrow (KEY, row number) pairs cross the network, shuffled by a hash
