@@ -293,3 +293,31 @@ def test_a_run_stopped_after_its_parts_publishes_nothing(
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     assert after == before
     assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("output", ["out.csv", "out.xlsx", "out.parquet", "out/"])
+def test_a_list_with_no_row_still_gets_every_file(
+    cluster: Client, tmp_path: Path, output: str
+) -> None:
+    """A header and blank lines only: no part holds a row, and the files still come, as the
+    local engine writes them (the header, every column; the rejects file with its header)."""
+    source = tmp_path / "list.csv"
+    source.write_text("id,email\n\n\n")
+    local = clean(tmp_path, source, f"local-{output}", "--offline", "--split")
+    spread = clean(tmp_path, source, output, "--offline", "--split", *on_the_cluster(cluster))
+    assert (spread["rows_out"], spread["rows_rejected"]) == (local["rows_out"], 2) == (0, 2)
+    for role in ("", *(f".{r}" for r in SPLIT)):
+        ours, theirs = tmp_path / f"out{role}", tmp_path / f"local-out{role}"
+        if output == "out.csv":
+            assert ours.with_suffix(".csv").read_bytes() == theirs.with_suffix(".csv").read_bytes()
+        elif output == "out.xlsx":
+            assert sheet(ours.with_suffix(".xlsx")) == sheet(theirs.with_suffix(".xlsx"))
+        else:
+            fmt = ".parquet" if output == "out.parquet" else ""
+            got = pl.read_parquet(ours.with_name(ours.name + fmt))
+            assert got.equals(pl.read_parquet(theirs.with_name(theirs.name + fmt)))
+    if output == "out/":
+        rejects = rejects_in_parts(tmp_path / "out.rejects")
+    else:
+        rejects = (tmp_path / "out.rejects.csv").read_bytes()
+    assert rejects == (tmp_path / "local-out.rejects.csv").read_bytes()
