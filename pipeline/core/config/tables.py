@@ -48,7 +48,9 @@ class DnsConfig:
     backoff: float = setting(
         0.5, "Seconds before the first retry; doubles on each further retry.", minimum=0
     )
-    concurrency: int = setting(200, "Domains resolved at the same time.")
+    concurrency: int = setting(
+        200, "Domains resolved at the same time, in the whole run (Dask workers share it)."
+    )
     canaries: tuple[str, ...] = setting(
         ("gmail.com", "outlook.com", "yahoo.com"),
         "Well-known mail domains the resolver must resolve before its answers are trusted.",

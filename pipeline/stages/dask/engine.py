@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import queue
 import time
@@ -430,8 +431,12 @@ class DaskRun:
             return {}, 0
         before = work.dns.queries_sent + self.remote_queries
         resolver = await work.dns.get()  # checked against the canaries once, here
+        # dns.concurrency is the run's, whatever the engine: the workers resolving at once and
+        # this process judging the hosts share it, so the resolver sees what a local run sends.
+        concurrency = max(1, work.config.concurrency // (self.size + 1))
+        config = dataclasses.replace(work.config, concurrency=concurrency)
         futures = [
-            self.submit(resolve_domains, chunk, work.config, work.routing.sandbox)
+            self.submit(resolve_domains, chunk, config, work.routing.sandbox)
             for chunk in _chunks(domains, self.size)
         ]
         hosts = work.cache if work.cache is not None else MemoryHosts()
@@ -443,7 +448,6 @@ class DaskRun:
                 got, queries = future.result()
                 self.remote_queries += queries
                 mx = {d: a for d, a in got.items() if a.status is DnsStatus.MX}
-                concurrency = work.config.concurrency
                 got.update(await judge_exchanges(resolver, mx, hosts, work.routing, concurrency))
                 if work.cache is not None:
                     work.cache.put_many(got)
