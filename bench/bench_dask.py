@@ -58,8 +58,8 @@ _CALL = re.compile(r"^\d+\s+(\w+)\(\d+<([^>]*)>.*\)\s+=\s+(\d+)")
 
 def traced_bytes(trace: Path, source: Path, output: Path) -> dict[str, int]:
     """From an strace log of the driver: the bytes it read of the input file, read and
-    written on sockets (the network, the cluster's comms among them), and written to any
-    file of the output (its name or its temporary names beside it)."""
+    written on sockets (the network, the cluster's comms among them), and written to the
+    output's rows (its file, its temporary names, its parts; not the summary or the report)."""
     counts = {"input_read": 0, "socket_read": 0, "socket_written": 0, "output_written": 0}
     with trace.open() as lines:
         for line in lines:
@@ -72,7 +72,7 @@ def traced_bytes(trace: Path, source: Path, output: Path) -> dict[str, int]:
                 counts["socket_read" if reading else "socket_written"] += size
             elif reading and place == str(source):
                 counts["input_read"] += size
-            elif not reading and output.stem in place:
+            elif not reading and output.name in place:  # the rows' file, or its temporary
                 counts["output_written"] += size
     return counts
 
@@ -330,7 +330,7 @@ def table(r: dict[str, dict[str, Any]]) -> str:
             lines.append(
                 f"{name} (driver under strace): read {t['input_read']:,.1f} MiB of the input; "
                 f"network {t['socket_read']:,.1f} MiB in, {t['socket_written']:,.1f} MiB out; "
-                f"wrote {t['output_written']:,.1f} MiB to the output's files"
+                f"wrote {t['output_written']:,.1f} MiB of the output's rows"
             )
     for name, m in r.items():
         if "restarted" in m:
