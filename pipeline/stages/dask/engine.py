@@ -87,16 +87,18 @@ from pipeline.stages.dask.staging import (
 )
 from pipeline.stages.dask.tasks import (
     Converted,
-    PartitionInfo,
     ShippedFlags,
+    bounce_keys_of,
     convert,
     decide_partition,
+    domains_of,
     partition_info,
     partition_table,
     read_rejects,
     resolve_domains,
     scan_batch,
     scan_part,
+    union,
 )
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest, InputDigest, input_digest
@@ -119,6 +121,7 @@ BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 10
 # waited for dozens of times over.
 _CHUNK = 2_000
 _CHUNKS_A_WORKER = 4
+_MERGE = 8  # parts' domain sets merged by one task
 
 _log = logging.getLogger(__name__)
 
@@ -187,7 +190,7 @@ class DaskRun:
         self.digest: Digest | None = self._digest  # the input hashed by a worker
         self._planned: Planned | None = None
         self._parts: list[Any] = []  # futures of the parts' rows (Batch), in input order
-        self._infos: list[PartitionInfo] = []
+        self._infos: list[Any] = []  # futures of each part's PartitionInfo, on its worker
         self._tables: list[Any] = []  # futures of each part's domain table
         self._found: Any = None  # the address checker's answers (a future), if any
         self._scope: BounceScope | None = None
@@ -252,25 +255,28 @@ class DaskRun:
         self._parts, normalized = self._mark_duplicates(scan.batches, scan.rows)
         engine = self._engine
         self._scope = engine.bounces.scope() if engine.bounces else None
-        self._infos = self.collect(
-            [self.submit(partition_info, part, self._scope) for part in self._parts],
-            "duplicates",
-            "part",
-            lambda _: 1,
-        )
+        # What the driver needs of each part stays on its worker (one record per domain):
+        # the parts' domains are merged there, and only the list's distinct domains come here.
+        self._infos = [self.submit(partition_info, part, self._scope) for part in self._parts]
+        self.collect(self._infos, "duplicates", "part", lambda _: 1, keep=False)
         return Scanned(scan.rows, scan.rejected, normalized, scan.reading), reader
 
     async def domains(self, engine: Engine) -> DomainStats:
         """Each distinct domain of the list answered once (the cache, then the workers), and
-        each part's own domains' table built where the part is."""
-        infos = self._infos
-        domains = list(dict.fromkeys(d for info in infos for d in info.domains))
+        each part's own domains' table built where the part is, from the answers shipped
+        once: the driver holds the list's distinct domains, never a part's records."""
+        level = [self.submit(domains_of, info) for info in self._infos]
+        while len(level) > 1:  # merged in input order, a few parts' sets a task
+            level = [
+                self.submit(union, *level[i : i + _MERGE]) for i in range(0, len(level), _MERGE)
+            ]
+        domains: list[str] = level[0].result() if level else []
         answers, stats = await domain_answers(engine.domains, domains, self._resolve)
+        # On every worker (a lost one's copy is one of several), not in the task graph.
+        (shipped,) = self.client.scatter([answers], broadcast=True, hash=False)
+        self._sent.add(shipped)
         self._tables = [
-            self.submit(
-                partition_table, info.domains, {d: answers[d] for d in info.domains}, self.lists
-            )
-            for info in infos
+            self.submit(partition_table, info, shipped, self.lists) for info in self._infos
         ]
         return stats
 
@@ -289,7 +295,7 @@ class DaskRun:
         """Each part decided where it is, with the answers the driver shipped, and written
         by the workers with its rejects (:mod:`pipeline.stages.dask.staging`): no row of the
         output passes through here."""
-        flags = self._bounce_flags(self._engine, self._infos, self._scope)
+        flags = self._bounce_flags(self._engine, self._scope)
         decided = [
             self.submit(decide_partition, part, self._tables[p], flags[p], self._found)
             for p, part in enumerate(self._parts)
@@ -307,16 +313,24 @@ class DaskRun:
         return self.collect(futures, "read", "row", lambda report: int(report.rows))
 
     def collect(
-        self, futures: list[Any], label: str, unit: str, amount: Callable[[Any], int]
+        self,
+        futures: list[Any],
+        label: str,
+        unit: str,
+        amount: Callable[[Any], int],
+        keep: bool = True,
     ) -> list[Any]:
         """The results of *futures*, in order, a stage's meter moved by each result's
-        *amount* as the tasks finish, in whatever order they do."""
+        *amount* as the tasks finish, in whatever order they do; with *keep* False, the
+        tasks only waited for (their results stay on the workers)."""
         from distributed import as_completed
 
         with contextlib.closing(meter(self._engine.progress, None, label, unit)) as bar:
             for future in as_completed(futures):  # type: ignore[no-untyped-call]
-                bar.update(amount(future.result()))
-        return [future.result() for future in futures]
+                if future.status == "error":
+                    future.result()  # its error, raised here
+                bar.update(amount(future.result()) if keep else 1)
+        return [future.result() for future in futures] if keep else []
 
     def _digest(self, source: Path | str, given: str, storage: StorageConfig) -> InputDigest:
         """The input's hash, read by a worker: the driver never reads the list through."""
@@ -458,15 +472,13 @@ class DaskRun:
     def gather(self, futures: list[Any]) -> list[Any]:
         return list(self.client.gather(futures))
 
-    def _bounce_flags(
-        self, engine: Engine, infos: list[PartitionInfo], scope: BounceScope | None
-    ) -> list[ShippedFlags | None]:
+    def _bounce_flags(self, engine: Engine, scope: BounceScope | None) -> list[ShippedFlags | None]:
+        """The bounce ledger's flags for each part's keys (the ledger is the driver's)."""
         if engine.bounces is None or scope is None:
-            return [None] * len(infos)
+            return [None] * len(self._infos)
         ledger = engine.bounces
-        return [
-            ShippedFlags(ledger.flags(i.bounce_keys) if i.bounce_keys else {}, scope) for i in infos
-        ]
+        keys: list[list[str]] = self.gather([self.submit(bounce_keys_of, i) for i in self._infos])
+        return [ShippedFlags(ledger.flags(k) if k else {}, scope) for k in keys]
 
 
 def _chunks(domains: Sequence[str], workers: int) -> Iterator[list[str]]:

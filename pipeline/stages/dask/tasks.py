@@ -159,10 +159,24 @@ async def _resolve(
         await shared.close()
 
 
+def domains_of(info: PartitionInfo) -> list[str]:
+    return info.domains
+
+
+def bounce_keys_of(info: PartitionInfo) -> list[str]:
+    return info.bounce_keys
+
+
+def union(*domains: list[str]) -> list[str]:
+    """Several parts' domains as one list, first seen first, in the parts' order."""
+    return list(dict.fromkeys(d for part in domains for d in part))
+
+
 def partition_table(
-    domains: Sequence[str], answers: dict[str, DnsAnswer], lists: ListsConfig
+    info: PartitionInfo, answers: dict[str, DnsAnswer], lists: ListsConfig
 ) -> pl.DataFrame:
-    return domain_table(_lists(lists), domains, answers)
+    """The part's own domains' table, from the answers of the whole list's domains."""
+    return domain_table(_lists(lists), info.domains, {d: answers[d] for d in info.domains})
 
 
 def partition_candidates(part: Batch, table: pl.DataFrame) -> pl.DataFrame:
