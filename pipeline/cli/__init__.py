@@ -121,15 +121,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from pipeline.cli import lists, records, service
+    from pipeline.cli import commands
 
     parser = argparse.ArgumentParser(
         prog="listclean", description="Clean mailing lists and verify email addresses."
     )
     parser.add_argument("--version", action="version", version=f"listclean {__version__}")
-    commands = parser.add_subparsers(required=True, metavar="COMMAND")
-    # The order here is the order of `listclean --help`.
-    lists.add_commands(commands)
-    records.add_commands(commands)
-    service.add_commands(commands)
+    commands.add_commands(parser.add_subparsers(required=True, metavar="COMMAND"))
     return parser

@@ -18,8 +18,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, get_origin, get_type_hints
 
-import platformdirs
-
 from pipeline.core.config.http import ANONYMOUS_PREFIX, HTTP_PREFIX, AnonymousConfig, HttpConfig
 from pipeline.core.config.rules import ENV_PREFIX, build, coerce, load_toml
 from pipeline.core.config.tables import VENDORS, Config
@@ -210,4 +208,6 @@ def method_keys(
 def cache_root(given: str | Path | None, config: Config) -> Path:
     """Where the caches and stores live: *given* (``--cache-dir``, a keyword), else ``[cache]
     dir``, else the user's cache folder (``~/.cache/listclean`` on Linux)."""
+    import platformdirs  # here: the command line's parser imports the settings' names
+
     return Path(given or config.cache.dir or platformdirs.user_cache_dir("listclean"))
