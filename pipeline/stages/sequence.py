@@ -158,7 +158,8 @@ async def run_stages(job: CleanJob, engine: Engine, folder: Path, way: Way) -> R
             tally,
             rejects.reasons,
         )
-        summary = summarize(job, reader, counts, clock.stages, record.facts())
+        run = record.facts()
+        summary = summarize(job, reader, counts, clock.stages, run, engine.routing.sandbox)
         stage_summaries(summary, paths, publication)
         pin.check()  # the hash in the summary is of these bytes too
         publication.commit()

@@ -189,6 +189,8 @@ class RunSummary:
     encoding: str = ""  # of a text input, as detected
     delimiter: str = ""
     output_format: str = "parquet"
+    # The run answered from the sandbox's made-up world (--sandbox): its verdicts are not real.
+    sandbox: bool = False
 
     @property
     def output(self) -> str:
@@ -222,6 +224,7 @@ class RunSummary:
     def as_dict(self) -> dict[str, Any]:
         return {
             "input": self.input,
+            "sandbox": self.sandbox,
             "output": self.output,
             "rejects_file": self.rejects_file,
             "files": self.files,
@@ -300,8 +303,10 @@ def summarize(
     counts: Counts,
     stages: list[StageSummary],
     run: RunFacts,
+    sandbox: bool = False,
 ) -> RunSummary:
-    """The run's summary, the same way for every engine."""
+    """The run's summary, the same way for every engine; *sandbox*: the run answered from the
+    sandbox's made-up world."""
     paths = job.paths
     tally = counts.tally
     return RunSummary(
@@ -326,6 +331,7 @@ def summarize(
         stages=stages,
         run=run,
         warnings=[*reader.warnings, *(counts.checks.warnings if counts.checks else ())],
+        sandbox=sandbox,
         **described(reader, job),
     )
 
