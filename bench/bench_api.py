@@ -7,10 +7,13 @@ Measured in one run, each figure a median:
   ``--calls`` further calls, each on another address; beside it python-email-validator's
   syntax-only ``validate_email`` on the same addresses, the baseline a notebook user knows;
 - ``verify_many()`` offline over ``--calls`` addresses, per address (when the API has it);
-- ``listclean --help`` and ``listclean --version`` as fresh processes, ``--starts`` times each,
-  with ``python -c pass`` as the floor every Python command pays.
+- ``listclean --help`` and ``listclean --version`` as fresh processes (``python -m pipeline``,
+  the console script's work), ``--starts`` times each, with ``python -c pass`` as the floor every
+  Python command pays.
 
-Prints a Markdown table; nothing is written.
+Prints a Markdown table; nothing is written. An earlier commit measures the same way from a
+copy of its tree: ``git archive OLD | tar -x -C /tmp/old`` then
+``PYTHONPATH=/tmp/old python bench/bench_api.py`` (``pipeline`` is imported from there).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-LISTCLEAN = Path(sys.executable).with_name("listclean")
+LISTCLEAN = [sys.executable, "-m", "pipeline"]
 
 
 def _addresses(count: int) -> list[str]:
@@ -67,17 +70,21 @@ def _verify_figures(calls: int, cache: Path) -> dict[str, float]:
     return figures
 
 
-def _start_figures(starts: int) -> dict[str, float]:
+def _start_figures(starts: int, elsewhere: Path) -> dict[str, float]:
+    """Each command started *starts* times in *elsewhere*: ``python -m`` puts the working
+    folder first on the path, which must not be a checkout."""
     commands = {
         "python -c pass": [sys.executable, "-c", "pass"],
-        "listclean --help": [str(LISTCLEAN), "--help"],
-        "listclean --version": [str(LISTCLEAN), "--version"],
+        "listclean --help": [*LISTCLEAN, "--help"],
+        "listclean --version": [*LISTCLEAN, "--version"],
     }
     figures = {}
     for name, command in commands.items():
-        subprocess.run(command, capture_output=True, check=True)  # warm the file cache
+        subprocess.run(command, capture_output=True, check=True, cwd=elsewhere)  # warm the cache
         runs = [
-            _timed(lambda c=command: subprocess.run(c, capture_output=True, check=True))
+            _timed(
+                lambda c=command: subprocess.run(c, capture_output=True, check=True, cwd=elsewhere)
+            )
             for _ in range(starts)
         ]
         figures[name] = statistics.median(runs)
@@ -91,7 +98,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-api-") as folder:
         figures = _verify_figures(args.calls, Path(folder))
-    figures |= _start_figures(args.starts)
+        figures |= _start_figures(args.starts, Path(folder))
     print("| what | median ms |\n|---|---:|")
     for name, seconds in figures.items():
         print(f"| {name} | {seconds * 1000:.3f} |")

@@ -35,7 +35,7 @@ def test_the_lists_are_loaded_once_a_process() -> None:
 
 
 def test_verify_offline_is_quick_after_the_first_call(tmp_path: Path) -> None:
-    """The suffix list used to be parsed on every call (about 150 ms a call on this machine)."""
+    """The suffix list used to be parsed on every call (47-83 ms a call on this machine)."""
     verify("ann@gmail.com", offline=True, cache_dir=tmp_path)
     started = time.perf_counter()
     for n in range(10):
