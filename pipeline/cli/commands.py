@@ -2,9 +2,10 @@
 
 ``listclean --help`` (and a mistyped flag) must answer at once, so building the parser imports
 nothing heavy: the arguments are declared here, with the light helpers of :mod:`.options`, and
-each command's handler imports its module (:mod:`.lists`, :mod:`.records`, :mod:`.service`:
-polars, pyarrow, aiohttp and the engine) when the command runs. The imports are plain
-``import`` statements, so the import checks see every module.
+each command's ``command`` default imports its module (:mod:`.lists`, :mod:`.records`,
+:mod:`.service`: polars, pyarrow, aiohttp and the engine) and gives its handler, once the
+arguments are parsed (:func:`pipeline.cli.main` calls it while the command is still starting).
+The imports are plain ``import`` statements, so the import checks see every module.
 """
 
 from __future__ import annotations
@@ -128,21 +129,21 @@ def _list_commands(commands: Commands) -> None:
     )
     common_options(clean)
     verify_options(clean)
-    clean.set_defaults(handler=lambda args: _lists().command_clean(args))
+    clean.set_defaults(command=lambda: _lists().command_clean)
 
     verify = commands.add_parser("verify", help="verify one address; prints the spec's JSON")
     verify.add_argument("address", type=utf8_text, metavar="ADDRESS")
     verify.add_argument("--domain", action="store_true", help="ADDRESS is a bare domain")
     common_options(verify)
     verify_options(verify)
-    verify.set_defaults(handler=lambda args: _lists().command_verify(args), quiet=True)
+    verify.set_defaults(command=lambda: _lists().command_verify, quiet=True)
 
     doctor = commands.add_parser(
         "doctor", help="can this host verify? resolver, port 25, EHLO, a paid verifier's key"
     )
     common_options(doctor)
     verify_options(doctor)
-    doctor.set_defaults(handler=lambda args: _lists().command_doctor(args), quiet=True)
+    doctor.set_defaults(command=lambda: _lists().command_doctor, quiet=True)
 
 
 def _record_commands(commands: Commands) -> None:
@@ -152,13 +153,13 @@ def _record_commands(commands: Commands) -> None:
         "import", help="import CSV/Parquet bounce exports or RFC 3464 DSNs (.eml, mbox)"
     )
     importing.add_argument("files", nargs="+", type=utf8_path, metavar="FILE")
-    importing.set_defaults(handler=lambda args: _records().command_bounces_import(args))
+    importing.set_defaults(command=lambda: _records().command_bounces_import)
     showing = bounce_commands.add_parser("list", help="list recorded events, newest first")
     showing.add_argument(
         "--email", type=utf8_text, metavar="ADDR", help="only this address (any spelling)"
     )
     showing.add_argument("--limit", type=int, default=100, metavar="N")
-    showing.set_defaults(handler=lambda args: _records().command_bounces_list(args))
+    showing.set_defaults(command=lambda: _records().command_bounces_list)
     for sub in (importing, showing):
         sub.add_argument(
             "--db",
@@ -177,7 +178,7 @@ def _record_commands(commands: Commands) -> None:
     c_import.add_argument(
         "--source", type=utf8_text, help="where the records come from (default: file name)"
     )
-    c_import.set_defaults(handler=lambda args: _records().command_contacts_import(args))
+    c_import.set_defaults(command=lambda: _records().command_contacts_import)
     c_suppress = contact_commands.add_parser(
         "suppress", help="opt-out: never return this person again (kept only hashed)"
     )
@@ -195,9 +196,7 @@ def _record_commands(commands: Commands) -> None:
             metavar="NAME",
             help="their name, to reach records only it leads to",
         )
-        sub.set_defaults(
-            handler=lambda args: _records().command_contacts_forget(args), request=request
-        )
+        sub.set_defaults(command=lambda: _records().command_contacts_forget, request=request)
     c_audit = contact_commands.add_parser(
         "audit", help="who looked up what, when, with what outcome"
     )
@@ -205,7 +204,7 @@ def _record_commands(commands: Commands) -> None:
         "--since", type=utf8_text, metavar="DATE", help="ISO date or date-time (UTC)"
     )
     c_audit.add_argument("--format", choices=("csv", "json"), default="csv")
-    c_audit.set_defaults(handler=lambda args: _records().command_contacts_audit(args))
+    c_audit.set_defaults(command=lambda: _records().command_contacts_audit)
     for sub in (c_import, c_suppress, c_erase, c_audit):
         sub.add_argument(
             "--db",
@@ -231,7 +230,7 @@ def _service_commands(commands: Commands) -> None:
         help="keys, quota counters, contacts, bounces: a SQLite file or a postgresql:// URL",
     )
     common_options(serve)
-    serve.set_defaults(handler=lambda args: _service().command_serve(args), quiet=True)
+    serve.set_defaults(command=lambda: _service().command_serve, quiet=True)
 
     keys = commands.add_parser("keys", help="create, list and revoke API keys")
     key_commands = keys.add_subparsers(required=True, metavar="ACTION")
@@ -240,18 +239,18 @@ def _service_commands(commands: Commands) -> None:
         "--plan", required=True, type=utf8_text, metavar="NAME", help="plan the key is on"
     )
     create.add_argument("--label", type=utf8_text, default="", help="a note for whom the key is")
-    create.set_defaults(handler=lambda args: _service().command_keys_create(args))
+    create.set_defaults(command=lambda: _service().command_keys_create)
     listing = key_commands.add_parser("list", help="list keys (never their secrets)")
-    listing.set_defaults(handler=lambda args: _service().command_keys_list(args))
+    listing.set_defaults(command=lambda: _service().command_keys_list)
     revoke = key_commands.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("key_id", type=utf8_text, metavar="KEY_ID")
-    revoke.set_defaults(handler=lambda args: _service().command_keys_revoke(args))
+    revoke.set_defaults(command=lambda: _service().command_keys_revoke)
     database = commands.add_parser("db", help="the service's database")
     db_commands = database.add_subparsers(required=True, metavar="ACTION")
     migrate = db_commands.add_parser(
         "migrate", help="create or upgrade the tables of every store the service uses"
     )
-    migrate.set_defaults(handler=lambda args: _service().command_db_migrate(args))
+    migrate.set_defaults(command=lambda: _service().command_db_migrate)
     for sub in (create, listing, revoke, migrate):
         sub.add_argument("--db", type=utf8_text, metavar="PATH|URL", help="keys and quota counters")
         sub.add_argument("--config", type=Path, metavar="FILE", help="service settings (TOML)")
