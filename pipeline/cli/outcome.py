@@ -5,7 +5,6 @@ be seen even with ``--quiet``, and the exit code a scheduled job can act on
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Final, TextIO
 
@@ -16,17 +15,6 @@ from pipeline.stages.summary import RunSummary
 
 FAILED_CHECK: Final = 4  # the exit code of a run whose results crossed a --fail-on-* share
 _WIDTH: Final = 24
-
-
-def share(text: str) -> float:
-    """A share of the input's rows, 0 to 1 (argparse ``type=``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a share between 0 and 1 (e.g. 0.2)")
-    return value
 
 
 def tell(log: Log, summary: RunSummary, *, quiet: bool) -> None:

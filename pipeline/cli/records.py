@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.cli.common import bounce_ledger_path, cache_path, settings, utf8_path, utf8_text
+from pipeline.cli.common import bounce_ledger_path, cache_path, settings
 from pipeline.core.assembly.forget import Request, forget
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
@@ -21,78 +21,6 @@ from pipeline.core.db.sqlite import beside_domain_cache
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.vendors.store import PaidAnswers
-
-
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bounces = commands.add_parser("bounces", help="the bounce ledger: import reports, list events")
-    bounce_commands = bounces.add_subparsers(required=True, metavar="ACTION")
-    importing = bounce_commands.add_parser(
-        "import", help="import CSV/Parquet bounce exports or RFC 3464 DSNs (.eml, mbox)"
-    )
-    importing.add_argument("files", nargs="+", type=utf8_path, metavar="FILE")
-    importing.set_defaults(handler=_bounces_import)
-    showing = bounce_commands.add_parser("list", help="list recorded events, newest first")
-    showing.add_argument(
-        "--email", type=utf8_text, metavar="ADDR", help="only this address (any spelling)"
-    )
-    showing.add_argument("--limit", type=int, default=100, metavar="N")
-    showing.set_defaults(handler=_bounces_list)
-    for sub in (importing, showing):
-        sub.add_argument(
-            "--db",
-            type=utf8_text,
-            metavar="PATH|URL",
-            help="ledger file or postgresql:// URL (default: cache)",
-        )
-        sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
-        sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
-        sub.add_argument("--sandbox", action="store_true", help="the sandbox's ledger")
-
-    contacts = commands.add_parser("contacts", help="the contact store behind /api/find")
-    contact_commands = contacts.add_subparsers(required=True, metavar="ACTION")
-    c_import = contact_commands.add_parser("import", help="import CSV/Parquet public records")
-    c_import.add_argument("file", type=utf8_path, metavar="FILE")
-    c_import.add_argument(
-        "--source", type=utf8_text, help="where the records come from (default: file name)"
-    )
-    c_import.set_defaults(handler=_contacts_import)
-    c_suppress = contact_commands.add_parser(
-        "suppress", help="opt-out: never return this person again (kept only hashed)"
-    )
-    c_erase = contact_commands.add_parser("erase", help="delete the person's records and suppress")
-    for sub, request in ((c_suppress, Request.SUPPRESS), (c_erase, Request.ERASE)):
-        sub.add_argument(
-            "--email", type=utf8_text, metavar="ADDR", help="the person's email address"
-        )
-        sub.add_argument(
-            "--phone", type=utf8_text, metavar="NUMBER", help="the person's phone number"
-        )
-        sub.add_argument(
-            "--name",
-            type=utf8_text,
-            metavar="NAME",
-            help="their name, to reach records only it leads to",
-        )
-        sub.set_defaults(handler=_contacts_forget, request=request)
-    c_audit = contact_commands.add_parser(
-        "audit", help="who looked up what, when, with what outcome"
-    )
-    c_audit.add_argument(
-        "--since", type=utf8_text, metavar="DATE", help="ISO date or date-time (UTC)"
-    )
-    c_audit.add_argument("--format", choices=("csv", "json"), default="csv")
-    c_audit.set_defaults(handler=_contacts_audit)
-    for sub in (c_import, c_suppress, c_erase, c_audit):
-        sub.add_argument(
-            "--db",
-            type=utf8_text,
-            metavar="PATH|URL",
-            help="contact store file or postgresql:// URL (default: cache)",
-        )
-        sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
-        sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
-        sub.add_argument("--sandbox", action="store_true", help="the sandbox's contact store")
-
 
 # --- bounces ----------------------------------------------------------------------------------
 
@@ -108,7 +36,7 @@ def _ledger(args: argparse.Namespace, config: Config) -> BounceLedger:
     return BounceLedger(_given(args.db) or bounce_ledger_path(args, config), config.bounces)
 
 
-def _bounces_import(args: argparse.Namespace) -> int:
+def command_bounces_import(args: argparse.Namespace) -> int:
     config = settings(args)
     with _ledger(args, config) as ledger:
         for path in args.files:
@@ -124,7 +52,7 @@ def _bounces_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bounces_list(args: argparse.Namespace) -> int:
+def command_bounces_list(args: argparse.Namespace) -> int:
     with _ledger(args, settings(args)) as ledger:
         events = ledger.events(args.email, args.limit)
     print(f"{'WHEN (UTC)':<20} {'KIND':<10} {'STATUS':<7} {'EMAIL':<40} REASON")
@@ -144,7 +72,7 @@ def _contact_store(args: argparse.Namespace) -> ContactStore:
     return ContactStore(where, config.contacts)
 
 
-def _contacts_import(args: argparse.Namespace) -> int:
+def command_contacts_import(args: argparse.Namespace) -> int:
     with _contact_store(args) as store:
         report = store.import_file(args.file, args.source or args.file.name)
     print(
@@ -156,7 +84,7 @@ def _contacts_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _contacts_forget(args: argparse.Namespace) -> int:
+def command_contacts_forget(args: argparse.Namespace) -> int:
     """Suppress or erase a person in every store that holds them (see
     pipeline.core.assembly.forget)."""
     if not (args.email or args.phone):
@@ -178,11 +106,11 @@ def _contacts_forget(args: argparse.Namespace) -> int:
         bought = store_where(cache_path(args, config), "vendor-answers", config.vendor.db)
         paid = stack.enter_context(PaidAnswers(bought, config.vendor)) if exists(bought) else None
         done = forget(
-            args.request, contacts, cache, ledger, email=args.email, phone=args.phone,
+            Request(args.request), contacts, cache, ledger, email=args.email, phone=args.phone,
             name=args.name, paid=paid,
         )  # fmt: skip
     reached = done.contacts
-    verb = "Erased" if args.request is Request.ERASE else "Suppressed"
+    verb = "Erased" if Request(args.request) is Request.ERASE else "Suppressed"
     print(
         f"{verb}: {reached.records} record(s) of the person, {reached.lookalikes} more that may "
         f"be theirs hidden; {reached.audit} audit record(s), {done.mailbox_answers} cached "
@@ -192,7 +120,7 @@ def _contacts_forget(args: argparse.Namespace) -> int:
     return 0
 
 
-def _contacts_audit(args: argparse.Namespace) -> int:
+def command_contacts_audit(args: argparse.Namespace) -> int:
     since = None
     if args.since:
         try:

@@ -111,6 +111,7 @@ class Report:
     facts: tuple[Fact, ...]
     counters: tuple[Figure, ...]
     warnings: tuple[str, ...]
+    sandbox: bool = False  # the run answered from the sandbox's made-up world
 
 
 def read_summary(summary: Mapping[str, Any]) -> Report:
@@ -122,6 +123,7 @@ def read_summary(summary: Mapping[str, Any]) -> Report:
         facts=facts(summary),
         counters=counters(summary),
         warnings=tuple(w for w in map(text_of, list_of(summary.get("warnings"))) if w),
+        sandbox=summary.get("sandbox") is True,
     )
 
 

@@ -162,7 +162,10 @@ async def run_stages(job: CleanJob, engine: Engine, folder: Path, way: Way) -> R
             tally,
             rejected,
         )
-        summary = summarize(job, reader, counts, clock.stages, record.facts(), paths)
+        run = record.facts()
+        summary = summarize(
+            job, reader, counts, clock.stages, run, paths, sandbox=engine.routing.sandbox
+        )
         stage_summaries(summary, paths, publication)
         pin.check()  # the hash in the summary is of these bytes too
         publication.commit()

@@ -189,6 +189,8 @@ class RunSummary:
     encoding: str = ""  # of a text input, as detected
     delimiter: str = ""
     output_format: str = "parquet"
+    # The run answered from the sandbox's made-up world (--sandbox): its verdicts are not real.
+    sandbox: bool = False
 
     @property
     def output(self) -> str:
@@ -222,6 +224,7 @@ class RunSummary:
     def as_dict(self) -> dict[str, Any]:
         return {
             "input": self.input,
+            "sandbox": self.sandbox,
             "output": self.output,
             "rejects_file": self.rejects_file,
             "files": self.files,
@@ -301,9 +304,11 @@ def summarize(
     stages: list[StageSummary],
     run: RunFacts,
     paths: OutputPaths | None = None,
+    sandbox: bool = False,
 ) -> RunSummary:
     """The run's summary, the same way for every engine; *paths* are the files written when
-    they are not the job's own (the Dask engine's, see :meth:`OutputPaths.in_parts`)."""
+    they are not the job's own (the Dask engine's, see :meth:`OutputPaths.in_parts`);
+    *sandbox*: the run answered from the sandbox's made-up world."""
     paths = paths or job.paths
     tally = counts.tally
     return RunSummary(
@@ -328,6 +333,7 @@ def summarize(
         stages=stages,
         run=run,
         warnings=[*reader.warnings, *(counts.checks.warnings if counts.checks else ())],
+        sandbox=sandbox,
         **described(reader, job),
     )
 

@@ -11,8 +11,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import phonenumbers
-
 from pipeline.core.config.rules import setting
 from pipeline.core.errors import ConfigError
 from pipeline.core.files.encodings import DEFAULT_MARGIN
@@ -29,6 +27,8 @@ METHODS: tuple[str, ...] = ("smtp", "api", *VENDORS)  # what a route or a budget
 
 def known_region(code: str, where: str = "contacts.region") -> str:
     """*code* as an ISO 3166-1 alpha-2 country phonenumbers knows (upper case), or ConfigError."""
+    import phonenumbers  # here: the command line's parser imports the settings' names
+
     region = code.upper()
     if region not in phonenumbers.SUPPORTED_REGIONS:
         raise ConfigError(
