@@ -23,7 +23,7 @@ import dataclasses
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +86,8 @@ class Verification(TypedDict):
 def clean(
     data: pl.DataFrame | str | Path,
     *,
-    email_column: str | None = None,
+    email_column: str | Sequence[str] | None = None,
+    header_row: int | None = None,
     config: Settings = None,
     cache_dir: str | Path | None = None,
     offline: bool = False,
@@ -95,7 +96,9 @@ def clean(
     """Clean a list: a polars DataFrame, or the path (or ``s3://`` URL) of a list file.
 
     *email_column* names the column of addresses (default: found by its header or values, as
-    the command line finds it). *encoding* names a text file's encoding (``"cp1251"``; default:
+    the command line finds it), or several: the first is the list's, each further one gets
+    ``<name>_VERDICT``, ``<name>_REASON`` and ``<name>_SUGGESTION``. *header_row* is the line
+    (a sheet's row) the header is on (default: found below a report's title rows). *encoding* names a text file's encoding (``"cp1251"``; default:
     the ``input.encoding`` setting, else detected, as the command line does). *config* is a
     settings file or a Config (default: the defaults and ``LISTCLEAN_`` variables). *cache_dir*
     holds the caches the command line shares (default: the user's cache directory); *offline*
@@ -108,7 +111,10 @@ def clean(
         codec_name(encoding) if encoding else settings.input.encoding,
         settings.input.encoding_margin,
     )
-    job = _Asked(email_column, decoding)
+    named = (
+        [email_column] if isinstance(email_column, str) or email_column is None else email_column
+    )
+    job = _Asked(named[0] if named else None, decoding, header_row, tuple(named[1:]))
     return _blocking(lambda: _clean(data, job, settings, cache_dir, offline))
 
 
@@ -138,6 +144,8 @@ class _Asked:
 
     email_column: str | None
     decoding: Decoding
+    header_row: int | None = None
+    further: tuple[str, ...] = ()
 
 
 def _clean(
@@ -160,6 +168,8 @@ def _clean(
             memory_mb=config.run.memory,
             decoding=asked.decoding,
             label=label,
+            header_row=asked.header_row,
+            further=asked.further,
         )
         job = stack.enter_context(open_job(request, config.storage, config.read))
         engine = _engine(stack, config, cache_dir, offline)

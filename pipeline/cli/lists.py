@@ -46,7 +46,20 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     clean.add_argument(
         "-o", "--output", help="default: <input stem>.clean.parquet beside the input"
     )
-    clean.add_argument("--email-column", metavar="NAME", help="the column holding the addresses")
+    clean.add_argument(
+        "--email-column",
+        action="append",
+        metavar="NAME",
+        help="the column holding the addresses (default: found); again for each further "
+        "column of addresses to check (gets NAME_VERDICT, NAME_REASON, NAME_SUGGESTION)",
+    )
+    clean.add_argument(
+        "--header-row",
+        type=int,
+        metavar="N",
+        help="the line (a sheet's row) the header is on (default: found, below a report's "
+        "title rows)",
+    )
     clean.add_argument(
         "--quiet", action="store_true", help="no progress or summary (warnings still shown)"
     )
@@ -139,10 +152,11 @@ def _clean(args: argparse.Namespace) -> int:
     _check_engine(args)
     config = settings(args)
     addressed = verify_config(args, config).mode != "none" or bool(config.routing.routes)
+    columns = args.email_column or [None]
     request = CleanRequest(
         args.input,
         args.output,
-        args.email_column,
+        columns[0],
         args.output_format,
         args.split,
         args.csv_bom,
@@ -150,6 +164,8 @@ def _clean(args: argparse.Namespace) -> int:
         args.sheet,
         args.memory if args.memory is not None else config.run.memory,
         decoding_of(args.encoding, config.input),
+        header_row=args.header_row,
+        further=tuple(columns[1:]),
     )
     work: WorkDir | None = None
     named = args.output

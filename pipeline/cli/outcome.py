@@ -194,6 +194,12 @@ def _read_as(summary: RunSummary) -> list[str]:
     if described["encoding"]:
         kind += f", {described['encoding']}, delimiter {described['delimiter']!r}"
     lines = [f"read as     {kind}"]
+    if summary.header_row > 1:
+        above = summary.header_row - 1
+        lines.append(
+            f"header      row {summary.header_row}; the {above:,} rows above it (a report's "
+            "title) are in the rejects"
+        )
     if summary.email is not None:
         lines.append(f"email       {summary.email.name!r}: {summary.email.why}")
     return lines

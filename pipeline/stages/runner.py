@@ -59,7 +59,7 @@ _MAX_ROWS = 1_000_000
 
 def open_reader(job: CleanJob, folder: Path) -> ListReader:
     """The job's list, opened; refused before any work when the output cannot hold it."""
-    choice = Choice(job.member, job.sheet, job.decoding, job.read)
+    choice = Choice(job.member, job.sheet, job.decoding, job.read, job.header_row)
     name = job.name or str(job.input)
     reader = open_list(name, job.input, folder, job.email_column, job.storage, choice)
     check_capacity(job.format, reader.known_rows)

@@ -189,6 +189,7 @@ class RunSummary:
     encoding: str = ""  # of a text input, as detected
     delimiter: str = ""
     output_format: str = "parquet"
+    header_row: int = 0  # the line (a sheet's row) the header starts on; 0: none (Parquet)
 
     @property
     def output(self) -> str:
@@ -272,6 +273,7 @@ class RunSummary:
             "compression": source.compression,
             "members": list(source.members),
             "sheet": source.sheet,
+            "header_row": self.header_row,
             "encoding": self.encoding,
             "delimiter": self.delimiter,
             "email_column": email.name if email else "",
@@ -347,6 +349,7 @@ def described(reader: ListReader, job: CleanJob) -> dict[str, Any]:
         "encoding": reader.encoding if reader.info.format != "xlsx" else "",
         "delimiter": reader.delimiter if reader.info.format != "xlsx" else "",
         "output_format": job.format.value,
+        "header_row": reader.header_row,
     }
 
 

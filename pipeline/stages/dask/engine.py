@@ -360,6 +360,7 @@ class DaskRun:
             on = Reaching(self.submit, self.client.gather, self._hear_reads, self.client.cancel)
             ranged = read_ranges(on, opened, self.lists)
             if ranged is not None:
+                rejects.write(ranged.titles)
                 for future in ranged.rejects:
                     rejects.write(future.result())
                 return _Scan(ranged.batches, ranged.rows, ranged.rejected), reader

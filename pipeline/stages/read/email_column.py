@@ -25,11 +25,10 @@ from typing import Final, Literal
 import polars as pl
 
 from pipeline.core.errors import InputError
+from pipeline.core.files.headers import ADDRESS_LIKE
 
 SAMPLE_ROWS: Final = 1_000
 CONTENT_SHARE: Final = 0.8
-# Loose on purpose: this finds the column, the syntax check judges each value later.
-ADDRESS_LIKE: Final = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
 
 def fold_header(header: str) -> str:

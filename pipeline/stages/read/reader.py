@@ -23,7 +23,7 @@ from typing import Final, Protocol
 import polars as pl
 
 from pipeline.core.config import ReadConfig, StorageConfig
-from pipeline.core.errors import InputError
+from pipeline.core.errors import InputError, UsageError
 from pipeline.core.files.encodings import Decoding
 from pipeline.core.files.tables import (
     HEAD_BYTES,
@@ -53,7 +53,7 @@ from pipeline.stages.read.parquet_source import (
     shards,
 )
 from pipeline.stages.read.unpack import compression_of, decompress, workbook_budget, zip_members
-from pipeline.stages.read.workbook import workbook_to_csv
+from pipeline.stages.read.workbook import SheetSource, workbook_to_csv
 
 _WHAT: Final = "input file"
 
@@ -107,6 +107,7 @@ class Choice:
     sheet: str | None = None
     decoding: Decoding = field(default_factory=Decoding)
     limits: ReadConfig = field(default_factory=ReadConfig)
+    header_row: int | None = None  # the line the header starts on; None: found
 
 
 class ListReader:
@@ -146,6 +147,16 @@ class ListReader:
     @property
     def delimiter(self) -> str:
         return self._source.delimiter
+
+    @property
+    def header_row(self) -> int:
+        """The line (a sheet's row) the header starts on; 0 when the list has none (Parquet)."""
+        return header_row_of(self._source)
+
+    @property
+    def titles(self) -> list[tuple[int, str, str]]:
+        """The rejects above the header (title rows) of a delimited text: (line, reason, raw)."""
+        return list(self._source.titles) if isinstance(self._source, CsvSource) else []
 
     @property
     def bytes_per_row(self) -> float:
@@ -230,6 +241,7 @@ def open_list(
     if isinstance(path, str):
         return _open_object(path, spill, email_column, storage or StorageConfig(), choice)
     if is_dataset(text):
+        _no_header_row(choice, text)
         return ListReader(ParquetSource(shards(text)), _PARQUET, email_column, text)
     source, info = _open_file(path, spill, choice, text)
     return ListReader(source, info, email_column, text)
@@ -244,11 +256,13 @@ def _open_file(
     """A local file of any kind we read, unpacked into *spill* when it is packed."""
     kind = file_kind(path, read_head(path, HEAD_BYTES, _WHAT))
     if kind is FileKind.PARQUET:
+        _no_header_row(choice, label)
         return ParquetSource([path]), replace(_PARQUET, compression=compression)
     limits = choice.limits
     longest = limits.max_field_bytes
+    header = choice.header_row
     if kind is FileKind.TEXT:
-        source = CsvSource(path, spill, label, choice.decoding, longest)
+        source = CsvSource(path, spill, label, choice.decoding, longest, header_row=header)
         return source, SourceInfo("csv", compression, rows_known=source.records is not None)
     packed = compression_of(kind)
     if packed is not None and not compression:
@@ -258,16 +272,22 @@ def _open_file(
     if kind is FileKind.ZIP and not compression:
         members = zip_members(path, spill, choice.member, limits, label)
         parts = [
-            Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}", choice.decoding, longest))
+            Part(
+                m.name,
+                CsvSource(
+                    m.path, spill, f"{label}:{m.name}", choice.decoding, longest, header_row=header
+                ),
+            )
             for m in members
         ]
         info = SourceInfo("zip", members=tuple(m.name for m in members))
         return MemberSource(parts), info
     if kind is FileKind.XLSX and not compression:
         workbook_budget(path, spill, limits, label)
-        sheet, name = workbook_to_csv(path, spill, choice.sheet)
-        labelled = f"{label} (sheet {name!r})"
-        return CsvSource(sheet, spill, labelled, max_field=longest), SourceInfo("xlsx", sheet=name)
+        sheet = workbook_to_csv(path, spill, choice.sheet)
+        labelled = f"{label} (sheet {sheet.name!r})"
+        source = SheetSource(sheet, spill, labelled, longest, header)
+        return source, SourceInfo("xlsx", sheet=sheet.name)
     raise refuse_kind(Path(label), kind, _WHAT)
 
 
@@ -276,15 +296,32 @@ def _open_object(
 ) -> ListReader:
     fs = filesystem(url, storage)
     if is_remote_dataset(url, fs):
+        _no_header_row(choice, url)
         return ListReader(ParquetSource(remote_shards(url, fs), fs), _PARQUET, email_column, url)
     name = spill / "object" / PurePosixPath(url).name  # for the kind's checks of a name
     kind = file_kind(name, read_object_head(url, fs, HEAD_BYTES))
     if kind is FileKind.PARQUET:
+        _no_header_row(choice, url)
         return ListReader(ParquetSource([url], fs), _PARQUET, email_column, url)
     if kind is FileKind.EMPTY or kind is FileKind.ARROW:
         raise refuse_kind(name, kind, _WHAT)
     source, info = _open_file(download(url, fs, spill), spill, choice, url)
     return ListReader(source, info, email_column, url)
+
+
+def _no_header_row(choice: Choice, label: str) -> None:
+    if choice.header_row is not None:
+        raise UsageError(
+            f"--header-row {choice.header_row}: {label} is Parquet, whose columns are named "
+            "in the file; it has no header row to point at. Drop --header-row."
+        )
+
+
+def header_row_of(source: Source) -> int:
+    """The line the header of *source* starts on (a zip's: its first member's); 0: none."""
+    if isinstance(source, MemberSource):
+        return source.header_row
+    return source.header_row if isinstance(source, CsvSource) else 0
 
 
 @dataclass(frozen=True)
