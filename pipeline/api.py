@@ -111,9 +111,7 @@ def clean(
         codec_name(encoding) if encoding else settings.input.encoding,
         settings.input.encoding_margin,
     )
-    named = (
-        [email_column] if isinstance(email_column, str) or email_column is None else email_column
-    )
+    named = [email_column] if isinstance(email_column, str) else list(email_column or [])
     job = _Asked(named[0] if named else None, decoding, header_row, tuple(named[1:]))
     return _blocking(lambda: _clean(data, job, settings, cache_dir, offline))
 
