@@ -98,8 +98,9 @@ def clean(
     *email_column* names the column of addresses (default: found by its header or values, as
     the command line finds it), or several: the first is the list's, each further one gets
     ``<name>_VERDICT``, ``<name>_REASON`` and ``<name>_SUGGESTION``. *header_row* is the line
-    (a sheet's row) the header is on (default: found below a report's title rows). *encoding* names a text file's encoding (``"cp1251"``; default:
-    the ``input.encoding`` setting, else detected, as the command line does). *config* is a
+    (a sheet's row) the header is on (default: found below a report's title rows).
+    *encoding* names a text file's encoding (``"cp1251"``; default: the ``input.encoding``
+    setting, else detected, as the command line does). *config* is a
     settings file or a Config (default: the defaults and ``LISTCLEAN_`` variables). *cache_dir*
     holds the caches the command line shares (default: the user's cache directory); *offline*
     skips DNS. Raises
