@@ -34,6 +34,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 import polars as pl
 
+_SLICE: Final = 20_000  # rows made into XML at a time: the XML is several times their size
 MAX_WIDTH: Final = 60  # characters, the widest a column is made
 _FILTER_ROOM: Final = 3  # characters the filter button takes beside a header
 EXACT_IN_EXCEL: Final = 10**15
@@ -80,8 +81,10 @@ class SheetWriter:
 
     def write(self, frame: pl.DataFrame) -> None:
         """*frame*'s rows (its columns in the header's order), below those written."""
-        if frame.is_empty():
-            return
+        for start in range(0, frame.height, _SLICE):
+            self._write(frame.slice(start, _SLICE))
+
+    def _write(self, frame: pl.DataFrame) -> None:
         first = self.written + 1
         number = pl.int_range(first, first + frame.height, eager=False).cast(pl.String)
         cells = [
