@@ -52,15 +52,12 @@ def workbook(path: Path, rows: int) -> None:
 
     from pipeline.stages.write.sheet import SheetWriter
 
-    frame = pl.DataFrame(
-        {
-            "Record ID": pl.int_range(100_000, 100_000 + rows, eager=True),
-            "Email": pl.format("person{}@example.com", pl.int_range(0, rows, eager=True)),
-            "Create Date": pl.date_range(
-                dt.date(2020, 1, 1), dt.date(2020, 1, 1), eager=True
-            ).extend_constant(dt.date(2021, 6, 1), rows - 1),
-            "Subscribed": pl.int_range(0, rows, eager=True) % 3 == 0,
-        }
+    number = pl.int_range(0, rows)
+    frame = pl.select(
+        (number + 100_000).alias("Record ID"),
+        pl.format("person{}@example.com", number).alias("Email"),
+        (pl.lit(dt.date(2020, 1, 1)) + pl.duration(days=number % 2000)).alias("Create Date"),
+        (number % 3 == 0).alias("Subscribed"),
     )
     writer = SheetWriter(path, frame.columns, "Sheet1", {})
     for start in range(0, rows, 100_000):

@@ -66,7 +66,7 @@ class CleanResult:
 
 
 class Verification(TypedDict):
-    """The service spec's fields for one address (or domain), plus REASON."""
+    """The service spec's fields for one address (or domain), plus REASON and DETAIL."""
 
     EMAIL: str
     VERDICT: str
@@ -81,6 +81,7 @@ class Verification(TypedDict):
     DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS: bool
     SUGGESTION: str
     REASON: str
+    DETAIL: str  # what explains the answer in words (a cleaned list's DETAIL)
 
 
 def clean(

@@ -21,13 +21,14 @@ from pipeline.cli.common import (
     verify_options,
 )
 from pipeline.cli.log import Log, LogFormat
-from pipeline.cli.outcome import judge, share, tell
+from pipeline.cli.outcome import FAILED_CHECK, judge, share, tell
 from pipeline.core.assembly.doctor import run_doctor
 from pipeline.core.config import Config, method_keys
 from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
+from pipeline.core.verdict import RULES, Reason, Verdict
 from pipeline.stages.job import CleanJob, CleanRequest, open_job
 from pipeline.stages.objects import is_object_url, local_path
 from pipeline.stages.runner import run_clean
@@ -136,6 +137,11 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     verify = commands.add_parser("verify", help="verify one address; prints the spec's JSON")
     verify.add_argument("address", type=utf8_text, metavar="ADDRESS")
     verify.add_argument("--domain", action="store_true", help="ADDRESS is a bare domain")
+    verify.add_argument(
+        "--fail-on-invalid",
+        action="store_true",
+        help=f"exit {FAILED_CHECK} when the VERDICT is Invalid (for scripts)",
+    )
     common_options(verify)
     verify_options(verify)
     verify.set_defaults(handler=_verify, quiet=True)
@@ -234,10 +240,37 @@ def _identity(text: str) -> str:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    """The spec's JSON on standard output; on standard error, the verdict's reasons in words,
+    and a hint when a bare domain was asked about as an address."""
     with open_engine(args) as engine:
         record = asyncio.run(verify_once(engine, args.address, domain_mode=args.domain))
     print(json.dumps(record, ensure_ascii=False, indent=2))
-    return 0
+    log: Log = args.log
+    log.info("verdict", verdict_words(record))
+    if not args.domain and _bare_domain(args.address):
+        log.warning(
+            "bare_domain",
+            f"{args.address!r} has no @: it is not an address. To ask about the domain, "
+            f"run: listclean verify {args.address} --domain",
+        )
+    invalid = record["VERDICT"] == Verdict.INVALID.value
+    return FAILED_CHECK if invalid and args.fail_on_invalid else 0
+
+
+def verdict_words(record: dict[str, object]) -> str:
+    """A verify answer in words: the verdict, what each reason code means, and DETAIL."""
+    codes = [c for c in str(record["REASON"]).split(";") if c]
+    meanings = [
+        f"{code} ({RULES[Reason(code)].meaning})" if Reason(code) in RULES else code
+        for code in codes
+    ]
+    text = f"{record['VERDICT']}: " + ("; ".join(meanings) if meanings else "no reason to doubt it")
+    return text + (f". {record['DETAIL']}" if record.get("DETAIL") else "")
+
+
+def _bare_domain(value: str) -> bool:
+    text = value.strip()
+    return "@" not in text and "." in text.strip(".") and " " not in text
 
 
 def _doctor(args: argparse.Namespace) -> int:

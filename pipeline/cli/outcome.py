@@ -118,7 +118,8 @@ def _business(summary: RunSummary) -> list[str]:
         _row(
             "unique addresses",
             unique,
-            f"in {rows:,} rows ({summary.normalized.duplicates:,} duplicate rows)",
+            f"in {rows:,} rows ({summary.normalized.duplicates:,} duplicate rows, "
+            f"{summary.empty_rows:,} without an address)",
         ),
         _row(
             "safe to send",
@@ -202,4 +203,8 @@ def _read_as(summary: RunSummary) -> list[str]:
         )
     if summary.email is not None:
         lines.append(f"email       {summary.email.name!r}: {summary.email.why}")
+    if summary.further:
+        lines.append(f"also        {', '.join(repr(c) for c in summary.further)}: --email-column")
+    if summary.others:
+        lines.append(f"unchecked   {', '.join(repr(c) for c in summary.others)} hold addresses too")
     return lines

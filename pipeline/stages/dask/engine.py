@@ -242,7 +242,10 @@ class DaskRun:
         engine = self._engine
         self._scope = engine.bounces.scope() if engine.bounces else None
         self._infos = self.collect(
-            [self.submit(partition_info, part, self._scope) for part in self._parts],
+            [
+                self.submit(partition_info, part, self._scope, reader.further, self.lists)
+                for part in self._parts
+            ],
             "duplicates",
             "part",
             lambda _: 1,
@@ -277,16 +280,22 @@ class DaskRun:
     ) -> Tally:
         """Each part decided where it is, with the answers the driver shipped, and written."""
         flags = self._bounce_flags(self._engine, self._infos, self._scope)
+        further = reader.further
         decided = [
-            self.submit(decide_partition, part, self._tables[p], flags[p], self._found)
+            self.submit(
+                decide_partition, part, self._tables[p], flags[p], self._found, further, self.lists
+            )
             for p, part in enumerate(self._parts)
         ]
         if workers_write(job):
-            output = Output(job.paths, output_schema(reader.schema), dict(facts))
+            schema = output_schema(reader.schema, further.fields)
+            output = Output(job.paths, schema, dict(facts))
             tally = write_by_workers(self.submit, decided, output, stack)
             publication.stage(output.staged, job.paths.parquet)
             return tally
-        sink = stack.enter_context(open_outputs(job.paths, reader.schema, job.csv_bom, job.split))
+        sink = stack.enter_context(
+            open_outputs(job.paths, reader.schema, job.csv_bom, job.split, further.fields)
+        )
         sink.note(facts)
         tally = self._write(decided, sink)
         sink.stage(publication)

@@ -151,7 +151,7 @@ def _layout(job: CleanJob, folder: Path, head: bytes, submit: Submit) -> tuple[L
     copy = folder / "head-of-list.csv"
     copy.write_bytes(head)
     decoding = Decoding(encoding if (said or warning) else "", job.decoding.margin)
-    choice = Choice(None, None, decoding, job.read, job.header_row)
+    choice = Choice(None, None, decoding, job.read, job.header_row, job.further)
     reader = open_list(name, copy, folder, job.email_column, job.storage, choice)
     reader.info = dataclasses.replace(reader.info, rows_known=False)  # the head's, not the list's
     if warning:

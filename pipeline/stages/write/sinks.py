@@ -62,10 +62,14 @@ class Sink(Protocol):
 
 
 def open_sink(
-    paths: OutputPaths, originals: Mapping[str, pl.DataType], csv_bom: bool = False
+    paths: OutputPaths,
+    originals: Mapping[str, pl.DataType],
+    csv_bom: bool = False,
+    further: Mapping[str, pl.DataType] | None = None,
 ) -> Sink:
-    """The sink of *paths*' format for a list whose own columns are *originals*."""
-    schema = output_schema(originals)
+    """The sink of *paths*' format for a list whose own columns are *originals* (and the
+    further address columns' fields, *further*)."""
+    schema = output_schema(originals, further)
     if paths.format is OutputFormat.CSV:
         return CsvSink(paths, schema.names, bom=csv_bom)
     if paths.format is OutputFormat.XLSX:
@@ -78,17 +82,18 @@ def open_outputs(
     originals: Mapping[str, pl.DataType],
     csv_bom: bool = False,
     split: bool = False,
+    further: Mapping[str, pl.DataType] | None = None,
 ) -> Sink:
     """The output's sink; with *split*, one that also writes each verdict's rows to a file of
     their own (``list.clean.valid.parquet``...), in the output's format, and the rows the
     list's export holds back from sending to ``.suppressed``, never to ``.valid``."""
-    full = open_sink(paths, originals, csv_bom)
+    full = open_sink(paths, originals, csv_bom, further)
     if not split:
         return full
     parts: dict[str, Sink] = {}
     try:
         for role in SPLIT:
-            parts[role] = open_sink(paths.of_split(role), originals, csv_bom)
+            parts[role] = open_sink(paths.of_split(role), originals, csv_bom, further)
     except BaseException:
         for sink in (full, *parts.values()):
             sink.close()
@@ -97,11 +102,13 @@ def open_outputs(
 
 
 def split_rows(role: str) -> pl.Expr:
-    """Which output rows --split writes to the file of *role*: each row to exactly one file,
-    a held-back row (consent) to ``suppressed`` whatever its VERDICT."""
+    """Which output rows --split writes to the file of *role*: one row per distinct address,
+    its first (a later duplicate is only in the full output), each to exactly one file; a
+    held-back row (consent) to ``suppressed`` whatever its VERDICT."""
     held = held_back(pl.col("REASON"))
     verdict = SPLIT[role]
-    return held if verdict is None else (pl.col("VERDICT") == verdict) & ~held
+    chosen = held if verdict is None else (pl.col("VERDICT") == verdict) & ~held
+    return chosen & ~pl.col("DUPLICATE")
 
 
 class SplitSink:
