@@ -32,7 +32,7 @@ import functools
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,6 +113,7 @@ class Verification(TypedDict):
     DOMAIN_IS_SUSPECTED_DISPOSABLE_ADDRESS: bool
     SUGGESTION: str
     REASON: str
+    DETAIL: str  # what explains the answer in words (a cleaned list's DETAIL)
 
 
 def _in_api_words(call: Callable[P, T]) -> Callable[P, T]:
@@ -132,7 +133,8 @@ def _in_api_words(call: Callable[P, T]) -> Callable[P, T]:
 def clean(
     data: Any,
     *,
-    email_column: str | None = None,
+    email_column: str | Sequence[str] | None = None,
+    header_row: int | None = None,
     encoding: str | None = None,
     member: str | None = None,
     sheet: str | None = None,
@@ -146,7 +148,10 @@ def clean(
     ``address``). :meth:`CleanResult.as_given` gives the rows back in the kind given.
 
     *email_column* names the column of addresses (default: found by its header or values, as
-    the command line finds it). *encoding* names a text file's encoding (``"cp1251"``; default:
+    the command line finds it), or several: the first is the list's, each further one gets
+    ``<name>_VERDICT``, ``<name>_REASON`` and ``<name>_SUGGESTION``. *header_row* is the line
+    (a sheet's row) the header is on (default: found below a report's title rows).
+    *encoding* names a text file's encoding (``"cp1251"``; default:
     the ``input.encoding`` setting, else detected). *member* and *sheet* pick a zip's member and
     a workbook's sheet. *config* is a settings file or a Config (default: the defaults and
     ``LISTCLEAN_`` variables). *cache_dir* holds the caches the command line shares (default:
@@ -161,9 +166,11 @@ def clean(
         codec_name(encoding) if encoding else settings.input.encoding,
         settings.input.encoding_margin,
     )
+    named = [email_column] if isinstance(email_column, str) else list(email_column or [])
     if kind is Kind.ADDRESSES:
-        email_column = email_column or ADDRESS_COLUMN
-    asked = _Asked(email_column, decoding, member, sheet)
+        named = named or [ADDRESS_COLUMN]
+    first = named[0] if named else None
+    asked = _Asked(first, decoding, member, sheet, header_row, tuple(named[1:]))
     access = _Access(cache_dir, offline, api_key)
     return _blocking(lambda: _clean(data, kind, asked, settings, access))
 
@@ -238,6 +245,8 @@ class _Asked:
     decoding: Decoding
     member: str | None
     sheet: str | None
+    header_row: int | None = None
+    further: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -265,6 +274,8 @@ def _clean(data: Any, kind: Kind, asked: _Asked, config: Config, access: _Access
             memory_mb=config.run.memory,
             decoding=asked.decoding,
             label=label,
+            header_row=asked.header_row,
+            further=asked.further,
         )
         job = stack.enter_context(open_job(request, config.storage, config.read))
         engine = _engine(stack, config, access)

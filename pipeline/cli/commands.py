@@ -57,7 +57,20 @@ def _list_commands(commands: Commands) -> None:
     clean.add_argument(
         "-o", "--output", help="default: <input stem>.clean.parquet beside the input"
     )
-    clean.add_argument("--email-column", metavar="NAME", help="the column holding the addresses")
+    clean.add_argument(
+        "--email-column",
+        action="append",
+        metavar="NAME",
+        help="the column holding the addresses (default: found); again for each further "
+        "column of addresses to check (gets NAME_VERDICT, NAME_REASON, NAME_SUGGESTION)",
+    )
+    clean.add_argument(
+        "--header-row",
+        type=int,
+        metavar="N",
+        help="the line (a sheet's row) the header is on (default: found, below a report's "
+        "title rows)",
+    )
     clean.add_argument(
         "--quiet", action="store_true", help="no progress or summary (warnings still shown)"
     )
@@ -134,6 +147,11 @@ def _list_commands(commands: Commands) -> None:
     verify = commands.add_parser("verify", help="verify one address; prints the spec's JSON")
     verify.add_argument("address", type=utf8_text, metavar="ADDRESS")
     verify.add_argument("--domain", action="store_true", help="ADDRESS is a bare domain")
+    verify.add_argument(
+        "--fail-on-invalid",
+        action="store_true",
+        help="exit 4 when the VERDICT is Invalid (for scripts)",
+    )
     common_options(verify)
     verify_options(verify)
     verify.set_defaults(command=lambda: _lists().command_verify, quiet=True)

@@ -18,13 +18,14 @@ from pipeline.cli.common import (
     verify_config,
 )
 from pipeline.cli.log import Log
-from pipeline.cli.outcome import judge, tell
+from pipeline.cli.outcome import FAILED_CHECK, judge, tell
 from pipeline.core.assembly.doctor import run_doctor
 from pipeline.core.config import Config, method_keys
 from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
+from pipeline.core.verdict import RULES, Reason, Verdict
 from pipeline.stages.job import CleanJob, CleanRequest, open_job
 from pipeline.stages.objects import is_object_url, local_path
 from pipeline.stages.runner import run_clean
@@ -37,10 +38,11 @@ def command_clean(args: argparse.Namespace) -> int:
     _check_engine(args)
     config = settings(args)
     addressed = verify_config(args, config).mode != "none" or bool(config.routing.routes)
+    columns = args.email_column or [None]
     request = CleanRequest(
         args.input,
         args.output,
-        args.email_column,
+        columns[0],
         args.output_format,
         args.split,
         args.csv_bom,
@@ -48,6 +50,8 @@ def command_clean(args: argparse.Namespace) -> int:
         args.sheet,
         args.memory if args.memory is not None else config.run.memory,
         decoding_of(args.encoding, config.input),
+        header_row=args.header_row,
+        further=tuple(columns[1:]),
     )
     work: WorkDir | None = None
     named = args.output
@@ -116,10 +120,37 @@ def _identity(text: str) -> str:
 
 
 def command_verify(args: argparse.Namespace) -> int:
+    """The spec's JSON on standard output; on standard error, the verdict's reasons in words,
+    and a hint when a bare domain was asked about as an address."""
     with open_engine(args) as engine:
         record = asyncio.run(verify_once(engine, args.address, domain_mode=args.domain))
     print(json.dumps(record, ensure_ascii=False, indent=2))
-    return 0
+    log: Log = args.log
+    log.info("verdict", verdict_words(record))
+    if not args.domain and _bare_domain(args.address):
+        log.warning(
+            "bare_domain",
+            f"{args.address!r} has no @: it is not an address. To ask about the domain, "
+            f"run: listclean verify {args.address} --domain",
+        )
+    invalid = record["VERDICT"] == Verdict.INVALID.value
+    return FAILED_CHECK if invalid and args.fail_on_invalid else 0
+
+
+def verdict_words(record: dict[str, object]) -> str:
+    """A verify answer in words: the verdict, what each reason code means, and DETAIL."""
+    codes = [c for c in str(record["REASON"]).split(";") if c]
+    meanings = [
+        f"{code} ({RULES[Reason(code)].meaning})" if Reason(code) in RULES else code
+        for code in codes
+    ]
+    text = f"{record['VERDICT']}: " + ("; ".join(meanings) if meanings else "no reason to doubt it")
+    return text + (f". {record['DETAIL']}" if record.get("DETAIL") else "")
+
+
+def _bare_domain(value: str) -> bool:
+    text = value.strip()
+    return "@" not in text and "." in text.strip(".") and " " not in text
 
 
 def command_doctor(args: argparse.Namespace) -> int:

@@ -106,7 +106,8 @@ def _business(summary: RunSummary) -> list[str]:
         _row(
             "unique addresses",
             unique,
-            f"in {rows:,} rows ({summary.normalized.duplicates:,} duplicate rows)",
+            f"in {rows:,} rows ({summary.normalized.duplicates:,} duplicate rows, "
+            f"{summary.empty_rows:,} without an address)",
         ),
         _row(
             "safe to send",
@@ -182,6 +183,16 @@ def _read_as(summary: RunSummary) -> list[str]:
     if described["encoding"]:
         kind += f", {described['encoding']}, delimiter {described['delimiter']!r}"
     lines = [f"read as     {kind}"]
+    if summary.header_row > 1:
+        above = summary.header_row - 1
+        lines.append(
+            f"header      row {summary.header_row}; the {above:,} rows above it (a report's "
+            "title) are in the rejects"
+        )
     if summary.email is not None:
         lines.append(f"email       {summary.email.name!r}: {summary.email.why}")
+    if summary.further:
+        lines.append(f"also        {', '.join(repr(c) for c in summary.further)}: --email-column")
+    if summary.others:
+        lines.append(f"unchecked   {', '.join(repr(c) for c in summary.others)} hold addresses too")
     return lines

@@ -75,6 +75,8 @@ class CleanJob:
     split: bool = False  # also write the rows of each verdict to a file of their own
     decoding: Decoding = field(default_factory=Decoding)  # a text input's encoding: said, or found
     read: ReadConfig = field(default_factory=ReadConfig)  # limits on unpacking, field sizes
+    header_row: int | None = None  # the line the header starts on (--header-row); None: found
+    further: tuple[str, ...] = ()  # more address columns to check (--email-column again)
 
     @property
     def paths(self) -> OutputPaths:
@@ -108,6 +110,8 @@ class CleanRequest:
     memory_mb: int = 1024
     decoding: Decoding = field(default_factory=Decoding)
     label: str | None = None  # how the input is named, when not by *input* (a DataFrame)
+    header_row: int | None = None  # the line (a sheet's row) the header starts on
+    further: tuple[str, ...] = ()  # more address columns to check, after *email_column*
 
 
 @contextlib.contextmanager
@@ -120,6 +124,8 @@ def open_job(request: CleanRequest, storage: StorageConfig, read: ReadConfig) ->
         check_location(request.output, "output")
     if request.memory_mb < 64:
         raise UsageError(f"--memory must be at least 64 (MiB), got {request.memory_mb}.")
+    if request.header_row is not None and request.header_row < 1:
+        raise UsageError(f"--header-row counts lines from 1, got {request.header_row}.")
     input_text = local_path(request.input)
     output_text = local_path(request.output) if request.output else None
     fmt = choose_format(output_text, request.output_format)
@@ -149,6 +155,8 @@ def open_job(request: CleanRequest, storage: StorageConfig, read: ReadConfig) ->
             request.split,
             request.decoding,
             read,
+            request.header_row,
+            request.further,
         )
 
 

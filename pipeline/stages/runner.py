@@ -29,7 +29,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.bounces.step import BounceScope, attach_bounces
-from pipeline.core.domains.step import DomainStats, check_domains, resolvable_domains
+from pipeline.core.domains.step import DomainStats, check_domains
 from pipeline.core.engine import Engine
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
@@ -45,6 +45,7 @@ from pipeline.stages.steps import (
     answer_table,
     decide_rows,
     held_keys,
+    list_domains,
     normalize,
     probe_candidates,
 )
@@ -60,7 +61,7 @@ _MAX_ROWS = 1_000_000
 
 def open_reader(job: CleanJob, folder: Path) -> ListReader:
     """The job's list, opened; refused before any work when the output cannot hold it."""
-    choice = Choice(job.member, job.sheet, job.decoding, job.read)
+    choice = Choice(job.member, job.sheet, job.decoding, job.read, job.header_row, job.further)
     name = job.name or str(job.input)
     reader = open_list(name, job.input, folder, job.email_column, job.storage, choice)
     check_capacity(job.format, reader.known_rows)
@@ -147,7 +148,9 @@ class LocalWay:
         stack: contextlib.ExitStack,
     ) -> tuple[Tally, Counter[str]]:
         assert self._scan is not None and self._rejects is not None
-        sink = stack.enter_context(open_outputs(job.paths, reader.schema, job.csv_bom, job.split))
+        sink = stack.enter_context(
+            open_outputs(job.paths, reader.schema, job.csv_bom, job.split, reader.further.fields)
+        )
         sink.note(facts)
         tables = (self._table, self._answers)
         tally = _decide_all(self._engine, self._scan, reader, self._rows, tables, sink)
@@ -203,7 +206,8 @@ def _scan_with(
             scan.rejected += read.rejects.height
             work = normalize(read.frame, reader.email_column, engine.lists)
             scan.marker.add(work.get_column("KEY"))
-            scan.domains.update(dict.fromkeys(resolvable_domains(work)))
+            found = list_domains(read.frame, work, reader.further, engine.lists)
+            scan.domains.update(dict.fromkeys(found))
             scan.held.append(held_keys(work))
             spill.put(work)
             scan.rows += read.frame.height
@@ -260,7 +264,8 @@ def _decide_all(
                 raise AssertionError(f"batch {index} read back with other rows than the first")
             marked = Batch(read.frame, _marked(scan, work, offset))
             offset += work.height
-            decided = decide_rows(marked, table, engine.bounces, scope, answers, held)
+            more = (reader.further, engine.lists)
+            decided = decide_rows(marked, table, engine.bounces, scope, answers, held, more)
             sink.write(decided)
             tally.add(decided)
             scan.spill.drop(index)

@@ -63,6 +63,7 @@ class Tally:
         self.reasons: Counter[str] = Counter()  # rows per REASON string
         self.safe_to_send = 0
         self.held_back = 0
+        self.empty = 0  # rows whose email cell holds nothing
         # SOURCE_FILE value -> [rows, rows held back] (a zip's members)
         self.members: dict[str, list[int]] = {}
         self._domains: list[pl.DataFrame] = []
@@ -90,6 +91,7 @@ class Tally:
                 counts = self.members.setdefault(member, [0, 0])
                 counts[0] += n
                 counts[1] += n if held else 0
+        self.empty += int((rows.get_column("EMAIL") == "").sum())
         per_verdict = ((pl.col("VERDICT") == v).sum().alias(v) for v in _VERDICTS)
         per_domain = rows.filter(pl.col("DOMAIN") != "").group_by("DOMAIN")
         self._domains.append(per_domain.agg(pl.len().alias("rows"), *per_verdict))
@@ -110,6 +112,7 @@ class Tally:
         self.reasons.update(other.reasons)
         self.safe_to_send += other.safe_to_send
         self.held_back += other.held_back
+        self.empty += other.empty
         for member, (rows, held) in other.members.items():
             counts = self.members.setdefault(member, [0, 0])
             counts[0] += rows
@@ -177,6 +180,7 @@ class RunSummary:
     reasons: dict[str, int]
     safe_to_send: int
     held_back: int  # rows the list's export holds back from sending (consent)
+    empty_rows: int  # rows kept whose email cell holds nothing (Invalid, empty)
     member_rows: dict[str, dict[str, int]]  # zip member -> {"rows": n, "held_back": n}
     top_domains: list[dict[str, Any]]
     typo_fixes: list[dict[str, Any]]
@@ -191,6 +195,9 @@ class RunSummary:
     output_format: str = "parquet"
     # The run answered from the sandbox's made-up world (--sandbox): its verdicts are not real.
     sandbox: bool = False
+    header_row: int = 0  # the line (a sheet's row) the header starts on; 0: none (Parquet)
+    further: list[str] = field(default_factory=list)  # further address columns checked
+    others: list[str] = field(default_factory=list)  # other columns holding addresses, unchecked
 
     @property
     def output(self) -> str:
@@ -235,6 +242,7 @@ class RunSummary:
             "held_back": self.held_back,
             "member_rows": self.member_rows,
             "duplicates": self.normalized.duplicates,
+            "empty_rows": self.empty_rows,
             "rows_out": self.rows_out,
             "rows_rejected": self.rows_rejected,
             "verdicts": self.verdicts,
@@ -275,11 +283,14 @@ class RunSummary:
             "compression": source.compression,
             "members": list(source.members),
             "sheet": source.sheet,
+            "header_row": self.header_row,
             "encoding": self.encoding,
             "delimiter": self.delimiter,
             "email_column": email.name if email else "",
             "email_column_rule": email.rule if email else "",
             "email_column_why": email.why if email else "",
+            "further_email_columns": self.further,
+            "other_address_columns": self.others,
         }
 
 
@@ -326,6 +337,7 @@ def summarize(
         reasons=tally.reason_counts(),
         safe_to_send=tally.safe_to_send,
         held_back=tally.held_back,
+        empty_rows=tally.empty,
         member_rows=member_rows(tally, reader.info.members),
         top_domains=tally.top_domains(),
         typo_fixes=tally.typo_fixes(),
@@ -355,6 +367,9 @@ def described(reader: ListReader, job: CleanJob) -> dict[str, Any]:
         "encoding": reader.encoding if reader.info.format != "xlsx" else "",
         "delimiter": reader.delimiter if reader.info.format != "xlsx" else "",
         "output_format": job.format.value,
+        "header_row": reader.header_row,
+        "further": [prefix for _, prefix in reader.further.columns],
+        "others": list(reader.others),
     }
 
 

@@ -56,7 +56,7 @@ def test_clean_refuses_what_the_command_line_refuses(config: Config) -> None:
 
 def test_verify_gives_the_spec_fields(config: Config) -> None:
     answer = verify("John.Doe@gmial.com", config=config)
-    assert list(answer) == [*SPEC_COLUMNS, "REASON"]
+    assert list(answer) == [*SPEC_COLUMNS, "REASON", "DETAIL"]
     assert answer["SUGGESTION"] == "John.Doe@gmail.com" and answer["VERDICT"] == "Risky"
     domain = verify("gmail.com", domain=True, config=config)
     assert domain["EMAIL"] == "" and domain["DOMAIN"] == "gmail.com"

@@ -293,7 +293,7 @@ def test_verify_prints_the_spec_object(
     common = ["--resolver", sample_dns.address, "--cache-dir", str(tmp_path), "--config", FAST]
     assert main(["verify", " John.Doe@GMAIL.com ", *common]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert list(record) == [*SPEC_COLUMNS, "REASON"]
+    assert list(record) == [*SPEC_COLUMNS, "REASON", "DETAIL"]
     assert record["EMAIL"] == "John.Doe@gmail.com"
     assert (record["VERDICT"], record["LOCAL"], record["DOMAIN"]) == (
         "Valid",

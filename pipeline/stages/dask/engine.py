@@ -96,6 +96,7 @@ from pipeline.stages.dask.tasks import (
     partition_table,
     read_rejects,
     resolve_domains,
+    same,
     scan_batch,
     scan_part,
     union,
@@ -257,7 +258,10 @@ class DaskRun:
         self._scope = engine.bounces.scope() if engine.bounces else None
         # What the driver needs of each part stays on its worker (one record per domain):
         # the parts' domains are merged there, and only the list's distinct domains come here.
-        self._infos = [self.submit(partition_info, part, self._scope) for part in self._parts]
+        self._infos = [
+            self.submit(partition_info, part, self._scope, reader.further, self.lists)
+            for part in self._parts
+        ]
         self.collect(self._infos, "duplicates", "part", lambda _: 1, keep=False)
         return Scanned(scan.rows, scan.rejected, normalized, scan.reading), reader
 
@@ -296,12 +300,16 @@ class DaskRun:
         by the workers with its rejects (:mod:`pipeline.stages.dask.staging`): no row of the
         output passes through here."""
         flags = self._bounce_flags(self._engine, self._scope)
+        further = reader.further
         decided = [
-            self.submit(decide_partition, part, self._tables[p], flags[p], self._found)
+            self.submit(
+                decide_partition, part, self._tables[p], flags[p], self._found, further, self.lists
+            )
             for p, part in enumerate(self._parts)
         ]
         staging = Staging(self.submit, self.files(job), stack, publication, self.cancel)
-        output = Output(output_schema(reader.schema), facts, job.split, job.csv_bom)
+        schema = output_schema(reader.schema, further.fields)
+        output = Output(schema, facts, job.split, job.csv_bom)
         tally = write_rows(staging, decided, output)
         return tally, write_rejects(staging, self._rejects, reader.reject_schema)
 
@@ -380,7 +388,9 @@ class DaskRun:
             on = Reaching(self.submit, self.client.gather, self._hear_reads, self.client.cancel)
             ranged = read_ranges(on, opened, self.lists)
             if ranged is not None:
-                scan = _Scan(ranged.batches, ranged.rejects, ranged.rows, ranged.rejected)
+                titles = [self.submit(same, ranged.titles)] if ranged.titles.height else []
+                rejects = titles + ranged.rejects  # the title rows first, as a local run
+                scan = _Scan(ranged.batches, rejects, ranged.rows, ranged.rejected)
                 return scan, reader
             reader = open_reader(job, folder)  # read in order, as the local engine reads it
         return self._scan_in_order(job, reader, rows, stack), reader

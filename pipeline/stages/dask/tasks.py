@@ -28,7 +28,7 @@ from pipeline.core.bounces.types import BounceFlags
 from pipeline.core.config import ApiConfig, DnsConfig, ListsConfig, VendorConfig, VerifyConfig
 from pipeline.core.domains.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains
 from pipeline.core.domains.exchanges import MemoryHosts, Routing, judge_exchanges
-from pipeline.core.domains.step import domain_table, resolvable_domains
+from pipeline.core.domains.step import domain_table
 from pipeline.core.lists import DomainLists, load_lists
 from pipeline.core.mailboxes.checkers import Assignment, outbound_works, probe_targets
 from pipeline.core.mailboxes.prober import Prober
@@ -41,12 +41,14 @@ from pipeline.core.mailboxes.vendors.verifier import VendorVerifier
 from pipeline.stages.base import Batch
 from pipeline.stages.dask.shuffle import ROW
 from pipeline.stages.dask.sizes import size_of
+from pipeline.stages.further import further_bounce_keys
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.csv_source import ReadAgain
+from pipeline.stages.read.email_column import Further
 from pipeline.stages.read.parquet_source import ParquetPart
 from pipeline.stages.read.reader import ListReader, PartRead
 from pipeline.stages.runner import open_reader
-from pipeline.stages.steps import decide_rows, normalize, probe_candidates
+from pipeline.stages.steps import decide_rows, list_domains, normalize, probe_candidates
 
 _NOTHING_HELD = pl.DataFrame()  # decide_rows: CONSENT is already the whole list's
 
@@ -129,10 +131,16 @@ class PartitionInfo:
         return size_of(self.domains) + size_of(self.bounce_keys) + 64
 
 
-def partition_info(part: Batch, scope: BounceScope | None) -> PartitionInfo:
-    work = part.work
-    keys = bounce_keys(work, scope) if scope is not None else []
-    return PartitionInfo(resolvable_domains(work), keys)
+def partition_info(
+    part: Batch, scope: BounceScope | None, further: Further, lists: ListsConfig
+) -> PartitionInfo:
+    """The part's distinct domains (its further address columns' too) and bounce keys."""
+    work, loaded = part.work, _lists(lists)
+    domains = list_domains(part.originals, work, further, loaded)
+    if scope is None:
+        return PartitionInfo(domains, [])
+    more = further_bounce_keys(part.originals, further, loaded, scope) if further else []
+    return PartitionInfo(domains, list(dict.fromkeys([*bounce_keys(work, scope), *more])))
 
 
 def resolve_domains(
@@ -202,11 +210,15 @@ def decide_partition(
     table: pl.DataFrame,
     bounces: ShippedFlags | None,
     answers: pl.DataFrame | None,
+    further: Further,
+    lists: ListsConfig,
 ) -> pl.DataFrame:
-    """The part's output rows, in input order. Its CONSENT already holds what the whole list
-    holds back (:func:`~pipeline.stages.dask.shuffle.mark_part`)."""
+    """The part's output rows, in input order (with its further address columns' fields).
+    Its CONSENT already holds what the whole list holds back
+    (:func:`~pipeline.stages.dask.shuffle.mark_part`)."""
     scope = bounces.scope() if bounces is not None else None
-    return decide_rows(part, table, bounces, scope, answers, _NOTHING_HELD)
+    more = (further, _lists(lists))
+    return decide_rows(part, table, bounces, scope, answers, _NOTHING_HELD, more)
 
 
 def same(value: Any) -> Any:

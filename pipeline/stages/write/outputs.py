@@ -166,10 +166,13 @@ def output_frame(batch: Batch) -> pl.DataFrame:
     return pl.concat([batch.originals, ours], how="horizontal")
 
 
-def output_schema(originals: Mapping[str, pl.DataType]) -> pa.Schema:
-    """The output's columns and types: the input's, then ours; the schema's version in the
-    key-value metadata (``listclean.schema_version``)."""
-    empty = pl.DataFrame(schema={**originals, **OUTPUT_COLUMNS})
+def output_schema(
+    originals: Mapping[str, pl.DataType], further: Mapping[str, pl.DataType] | None = None
+) -> pa.Schema:
+    """The output's columns and types: the input's, then ours, then the further address
+    columns' (*further*); the schema's version in the key-value metadata
+    (``listclean.schema_version``)."""
+    empty = pl.DataFrame(schema={**originals, **OUTPUT_COLUMNS, **(further or {})})
     return empty.to_arrow().schema.with_metadata({"listclean.schema_version": SCHEMA_VERSION})
 
 

@@ -24,6 +24,7 @@ from pipeline.stages.dask import engine as dask_engine
 from pipeline.stages.read.reader import Choice, open_list
 from pipeline.stages.runner import batch_rows
 from tests.conftest import SAMPLE_CSV
+from tests.exports import salesforce_report
 from tests.stages.read.test_consent import (
     CLEANED,
     SUBSCRIBED,
@@ -327,3 +328,22 @@ def test_a_paid_verifier_has_one_owner(cluster: Client, tmp_path: Path) -> None:
     columns = ["EMAIL", "VERDICT", "SCORE", "REASON", "DETAIL"]
     expected = pl.read_parquet(tmp_path / "local.parquet").select(columns)
     assert pl.read_parquet(tmp_path / "dask.parquet").select(columns).equals(expected)
+
+
+def test_a_report_with_title_rows_gives_the_local_rows_and_rejects(
+    cluster: Client, tmp_path: Path
+) -> None:
+    """A Salesforce report read in byte ranges: the title rows come from the head the driver
+    reads, the ranges start below the header; rows, rejects and summary are the local run's."""
+    source = tmp_path / "report.csv"
+    salesforce_report(source, rows=3_000)
+    local = clean(tmp_path, source, "local.parquet", "cache-local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask)
+    same(local, spread)
+    assert spread["header_row"] == 5 and spread["rejects_by_reason"]["title_row"] == 3
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(
+        pl.read_parquet(tmp_path / "local.parquet")
+    )
+    rejects = [(tmp_path / f"{n}.rejects.csv").read_text() for n in ("local", "dask")]
+    assert rejects[0] == rejects[1]
