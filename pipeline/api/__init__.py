@@ -222,7 +222,7 @@ def verify_many(
         try:
             for start in range(0, len(given), VERIFY_BATCH):
                 batch = given[start : start + VERIFY_BATCH]
-                records = await verify_all(engine, batch, domain_mode=domain)
+                records = await verify_all(engine, batch, domain_mode=domain, detailed=True)
                 found.extend(cast(list[Verification], records))
         finally:
             await engine.dns.close()

@@ -83,11 +83,13 @@ async def check_addresses(
 
 
 async def verify_many(
-    engine: Engine, values: Sequence[str], *, domain_mode: bool = False
+    engine: Engine, values: Sequence[str], *, domain_mode: bool = False, detailed: bool = False
 ) -> list[dict[str, object]]:
-    """The spec's result objects (plus REASON), one per address (or domain in domain mode)."""
+    """The spec's result objects (plus REASON), one per address (or domain in domain mode);
+    *detailed*: with DETAIL too, as :func:`verify_once` (the Python API's)."""
     decided = await _verified(engine, values, domain_mode)
-    return decided.select(*SPEC_COLUMNS, "REASON").to_dicts()
+    extra = [detail().alias("DETAIL")] if detailed else []
+    return decided.select(*SPEC_COLUMNS, "REASON", *extra).to_dicts()
 
 
 async def verify_many_json(

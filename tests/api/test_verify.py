@@ -18,7 +18,7 @@ def test_verify_many_answers_as_verify_does_in_order(config: Config) -> None:
     answers = verify_many(VALUES, config=config)
     assert [a["VERDICT"] for a in answers] == ["Risky", "Valid", "Invalid", "Valid", "Invalid"]
     assert [dict(a) for a in answers] == [dict(verify(v, config=config)) for v in VALUES]
-    assert list(answers[0]) == [*SPEC_COLUMNS, "REASON"]
+    assert list(answers[0]) == [*SPEC_COLUMNS, "REASON", "DETAIL"]
 
 
 def test_verify_many_of_domains_and_of_nothing(config: Config) -> None:

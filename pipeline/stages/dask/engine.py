@@ -53,7 +53,7 @@ import time
 import uuid
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,7 @@ from pipeline.stages.dask.tasks import (
     bounce_keys_of,
     convert,
     decide_partition,
+    domain_chunks,
     domains_of,
     partition_info,
     partition_table,
@@ -117,11 +118,6 @@ from pipeline.stages.write.outputs import OutputPaths, output_schema
 from pipeline.stages.write.publish import Publication
 
 BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 100 MB)
-# Domains per resolving task: at least _CHUNK (answers reach the cache chunk by chunk), and
-# about _CHUNKS_A_WORKER tasks a worker, so that a chunk's slowest answers (its tail) are not
-# waited for dozens of times over.
-_CHUNK = 2_000
-_CHUNKS_A_WORKER = 4
 _MERGE = 8  # parts' domain sets merged by one task
 
 _log = logging.getLogger(__name__)
@@ -461,7 +457,7 @@ class DaskRun:
         config = dataclasses.replace(work.config, concurrency=concurrency)
         futures = [
             self.submit(resolve_domains, chunk, config, work.routing.sandbox)
-            for chunk in _chunks(domains, self.size)
+            for chunk in domain_chunks(domains, self.size)
         ]
         hosts = work.cache if work.cache is not None else MemoryHosts()
         answers: dict[str, DnsAnswer] = {}
@@ -489,9 +485,3 @@ class DaskRun:
         ledger = engine.bounces
         keys: list[list[str]] = self.gather([self.submit(bounce_keys_of, i) for i in self._infos])
         return [ShippedFlags(ledger.flags(k) if k else {}, scope) for k in keys]
-
-
-def _chunks(domains: Sequence[str], workers: int) -> Iterator[list[str]]:
-    size = max(_CHUNK, -(-len(domains) // (_CHUNKS_A_WORKER * max(1, workers))))
-    for start in range(0, len(domains), size):
-        yield list(domains[start : start + size])

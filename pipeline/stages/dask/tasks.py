@@ -15,7 +15,7 @@ import asyncio
 import functools
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,20 @@ def partition_info(
         return PartitionInfo(domains, [])
     more = further_bounce_keys(part.originals, further, loaded, scope) if further else []
     return PartitionInfo(domains, list(dict.fromkeys([*bounce_keys(work, scope), *more])))
+
+
+# Domains per resolving task: at least _CHUNK (answers reach the cache chunk by chunk), and
+# about _CHUNKS_A_WORKER tasks a worker, so that a chunk's slowest answers (its tail) are not
+# waited for dozens of times over.
+_CHUNK = 2_000
+_CHUNKS_A_WORKER = 4
+
+
+def domain_chunks(domains: Sequence[str], workers: int) -> Iterator[list[str]]:
+    """*domains* in the chunks the workers resolve, one task each."""
+    size = max(_CHUNK, -(-len(domains) // (_CHUNKS_A_WORKER * max(1, workers))))
+    for start in range(0, len(domains), size):
+        yield list(domains[start : start + size])
 
 
 def resolve_domains(
