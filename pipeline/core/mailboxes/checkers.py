@@ -26,11 +26,13 @@ from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
 from pipeline.core.mailboxes.smtp import SmtpSettings, smtp_reachable
 from pipeline.core.mailboxes.step import (
     allocate,
+    allowances,
     attach_mailbox_answers,
     attach_remote_answers,
     mail_hosts,
     plan,
     probe_order,
+    runs_of,
     share_out,
     unanswered,
 )
@@ -62,12 +64,14 @@ class AddressChecker(Protocol):
 @dataclass(frozen=True)
 class Assignment:
     """Who gets a request, decided before any is sent: the cached answers, the targets the
-    budget reaches (in priority order) and those it does not, and the known catch-alls."""
+    budget reaches (in priority order) and those it does not, the known catch-alls, and what
+    each reached domain may spend (None: no limit)."""
 
     answers: dict[str, MailboxResult]
     reached: list[Target]
     skipped: list[Target]
     known_catch_all: dict[str, bool]
+    allowances: dict[str, int] | None = None
 
 
 @dataclass
@@ -131,7 +135,8 @@ class SmtpChecker:
             pace = pace_of(reached, known, mail_hosts(rows), self.config, lists)
             need, cached = len(targets), len(answers)
             self.on_plan(plan("smtp", rows, need, cached, self.budget, len(reached), pace))
-        return Assignment(answers, reached, skipped, known)
+        shares = allowances(runs_of(reached), self.budget.left, set(known))
+        return Assignment(answers, reached, skipped, known, shares)
 
     def _remember(self, key: str, result: MailboxResult) -> None:
         self.cache.put(key, result)
@@ -144,7 +149,7 @@ async def probe_targets(
     work: Assignment, prober: Prober
 ) -> tuple[dict[str, MailboxResult], CheckStats]:
     """The prober's answers for the reached targets, and what it sent."""
-    answers = await prober.run(work.reached, work.known_catch_all)
+    answers = await prober.run(work.reached, work.known_catch_all, work.allowances)
     sent = prober.stats
     busiest = max(sent.sessions_per_host.values(), default=0)
     return answers, CheckStats("smtp", sent.rcpts, sent.sessions, busiest)

@@ -17,7 +17,8 @@ preference order, several recipients per session. Care for other people's server
   would be, and none is asked either;
 - deferred (greylisted) addresses are asked again after ``greylist_delays`` while the other
   domains go on;
-- a run never sends more RCPTs than its budget; addresses it did not reach say so.
+- a run never sends more RCPTs than its budget, and a domain never more than its allowance
+  (:func:`pipeline.core.mailboxes.step.allowances`); addresses it did not reach say so.
 
 Each final answer is handed to ``on_result`` as soon as it is known, so a killed run loses
 nothing it had learned; "no such user" answers wait until the domain shows it tells mailboxes
@@ -30,8 +31,8 @@ import asyncio
 import ipaddress
 import secrets
 import time
-from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from pipeline.core.config import VerifyConfig
 from pipeline.core.domains.dns import Resolver, host_addresses, mail_hosts
@@ -91,12 +92,19 @@ class Prober:
         self.stats = ProbeStats()
         self.catch_all: dict[str, bool] = {}  # learned this run, for the caller to cache
         self._probes: dict[str, str] = {}  # each domain's random catch-all probe address
+        self._left: dict[str, int] | None = None  # what each domain may still spend
+        self.spent: Counter[str] = Counter()  # RCPTs sent per domain
 
     async def run(
-        self, targets: Sequence[Target], known_catch_all: dict[str, bool] | None = None
+        self,
+        targets: Sequence[Target],
+        known_catch_all: dict[str, bool] | None = None,
+        allowances: Mapping[str, int] | None = None,
     ) -> dict[str, MailboxResult]:
-        """Final answers for *targets*, keyed by ``Target.key``. Targets come in priority order."""
+        """Final answers for *targets*, keyed by ``Target.key``. Targets come in priority order;
+        *allowances*: what each domain may spend (None: the budget alone limits)."""
         self.catch_all.update(known_catch_all or {})
+        self._left = dict(allowances) if allowances is not None else None
         results: dict[str, MailboxResult] = {}
         by_domain: dict[str, list[Target]] = defaultdict(list)
         for target in targets:
@@ -152,7 +160,7 @@ class Prober:
             return None
         # The same probe address on every round: greylisting remembers (sender, recipient).
         probe = self._probes.setdefault(domain, f"lc-probe-{secrets.token_hex(6)}@{domain}")
-        replies, failure, _ = await self._ask(hosts, [probe])
+        replies, failure, _ = await self._ask(domain, hosts, [probe])
         if probe not in replies:
             if failure is None or failure.outcome is Mailbox.DEFERRED:
                 answers.catch_all_known = False  # not asked yet (a 421): learn it later
@@ -178,8 +186,9 @@ class Prober:
         by_address = {t.address: t for t in targets}
         pending = list(by_address)
         deferred: list[Target] = []
+        domain = targets[0].domain if targets else ""
         while pending:
-            if self.budget.exhausted:
+            if self._exhausted(domain):
                 for address in pending:
                     finish(by_address[address], _NOT_VERIFIED)
                 break
@@ -194,9 +203,9 @@ class Prober:
                 else:
                     finish(by_address[address], result_of(reply, outcome))
 
-            _, failure, unasked = await self._ask(hosts, chunk, answered)
+            _, failure, unasked = await self._ask(domain, hosts, chunk, answered)
             left = unasked + pending[len(chunk) :]
-            if failure is None and unasked and self.budget.exhausted:
+            if failure is None and unasked and self._exhausted(domain):
                 failure = _NOT_VERIFIED
             if failure is None:
                 pending = left  # a full session (452 4.5.3) or a 421: go on in a new one
@@ -209,8 +218,22 @@ class Prober:
             break
         return deferred
 
+    def _exhausted(self, domain: str) -> bool:
+        left = self._left
+        return self.budget.exhausted or (left is not None and left.get(domain, 0) <= 0)
+
+    def _take(self, domain: str) -> bool:
+        """One RCPT of *domain*'s, if its allowance and the budget allow it."""
+        if self._exhausted(domain) or not self.budget.take():
+            return False
+        if self._left is not None:
+            self._left[domain] -= 1
+        self.spent[domain] += 1
+        return True
+
     async def _ask(
         self,
+        domain: str,
         hosts: list[str],
         recipients: list[str],
         on_reply: Callable[[str, Reply], None] | None = None,
@@ -229,7 +252,7 @@ class Prober:
             addresses = await self._host_addresses(host)
             if not addresses:
                 continue
-            session = await self._session(host, state, addresses[0], recipients, on_reply)
+            session = await self._session(domain, host, state, addresses[0], recipients, on_reply)
             self._judge_host(state, session)
             if session.replies or session.failure is None:
                 return session.replies, None, session.unasked(recipients)
@@ -249,6 +272,7 @@ class Prober:
 
     async def _session(
         self,
+        domain: str,
         host: str,
         state: HostState,
         address: str,
@@ -265,7 +289,7 @@ class Prober:
             provider = self._provider(host)
 
             async def pace() -> bool:
-                if not self.budget.take():
+                if not self._take(domain):
                     return False
                 await state.pacer.wait()
                 await provider.wait()
