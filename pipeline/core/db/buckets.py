@@ -7,7 +7,8 @@ folder of files: a shared mount (``file:///shared/...``) or an object-store pref
 system, and an object store has no locks at all), so a table is kept as files no writer ever
 changes once written:
 
-    ROOT/NAME/BB/SEGMENT.parquet
+    ROOT/NAME/BB/SEGMENT.parquet        (a segment of one bucket's rows)
+    ROOT/NAME/mixed/SEGMENT.parquet     (a writer's rows of several buckets)
 
 ``BB`` is the bucket of a row's first key column, the CRC-32 of its UTF-8 bytes modulo
 :data:`BUCKETS`: a function of the value alone, the same in every process and every version
@@ -16,7 +17,9 @@ an upgrade). A worker that owns a bucket reads that folder only. ``SEGMENT`` is 
 clock in nanoseconds and a random tag; each segment is written whole or not at all (a local
 file under a hidden name, then renamed; one PUT in an object store, which S3 makes visible
 only when complete), so a writer killed at any point leaves no half segment behind, only the
-rows it had not written yet.
+rows it had not written yet. A writer's commit is one segment, whatever buckets its rows fall
+in: rows of several buckets go to the table's mixed segments, which every reader reads too,
+and which a reader moves into their buckets once there are many.
 
 Every row carries the time it was written (``_at``) and an identity (``_id``). A key's row is
 its latest (``combine="last"``: answers, which a later one replaces) or the sum of all of its
@@ -48,6 +51,8 @@ if TYPE_CHECKING:  # fsspec comes with an object-store install
 
 BUCKETS: Final = 64
 _JOIN_FROM: Final = 16  # segments in a bucket from which a reader joins them into one
+_MIXED: Final = "mixed"  # segments whose rows fall in several buckets
+_READS: Final = 20  # listings of a folder that keeps changing before a reader gives up
 _SYSTEM: Final = {"_at": pl.Int64, "_id": pl.String, "_gone": pl.Boolean}
 
 
@@ -185,13 +190,18 @@ class BucketTable:
     def rows(self, buckets: Iterable[int] | None = None) -> pl.DataFrame:
         """Each key's row (its latest, or the sum of its deltas) in *buckets* (all of them by
         default), unexpired and not deleted, without the bookkeeping columns."""
-        chosen = range(BUCKETS) if buckets is None else buckets
-        frames = [self._bucket(b) for b in chosen]
+        chosen = list(range(BUCKETS) if buckets is None else buckets)
+        # The mixed segments first: a reader moving their rows into the buckets writes those
+        # before it removes these, so whatever this read misses here it finds there.
+        frames = [self._mixed(set(chosen)), *(self._bucket(b) for b in chosen)]
         combined = self._combined(pl.concat(frames)) if frames else self._empty()
         return combined.drop(list(_SYSTEM))
 
     def put(self, rows: pl.DataFrame) -> None:
-        """Add *rows* (the key and value columns), each bucket's as one segment."""
+        """Add *rows* (the key and value columns) as one segment: in their bucket's folder, or
+        when they fall in several, in the table's mixed segments (readers move those rows into
+        their buckets once there are many), so that a writer's commit is one file whatever
+        it holds."""
         if rows.is_empty():
             return
         at = time.time_ns()
@@ -222,33 +232,66 @@ class BucketTable:
 
     def _put(self, stamped: pl.DataFrame, at: int, tag: str) -> None:
         stamped = stamped.cast(self.schema).select(list(self.schema))  # type: ignore[arg-type]
-        for (bucket,), part in (
-            with_buckets(stamped, self.key[0]).partition_by("_bucket", as_dict=True).items()
-        ):
-            frame = part.drop("_bucket")
-            self._folder(int(bucket)).write(f"{at:020d}-{tag}.parquet", frame.write_parquet)
+        buckets = set(bucket_of(stamped.get_column(self.key[0]).unique().to_list()))
+        folder = self._folder(buckets.pop()) if len(buckets) == 1 else self.shelf / _MIXED
+        folder.write(f"{at:020d}-{tag}.parquet", stamped.write_parquet)
+
+    def _mixed(self, chosen: set[int]) -> pl.DataFrame:
+        """The mixed segments' rows of the *chosen* buckets; once there are many segments,
+        their rows are moved into their buckets' folders."""
+        folder = self.shelf / _MIXED
+        names, frame = self._read(folder)
+        if frame is None:
+            return self._empty()
+        bucketed = with_buckets(frame, self.key[0])
+        if len(names) >= _JOIN_FROM:
+            at, tag = time.time_ns(), secrets.token_hex(6)
+            for (bucket,), part in bucketed.partition_by("_bucket", as_dict=True).items():
+                self._folder(int(bucket)).write(
+                    f"{at:020d}-{tag}.parquet", part.drop("_bucket").write_parquet
+                )
+            folder.remove(names)
+        return bucketed.filter(pl.col("_bucket").is_in(list(chosen))).drop("_bucket")
 
     def _bucket(self, bucket: int) -> pl.DataFrame:
         folder = self._folder(bucket)
-        names = [n for n in folder.names() if n.endswith(".parquet")]
-        frames = []
-        for name in names:
-            try:
-                with folder.reading(name) as handle:
-                    frames.append(pl.read_parquet(handle).cast(self.schema))  # type: ignore[arg-type]
-            except FileNotFoundError:  # joined into one by another reader meanwhile
-                continue
-            except (OSError, pl.exceptions.PolarsError) as exc:
-                raise StoreError(
-                    f"The shared store's segment {folder.root}/{name} cannot be read: {exc}. "
-                    "Delete it (its rows are learned again)."
-                ) from exc
-        if not frames:
+        names, frame = self._read(folder)
+        if frame is None:
             return self._empty()
-        frame = pl.concat(frames).unique("_id", keep="first", maintain_order=True)
-        if len(frames) >= _JOIN_FROM:
+        if len(names) >= _JOIN_FROM:
             frame = self._join(folder, names, frame)
         return frame
+
+    def _read(self, folder: Shelf) -> tuple[list[str], pl.DataFrame | None]:
+        """The segments of *folder*: their names, and their rows (each once, by _id). A
+        segment gone between the listing and its reading was joined with others by another
+        reader, which wrote the joined one first: the folder is listed again."""
+        for _ in range(_READS):
+            names = [n for n in folder.names() if n.endswith(".parquet")]
+            try:
+                frames = [self._segment(folder, name) for name in names]
+            except FileNotFoundError:
+                continue
+            if not frames:
+                return names, None
+            return names, pl.concat(frames).unique("_id", keep="first", maintain_order=True)
+        raise StoreError(
+            f"The shared store's folder {folder.root} kept changing while it was read "
+            f"({_READS} times). Run again; if it persists, check that its storage lists what "
+            "was just written (a consistent object store or file system)."
+        )
+
+    def _segment(self, folder: Shelf, name: str) -> pl.DataFrame:
+        try:
+            with folder.reading(name) as handle:
+                return pl.read_parquet(handle).cast(self.schema)  # type: ignore[arg-type]
+        except FileNotFoundError:
+            raise
+        except (OSError, pl.exceptions.PolarsError) as exc:
+            raise StoreError(
+                f"The shared store's segment {folder.root}/{name} cannot be read: {exc}. "
+                "Delete it (its rows are learned again)."
+            ) from exc
 
     def _join(self, folder: Shelf, names: list[str], frame: pl.DataFrame) -> pl.DataFrame:
         """The bucket's segments *names* joined into one (superseded and expired rows left

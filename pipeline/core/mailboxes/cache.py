@@ -104,6 +104,7 @@ class MailboxStore(Protocol):
 
     def get_many(self, keys: Iterable[str]) -> dict[str, MailboxResult]: ...
     def put(self, key: str, result: MailboxResult) -> None: ...
+    def put_many(self, results: dict[str, MailboxResult]) -> None: ...
     def catch_all(self, domains: Iterable[str]) -> dict[str, bool]: ...
     def put_catch_all(self, learned: dict[str, bool]) -> None: ...
     def remote_answers(self, keys: Iterable[str], api: str) -> dict[str, RemoteAnswer]: ...
@@ -197,6 +198,16 @@ class MailboxCache(OwnsDatabase):
         """Commit one answer now (autocommit), with the TTL its kind deserves."""
         row = (key, result.outcome.value, result.reply, self._kept.clock())
         self._db.execute(self._sql["put"], (*row, self._kept.expires(result)))
+
+    def put_many(self, results: dict[str, MailboxResult]) -> None:
+        """Commit answers together, in one transaction."""
+        now = self._kept.clock()
+        rows = [
+            (key, r.outcome.value, r.reply, now, self._kept.expires(r))
+            for key, r in results.items()
+        ]
+        with self._db.transaction(write=True):
+            self._db.executemany(self._sql["put"], rows)
 
     def catch_all(self, domains: Iterable[str]) -> dict[str, bool]:
         wanted = (json.dumps(list(domains)), self._kept.clock())

@@ -16,14 +16,14 @@ from typing import Protocol
 import polars as pl
 
 from pipeline.core.config import ApiConfig, VerifyConfig
-from pipeline.core.domains.dns import Resolver, SharedResolver
+from pipeline.core.domains.dns import SharedResolver, lookup_domain
 from pipeline.core.errors import SmtpUnavailableError
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.pacing import pace_of
 from pipeline.core.mailboxes.prober import Prober
 from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
-from pipeline.core.mailboxes.smtp import SmtpSettings, smtp_reachable
+from pipeline.core.mailboxes.smtp import SmtpSettings, banners, canary_hosts
 from pipeline.core.mailboxes.step import (
     allocate,
     allowances,
@@ -51,6 +51,8 @@ PlanSink = Callable[[Plan], None]
 SpentSink = Callable[[int], None]  # after each answer: requests spent by the run so far
 
 _NOT_VERIFIED = MailboxResult(Mailbox.NOT_VERIFIED, "the run's RCPT budget is spent")
+# A remote API's answer to an address the budget or the quota did not reach.
+NOT_VERIFIED_REMOTE = RemoteAnswer(None, error="not_verified_budget: budget or quota")
 
 
 class AddressChecker(Protocol):
@@ -106,7 +108,7 @@ class SmtpChecker:
     ) -> tuple[dict[str, MailboxResult], CheckStats]:
         resolver = await dns.get()
         if not self._outbound_seen:
-            await outbound_works(resolver, dns.config.canaries, self.settings)
+            await outbound_works(await outbound_hosts(dns, self.settings), self.settings)
             self._outbound_seen = True
         prober = Prober(
             resolver,
@@ -132,7 +134,7 @@ class SmtpChecker:
         known = self.cache.catch_all({t.domain for t in targets})
         reached, skipped = allocate(targets, self.budget, set(known))
         if self.on_plan is not None:
-            pace = pace_of(reached, known, mail_hosts(rows), self.config, lists)
+            pace = pace_of(runs_of(reached), known, mail_hosts(rows), self.config, lists)
             need, cached = len(targets), len(answers)
             self.on_plan(plan("smtp", rows, need, cached, self.budget, len(reached), pace))
         shares = allowances(runs_of(reached), self.budget.left, set(known))
@@ -160,14 +162,19 @@ def not_verified(skipped: list[Target]) -> dict[str, MailboxResult]:
     return {t.key: _NOT_VERIFIED for t in skipped}
 
 
-async def outbound_works(
-    resolver: Resolver, canaries: tuple[str, ...], settings: SmtpSettings
-) -> None:
-    """A blocked port 25 should be one clear message, not 10,000 timeouts."""
+async def outbound_hosts(dns: SharedResolver, settings: SmtpSettings) -> list[tuple[str, str]]:
+    """(host, address) of the canaries' mail hosts, from the answers the resolver's health
+    check got (the canaries are asked once per run)."""
+    resolver = await dns.get()
+    canaries = dns.canaries or [await lookup_domain(resolver, c) for c in dns.config.canaries]
+    return await canary_hosts(resolver, canaries, settings.loopback_only)
+
+
+async def outbound_works(hosts: list[tuple[str, str]], settings: SmtpSettings) -> None:
+    """A blocked port 25 should be one clear message, not 10,000 timeouts: one of the
+    canaries' mail *hosts* must answer from this process."""
     timeout = min(settings.timeout, 10.0)
-    reachable = await smtp_reachable(
-        resolver, canaries, settings.port, timeout, settings.loopback_only
-    )
+    reachable = await banners(hosts, settings.port, timeout)
     if not reachable.ok:
         raise SmtpUnavailableError(f"SMTP checks cannot run from here: {reachable.detail}")
 
@@ -244,5 +251,5 @@ class ApiChecker:
     ) -> pl.DataFrame:
         answers = {**work.answers, **answers}
         for target in work.skipped:
-            answers[target.key] = RemoteAnswer(None, error="not_verified_budget: budget or quota")
+            answers[target.key] = NOT_VERIFIED_REMOTE
         return attach_remote_answers(rows, answers)

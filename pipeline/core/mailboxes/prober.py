@@ -74,6 +74,7 @@ class Prober:
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         dns_concurrency: int = 100,
         on_catch_all: Callable[[str, bool], None] | None = None,
+        on_replied: Callable[[str, Reply], None] | None = None,
     ) -> None:
         self._resolver = resolver
         self._config = config
@@ -82,6 +83,9 @@ class Prober:
         self.budget = budget
         self._on_result = on_result
         self._on_catch_all = on_catch_all  # each domain's catch-all answer, as it is learned
+        # Each RCPT's reply (and its domain) the moment it arrives, whatever it is: a caller
+        # that keeps them knows what was spent on each address, what is in flight excluded.
+        self._on_replied = on_replied
         self._clock = clock
         self._sleep = sleep
         self._hosts: dict[str, HostState] = {}
@@ -93,18 +97,24 @@ class Prober:
         self.catch_all: dict[str, bool] = {}  # learned this run, for the caller to cache
         self._probes: dict[str, str] = {}  # each domain's random catch-all probe address
         self._left: dict[str, int] | None = None  # what each domain may still spend
+        self._earlier: dict[str, MailboxResult] = {}
         self.spent: Counter[str] = Counter()  # RCPTs sent per domain
+        self.replied: Counter[str] = Counter()  # RCPTs answered per domain (any reply)
 
     async def run(
         self,
         targets: Sequence[Target],
         known_catch_all: dict[str, bool] | None = None,
         allowances: Mapping[str, int] | None = None,
+        earlier: Mapping[str, MailboxResult] | None = None,
     ) -> dict[str, MailboxResult]:
         """Final answers for *targets*, keyed by ``Target.key``. Targets come in priority order;
-        *allowances*: what each domain may spend (None: the budget alone limits)."""
+        *allowances*: what each domain may spend (None: the budget alone limits); *earlier*:
+        replies a run before this one got and did not keep (a "no such user" held back until
+        its domain tells mailboxes apart), which count as this run's and are not asked again."""
         self.catch_all.update(known_catch_all or {})
         self._left = dict(allowances) if allowances is not None else None
+        self._earlier = dict(earlier or {})
         results: dict[str, MailboxResult] = {}
         by_domain: dict[str, list[Target]] = defaultdict(list)
         for target in targets:
@@ -131,7 +141,11 @@ class Prober:
             for t in targets:
                 finish(t, result)
             return
-        deferred = await self._ask_all(hosts, targets, answers.add)
+        for t in targets:
+            if t.key in self._earlier:
+                answers.add(t, self._earlier[t.key])
+        unasked = [t for t in targets if t.key not in self._earlier]
+        deferred = await self._ask_all(hosts, unasked, answers.add) if unasked else []
         for delay in self._config.greylist_delays:
             if not deferred and not answers.awaiting_catch_all:
                 break
@@ -296,7 +310,21 @@ class Prober:
                 self.stats.rcpts += 1
                 return True
 
-            return await probe_session(address, recipients, self._settings, pace, host, on_reply)
+            def replied(recipient: str, reply: Reply) -> None:
+                self._replied(domain, reply)
+                if on_reply is not None:
+                    on_reply(recipient, reply)
+
+            session = await probe_session(address, recipients, self._settings, pace, host, replied)
+            closing = session.closing_reply
+            if closing is not None and closing.stage is Stage.RCPT:  # a 452 or 421 to a RCPT
+                self._replied(domain, closing)
+            return session
+
+    def _replied(self, domain: str, reply: Reply) -> None:
+        self.replied[domain] += 1
+        if self._on_replied is not None:
+            self._on_replied(domain, reply)
 
     def _judge_host(self, state: HostState, session: SessionResult) -> None:
         """Count refusals of us in a row; a 421 or 4.7.x also makes the host rest.

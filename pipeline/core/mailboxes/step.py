@@ -206,7 +206,12 @@ def plan(
 
 
 def attach_remote_answers(rows: pl.DataFrame, answers: dict[str, RemoteAnswer]) -> pl.DataFrame:
-    table = pl.DataFrame(
+    return join_answers(rows, remote_table(answers))
+
+
+def remote_table(answers: Mapping[str, RemoteAnswer]) -> pl.DataFrame:
+    """A remote API's answers by KEY, as the rows get them."""
+    return pl.DataFrame(
         {
             "KEY": list(answers),
             "MAILBOX": [_failure(a) for a in answers.values()],
@@ -225,7 +230,6 @@ def attach_remote_answers(rows: pl.DataFrame, answers: dict[str, RemoteAnswer]) 
             "API_SUSPECTED_BOUNCES",
         ),
     )
-    return join_answers(rows, table)
 
 
 def _failure(answer: RemoteAnswer) -> str | None:
@@ -236,7 +240,12 @@ def _failure(answer: RemoteAnswer) -> str | None:
 
 
 def attach_mailbox_answers(rows: pl.DataFrame, answers: dict[str, MailboxResult]) -> pl.DataFrame:
-    table = pl.DataFrame(
+    return join_answers(rows, mailbox_table(answers))
+
+
+def mailbox_table(answers: Mapping[str, MailboxResult]) -> pl.DataFrame:
+    """SMTP answers by KEY, as the rows get them."""
+    return pl.DataFrame(
         {
             "KEY": list(answers),
             "MAILBOX": [a.outcome.value for a in answers.values()],
@@ -245,7 +254,6 @@ def attach_mailbox_answers(rows: pl.DataFrame, answers: dict[str, MailboxResult]
         },
         schema=keyed_schema("MAILBOX", "MAILBOX_REPLY", "MAILBOX_AT"),
     )
-    return join_answers(rows, table)
 
 
 def join_answers(rows: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:
