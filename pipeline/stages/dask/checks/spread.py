@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import polars as pl
 
-from pipeline.core.config import ListsConfig
+from pipeline.core.config import ApiConfig, ListsConfig
 from pipeline.core.db.buckets import BUCKETS
 from pipeline.core.engine import Engine
 from pipeline.core.mailboxes.checkers import (
@@ -32,7 +32,7 @@ from pipeline.core.mailboxes.checkers import (
     outbound_hosts,
 )
 from pipeline.core.mailboxes.pacing import pace_of, provider_of
-from pipeline.core.mailboxes.remote import QuotaLedger, key_fingerprint
+from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier, key_fingerprint
 from pipeline.core.mailboxes.step import allowances, cut
 from pipeline.core.mailboxes.types import Budget, CheckStats, Plan, combined
 from pipeline.core.mailboxes.vendors.checker import RoutedChecker, VendorChecker
@@ -178,7 +178,7 @@ class _Method:
         return tables, _smtp_total(stats)
 
     def _api(self, inner: ApiChecker, ranked: pl.DataFrame) -> tuple[list[Any], CheckStats]:
-        quota = self.run.submit(api_quota_left, self.run.stores, inner).result()
+        quota = self.run.submit(api_quota_left, self.run.stores, inner.config, inner.key).result()
         limits = [n for n in (quota, inner.budget.left) if n is not None]
         limit = min(limits) if limits else None
         taken = self._prefix(ranked, limit)
@@ -287,13 +287,13 @@ class _Method:
         return tables, [stats for _, stats in done]
 
 
-def api_quota_left(stores: Stores, inner: ApiChecker) -> int | None:
+def api_quota_left(stores: Stores, config: ApiConfig, key: str | None) -> int | None:
     """What the remote API's quota has left this window, as the shared ledger knows it."""
     store = mailbox_store(stores)
     ledger = QuotaLedger(
         store.quota_spent, store.add_quota_spent, store.quota_limit, store.set_quota_limit
     )
-    return inner.verifier(ledger).quota_left()
+    return RemoteVerifier(config, key, ledger, Budget(None), lambda *_: None).quota_left()
 
 
 def _table_of(owned: Any) -> pl.DataFrame:
