@@ -34,6 +34,7 @@ from pipeline.sandbox.smtp_server import SandboxSMTP
 from pipeline.sandbox.world import World, world_from_dict
 
 COLUMNS = ["EMAIL", "VERDICT", "SCORE", "REASON", "DUPLICATE", "DETAIL"]
+CANARIES = ("gmail.com", "outlook.com", "yahoo.com")  # [dns] canaries
 
 
 def mailboxes() -> dict[str, list[str]]:
@@ -180,11 +181,16 @@ def test_a_second_run_sends_nothing_from_the_shared_folder(
     world: tuple[SandboxDNS, SandboxSMTP], cluster: Client, tmp_path: Path
 ) -> None:
     """The caches live beside the output (.listclean-cache/), where every worker reaches
-    them: a second run from another cache directory sends no DNS query and no RCPT."""
+    them: a second run from another cache directory sends no DNS query and no RCPT. The first
+    asks each canary once (the driver's health check; the owners connect to the canaries' mail
+    hosts it found)."""
     dns, smtp = world
-    people_list(tmp_path / "list.csv", rows=600)
+    people_list(tmp_path / "list.csv", rows=600, leave_out=CANARIES)
+    dns.reset_counts()
     first = clean(tmp_path, dns, smtp, "first.parquet", "cache-a", *dask(cluster))
     assert first["rcpts_sent"] > 0 and first["dns_queries"] > 0
+    asked_dns = Counter(dns.queries())
+    assert [asked_dns[(canary, "MX")] for canary in CANARIES] == [1, 1, 1]
     assert (tmp_path / ".listclean-cache" / "domains").is_dir()
     assert (tmp_path / ".listclean-cache" / "mailboxes").is_dir()
     assert not (tmp_path / ".listclean-cache" / "runs").exists() or not any(
