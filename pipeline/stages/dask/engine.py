@@ -63,7 +63,7 @@ from pipeline.core.domains.step import DomainStats
 from pipeline.core.engine import Engine
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
-from pipeline.stages.dask.checks.spread import check_on_cluster
+from pipeline.stages.dask.checks.spread import Found, check_on_cluster
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
 from pipeline.stages.dask.domains import (
     counts_of,
@@ -189,7 +189,7 @@ class DaskRun:
         self._planned: Planned | None = None
         self._parts: list[Any] = []  # futures of the parts' rows (Batch), in input order
         self._tables: list[Any] = []  # futures of each part's domain table
-        self._found: Any = None  # the address checker's answers (a future), if any
+        self._found: Found | None = None  # the address checker's answers, if any
         self._rejects: list[Any] = []  # futures of the parts' rejects (frames), in input order
         self._stores: Stores | None = None  # where the workers find the caches and stores
 
@@ -308,8 +308,15 @@ class DaskRun:
         """Each part decided where it is, with the answers' table and the bounce ledger's
         flags, and written by the workers with its rejects
         (:mod:`pipeline.stages.dask.staging`): no row of the output passes through here."""
+        found = self._found
         decided = [
-            self.submit(decide_partition, part, self._tables[p], self.stores, self._found)
+            self.submit(
+                decide_partition,
+                part,
+                self._tables[p],
+                self.stores,
+                None if found is None else found.of_part(self, p),
+            )
             for p, part in enumerate(self._parts)
         ]
         staging = Staging(self.submit, self.files(job), stack, publication, self.cancel)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -282,8 +283,35 @@ def _key_only(key: str) -> Target:
 
 
 def answer_table(*tables: pl.DataFrame) -> pl.DataFrame | None:
-    """The run's answers by KEY, one row each (None: nothing was checked)."""
+    """A key bucket's answers by KEY, one row each, whatever method gave them (None: none)."""
     found = [t for t in tables if t.width]
     if not found:
         return None
-    return pl.concat(found, how="vertical").unique("KEY", keep="first", maintain_order=True)
+    joined = pl.concat(found, how="diagonal_relaxed")
+    return joined.unique("KEY", keep="first", maintain_order=True)
+
+
+def owned_piece(owned: Any, bucket: int, buckets: int) -> pl.DataFrame:
+    """The rows of an owner's answers that fall in key bucket *bucket*."""
+    table: pl.DataFrame = owned.table
+    bucketed = with_buckets(table, "KEY")
+    return bucketed.filter(pl.col("_bucket") % buckets == bucket).drop("_bucket")
+
+
+def key_pieces_of(part: Batch, buckets: int) -> list[pl.DataFrame]:
+    """The part's distinct keys, one frame per key bucket (every row's: a duplicate gets its
+    first row's answer)."""
+    keys = part.work.select("KEY").filter(pl.col("KEY") != "").unique()
+    bucket = with_buckets(keys, "KEY").get_column("_bucket") % buckets
+    return [keys.filter(bucket == b) for b in range(buckets)]
+
+
+def answers_for(answers: pl.DataFrame | None, keys: pl.DataFrame) -> pl.DataFrame | None:
+    """The answers of a bucket for one part's keys of it."""
+    return None if answers is None else answers.join(keys, on="KEY", how="semi")
+
+
+def part_answers(*pieces: pl.DataFrame | None) -> pl.DataFrame | None:
+    """A part's answers, from its pieces of every bucket (None: no answer at all)."""
+    found = [p for p in pieces if p is not None]
+    return pl.concat(found, how="diagonal_relaxed") if found else None

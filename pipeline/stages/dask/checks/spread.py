@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import zlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import polars as pl
@@ -51,9 +52,13 @@ from pipeline.stages.dask.checks.plan import (
     Reach,
     Routes,
     answer_table,
+    answers_for,
     candidate_pieces,
     first_rows,
     fixed,
+    key_pieces_of,
+    owned_piece,
+    part_answers,
     rank,
     settle,
     tally,
@@ -78,11 +83,26 @@ class Spreader(Protocol):
     def wait(self, futures: Sequence[Any], hear: Callable[[list[Any]], None]) -> list[Any]: ...
 
 
+@dataclass(frozen=True)
+class Found:
+    """The run's answers, in key buckets on the workers, and each part's keys in the same
+    buckets: a part gets the answers of its own keys (its duplicates' too, whose first row may
+    be in another part), never the whole table."""
+
+    buckets: list[Any]  # futures: a bucket's answers by KEY (or None)
+    keys: list[list[Any]]  # futures: per part, its distinct keys of each bucket
+
+    def of_part(self, run: Spreader, part: int) -> Any:
+        """A future of *part*'s answers (None: none)."""
+        keys = self.keys[part]
+        pieces = (run.submit(answers_for, a, k) for a, k in zip(self.buckets, keys, strict=True))
+        return run.submit(part_answers, *pieces)
+
+
 async def check_on_cluster(
     run: Spreader, engine: Engine, parts: list[Any], tables: list[Any]
-) -> tuple[Any, CheckStats | None]:
-    """The address checker's answers by KEY, as a future every part's decision reads (a
-    duplicate's part may not be its first row's), or None where there are none."""
+) -> tuple[Found | None, CheckStats | None]:
+    """The address checker's answers (see :class:`Found`), or None where there are none."""
     checker = engine.checker
     if checker is None or engine.offline:
         return None, None
@@ -95,16 +115,22 @@ async def check_on_cluster(
         for p, part in enumerate(parts)
     ]
     grid = [[run.submit(piece, ps, b) for ps in pieces] for b in range(buckets)]
-    found: list[Any] = []
+    found: list[list[Any]] = [[] for _ in range(buckets)]
     stats: list[CheckStats] = []
     for method, inner in _methods(checker):
         checked = await _Method(run, engine, method, grid).check(inner)
         if checked is not None:
-            found.extend(checked[0])
+            for bucket, tables_of in zip(found, checked[0], strict=True):
+                bucket.extend(tables_of)
             stats.append(checked[1])
     if not stats:
         return None, None
-    return run.submit(answer_table, *found), stats[0] if routes is None else combined(stats)
+    keys = [run.submit(key_pieces_of, part, buckets) for part in parts]
+    answers = Found(
+        [run.submit(answer_table, *tables_of) for tables_of in found],
+        [[run.submit(piece, k, b) for b in range(buckets)] for k in keys],
+    )
+    return answers, stats[0] if routes is None else combined(stats)
 
 
 def _methods(checker: AddressChecker) -> list[tuple[Method, AddressChecker]]:
@@ -135,7 +161,7 @@ class _Method:
         self.method = method
         self.settled = [run.submit(settle, method, run.stores, *column) for column in grid]
 
-    async def check(self, inner: AddressChecker) -> tuple[list[Any], CheckStats] | None:
+    async def check(self, inner: AddressChecker) -> tuple[list[list[Any]], CheckStats] | None:
         run = self.run
         tallies = [run.submit(tally, s) for s in self.settled]
         ranked: pl.DataFrame = run.submit(rank, self.method, run.stores, *tallies).result()
@@ -148,7 +174,9 @@ class _Method:
         assert isinstance(inner, VendorChecker)
         return await self._vendor(inner, ranked)
 
-    async def _smtp(self, inner: SmtpChecker, ranked: pl.DataFrame) -> tuple[list[Any], CheckStats]:
+    async def _smtp(
+        self, inner: SmtpChecker, ranked: pl.DataFrame
+    ) -> tuple[list[list[Any]], CheckStats]:
         domains = ranked.get_column("DOMAIN").to_list()
         opened = ranked.get_column("_open").to_list()
         known = set(ranked.filter("_known").get_column("DOMAIN").to_list())
@@ -156,7 +184,8 @@ class _Method:
         taken = cut(list(zip(domains, opened, strict=True)), left, known)
         reached = [(d, n) for d, n in zip(domains, taken, strict=True) if n]
         shares = allowances(reached, left, known)
-        mx = dict(zip(domains, ranked.get_column("MX").to_list(), strict=True))
+        names = [d for d, _ in reached]
+        mx = dict(ranked.filter(pl.col("DOMAIN").is_in(names)).select("DOMAIN", "MX").iter_rows())
         lists = self.engine.lists
         if inner.on_plan is not None:
             pace = pace_of(reached, known, mx, inner.config, lists)
@@ -177,7 +206,7 @@ class _Method:
         tables, stats = self._ask(probe_group, orders, reach, *asked)
         return tables, _smtp_total(stats)
 
-    def _api(self, inner: ApiChecker, ranked: pl.DataFrame) -> tuple[list[Any], CheckStats]:
+    def _api(self, inner: ApiChecker, ranked: pl.DataFrame) -> tuple[list[list[Any]], CheckStats]:
         quota = self.run.submit(api_quota_left, self.run.stores, inner.config, inner.key).result()
         limits = [n for n in (quota, inner.budget.left) if n is not None]
         limit = min(limits) if limits else None
@@ -195,7 +224,7 @@ class _Method:
 
     async def _vendor(
         self, inner: VendorChecker, ranked: pl.DataFrame
-    ) -> tuple[list[Any], CheckStats]:
+    ) -> tuple[list[list[Any]], CheckStats]:
         wanted = int(ranked.get_column("_open").sum()) + int(ranked.get_column("_held").sum())
         balance = await inner.balance() if wanted else None
         by_budget = self._prefix(ranked, inner.budget.left)
@@ -269,8 +298,9 @@ class _Method:
         budget: Budget,
         on_spent: Callable[[int], None] | None,
         bar: Progress,
-    ) -> tuple[list[Any], list[CheckStats]]:
-        """The owners' tables (futures) and what they sent, hearing what they spend."""
+    ) -> tuple[list[list[Any]], list[CheckStats]]:
+        """The answers' tables of each key bucket (futures: what nobody asks for, and each
+        owner's share) and what the owners sent, hearing what they spend."""
         run = self.run
         owners = len(orders)
         targets = [run.submit(targets_of, s, reach, owners) for s in self.settled]
@@ -278,8 +308,12 @@ class _Method:
             run.submit(ask, order, *(run.submit(piece, t, o) for t in targets))
             for o, order in enumerate(orders)
         ]
-        tables = [run.submit(fixed, s, reach, self.method) for s in self.settled]
-        tables += [run.submit(_table_of, o) for o in owned]
+        count = len(self.settled)
+        tables = [
+            [run.submit(fixed, s, reach, self.method)]
+            + [run.submit(owned_piece, o, b, count) for o in owned]
+            for b, s in enumerate(self.settled)
+        ]
         with contextlib.closing(bar):
             sink = _Spending(budget, owners, bar, on_spent)
             done = run.wait([run.submit(_spent_of, o) for o in owned], sink.hear)
@@ -294,10 +328,6 @@ def api_quota_left(stores: Stores, config: ApiConfig, key: str | None) -> int | 
         store.quota_spent, store.add_quota_spent, store.quota_limit, store.set_quota_limit
     )
     return RemoteVerifier(config, key, ledger, Budget(None), lambda *_: None).quota_left()
-
-
-def _table_of(owned: Any) -> pl.DataFrame:
-    return owned.table  # type: ignore[no-any-return]
 
 
 def _spent_of(owned: Any) -> tuple[int, CheckStats]:
