@@ -36,11 +36,14 @@ from pipeline.stages.dask.stores import Stores, domain_store
 from pipeline.stages.dask.tasks import worker_lists
 
 
-def domain_buckets(parts: int) -> int:
-    """Domain buckets for a list of *parts* parts: a power of two (so that each covers whole
-    buckets of the cache), at least the parts, at most the cache's buckets."""
+def buckets_for(parts: int, workers: int) -> int:
+    """Buckets of a shuffle by a stable hash (domains, keys) for a list of *parts* parts on
+    *workers* workers: a power of two (so that each covers whole buckets of the shared
+    tables), about four a worker (enough to keep every worker busy and to even out the
+    buckets' sizes) but no more than the parts, at most the tables' buckets. The tasks grow
+    with parts times buckets, and so does what the driver keeps track of."""
     buckets = 1
-    while buckets < min(parts, BUCKETS):
+    while buckets < min(parts, 4 * max(1, workers), BUCKETS):
         buckets *= 2
     return buckets
 

@@ -66,8 +66,8 @@ from pipeline.core.progress import meter
 from pipeline.stages.dask.checks.spread import Found, check_on_cluster
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
 from pipeline.stages.dask.domains import (
+    buckets_for,
     counts_of,
-    domain_buckets,
     domain_pieces,
     look_up,
     missing_of,
@@ -267,7 +267,7 @@ class DaskRun:
         """Each distinct domain of the list answered once, by domain buckets on the workers
         (:mod:`pipeline.stages.dask.domains`), and each part's own domains' table built
         where the part is. The driver checks the resolver, once, if a domain is missing."""
-        buckets = domain_buckets(len(self._parts))
+        buckets = buckets_for(len(self._parts), self.size)
         pieces = [self.submit(domain_pieces, part, buckets) for part in self._parts]
         grid = [[self.submit(piece, ps, b) for ps in pieces] for b in range(buckets)]
         offline = engine.offline

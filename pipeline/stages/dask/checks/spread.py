@@ -24,7 +24,6 @@ from typing import Any, Protocol
 import polars as pl
 
 from pipeline.core.config import ApiConfig, ListsConfig
-from pipeline.core.db.buckets import BUCKETS
 from pipeline.core.engine import Engine
 from pipeline.core.mailboxes.checkers import (
     AddressChecker,
@@ -64,6 +63,7 @@ from pipeline.stages.dask.checks.plan import (
     tally,
     targets_of,
 )
+from pipeline.stages.dask.domains import buckets_for
 from pipeline.stages.dask.shuffle import piece
 from pipeline.stages.dask.stores import Stores, mailbox_store
 
@@ -106,9 +106,7 @@ async def check_on_cluster(
     checker = engine.checker
     if checker is None or engine.offline:
         return None, None
-    buckets = 1
-    while buckets < min(len(parts), BUCKETS):
-        buckets *= 2
+    buckets = buckets_for(len(parts), run.size)
     routes = Routes(checker.routes, checker.default) if isinstance(checker, RoutedChecker) else None
     pieces = [
         run.submit(candidate_pieces, part, tables[p], run.stores, buckets, routes, run.lists)
