@@ -94,6 +94,18 @@ def vendor_table(answers: Mapping[str, VendorAnswer]) -> pl.DataFrame:
     )
 
 
+def short_of_balance(vendor: str, balance: int | None, covered: int, short: int) -> tuple[str, ...]:
+    """What the run's user is told when the balance covers fewer addresses than the budget."""
+    if not short:
+        return ()
+    return (
+        f"{vendor}'s balance of {balance:,} credits covers {covered:,} of the "
+        f"{covered + short:,} addresses the run would ask about; the other {short:,} keep "
+        "their domain-level verdict (not_verified_credits). Buy credits and run again: what "
+        "was answered is not paid for twice.",
+    )
+
+
 def beyond_budget(vendor: str) -> VendorAnswer:
     """The stand-in answer of an address the run's budget does not reach."""
     return not_answered(vendor, Reason.NOT_VERIFIED_BUDGET, "the run's budget")
@@ -234,14 +246,7 @@ class VendorChecker:
             **{t.key: beyond_budget(self.vendor) for t in over_budget},
             **{t.key: beyond_balance(self.vendor, balance) for t in short},
         }
-        warnings: tuple[str, ...] = ()
-        if short:
-            warnings = (
-                f"{self.vendor}'s balance of {balance:,} credits covers {len(reached):,} of the "
-                f"{len(reached) + len(short):,} addresses the run would ask about; the other "
-                f"{len(short):,} keep their domain-level verdict (not_verified_credits). Buy "
-                "credits and run again: what was answered is not paid for twice.",
-            )
+        warnings = short_of_balance(self.vendor, balance, len(reached), len(short))
         self._show_plan(rows, targets, cached, resumed + reached, balance, len(bounced))
         return VendorAssignment(cached, resumed + reached, skipped, warnings)
 

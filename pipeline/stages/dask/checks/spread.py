@@ -35,7 +35,11 @@ from pipeline.core.mailboxes.pacing import pace_of, provider_of
 from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier, key_fingerprint
 from pipeline.core.mailboxes.step import allowances, cut
 from pipeline.core.mailboxes.types import Budget, CheckStats, Plan, combined
-from pipeline.core.mailboxes.vendors.checker import RoutedChecker, VendorChecker
+from pipeline.core.mailboxes.vendors.checker import (
+    RoutedChecker,
+    VendorChecker,
+    short_of_balance,
+)
 from pipeline.core.progress import Progress
 from pipeline.stages.dask.checks.owners import (
     ApiOrder,
@@ -229,14 +233,7 @@ class _Method:
         limits = [n for n in (inner.budget.left, balance) if n is not None]
         taken = self._prefix(ranked, min(limits) if limits else None)
         covered, short = sum(taken), sum(by_budget) - sum(taken)
-        warnings: tuple[str, ...] = ()
-        if short:
-            warnings = (
-                f"{inner.vendor}'s balance of {balance:,} credits covers {covered:,} of the "
-                f"{covered + short:,} addresses the run would ask about; the other {short:,} keep "
-                "their domain-level verdict (not_verified_credits). Buy credits and run again: "
-                "what was answered is not paid for twice.",
-            )
+        warnings = short_of_balance(inner.vendor, balance, covered, short)
         if inner.on_plan is not None:
             held = int(ranked.get_column("_held").sum())
             shown = _plan("vendor", ranked, inner.budget, covered + held)
