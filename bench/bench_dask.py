@@ -169,6 +169,7 @@ def main() -> None:
     if args.smtp_budget:
         driver_memory(out, args.smtp_budget)
     if args.smtp_only:
+        remove_outputs(out)
         return
     with served_world(out / "world.json", out) as (server, config):
         engines = {"local": []} if args.processes_only else ENGINES
@@ -192,8 +193,14 @@ def main() -> None:
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(table(results))
     check(results)
+    remove_outputs(out)
+
+
+def remove_outputs(out: Path) -> None:
+    """The list, the outputs and the caches gone; the results stay."""
     for path in [out / "list.csv", out / "small.csv", *out.glob("*.parquet"), out / "cache"]:
         shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+    shutil.rmtree(out / SHELF, ignore_errors=True)
 
 
 def mail_world(out: Path) -> Path:
