@@ -16,8 +16,7 @@ from pipeline.core.assembly.forget import Request, forget
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.db.database import Where, exists, is_url, store_where
-from pipeline.core.db.sqlite import beside_domain_cache
+from pipeline.core.db.database import Where, cache_where, exists, is_url, store_where
 from pipeline.core.errors import UsageError
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.vendors.store import PaidAnswers
@@ -90,7 +89,7 @@ def command_contacts_forget(args: argparse.Namespace) -> int:
     if not (args.email or args.phone):
         raise UsageError("Name the person by --email, by --phone or both (--name may follow).")
     config = settings(args)
-    answers = beside_domain_cache(cache_path(args, config), "mailboxes")
+    answers, family = cache_where(cache_path(args, config), "mailboxes", config.cache.db)
     # A database named by --db holds the ledger too, as it does for `serve --db URL`.
     shared = args.db if is_url(args.db) and not config.bounces.db else None
     events = shared or bounce_ledger_path(args, config)
@@ -98,7 +97,9 @@ def command_contacts_forget(args: argparse.Namespace) -> int:
         contacts = stack.enter_context(_contact_store(args))
         # A store that was never made holds nothing about anyone: it is not made now.
         cache = (
-            stack.enter_context(MailboxCache(answers, config.verify)) if answers.exists() else None
+            stack.enter_context(MailboxCache(answers, config.verify, family=family))
+            if exists(answers)
+            else None
         )
         ledger = (
             stack.enter_context(BounceLedger(events, config.bounces)) if exists(events) else None

@@ -57,6 +57,13 @@ class DnsConfig:
     )
 
 
+def _url_of(value: str, where: str, schemes: tuple[str, ...]) -> str:
+    if value and not value.startswith(schemes):
+        shown = ", ".join(schemes)
+        raise ConfigError(f"{where} must be empty or a URL ({shown}...), got {value!r}.")
+    return value
+
+
 @dataclass(frozen=True)
 class CacheConfig:
     dir: str = setting("", "Directory of the domain cache; empty uses the user's cache directory.")
@@ -65,6 +72,19 @@ class CacheConfig:
         86400, "Seconds an NXDOMAIN / null MX / no-mail-host answer stays cached."
     )
     ttl_temporary: int = setting(600, "Seconds a SERVFAIL or timeout stays cached.")
+    db: str = setting(
+        "",
+        "The domain cache and the mailbox cache: a postgresql:// URL every host and every Dask "
+        "worker shares; empty: domains.sqlite and mailboxes.sqlite in the cache directory.",
+        check=lambda value, where: _url_of(value, where, ("postgresql://", "postgres://")),
+    )
+    shared: str = setting(
+        "",
+        "Where a Dask run's workers keep the caches when db names no database: a folder every "
+        "worker reaches, file:///shared/path or s3://bucket/prefix; empty: .listclean-cache/ "
+        "beside the output.",
+        check=lambda value, where: _url_of(value, where, ("file:///", "s3://")),
+    )
 
 
 @dataclass(frozen=True)

@@ -16,21 +16,23 @@ from typing import Protocol
 import polars as pl
 
 from pipeline.core.config import ApiConfig, VerifyConfig
-from pipeline.core.domains.dns import Resolver, SharedResolver
+from pipeline.core.domains.dns import SharedResolver, lookup_domain
 from pipeline.core.errors import SmtpUnavailableError
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.pacing import pace_of
 from pipeline.core.mailboxes.prober import Prober
 from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
-from pipeline.core.mailboxes.smtp import SmtpSettings, smtp_reachable
+from pipeline.core.mailboxes.smtp import SmtpSettings, banners, canary_hosts
 from pipeline.core.mailboxes.step import (
     allocate,
+    allowances,
     attach_mailbox_answers,
     attach_remote_answers,
     mail_hosts,
     plan,
     probe_order,
+    runs_of,
     share_out,
     unanswered,
 )
@@ -49,6 +51,8 @@ PlanSink = Callable[[Plan], None]
 SpentSink = Callable[[int], None]  # after each answer: requests spent by the run so far
 
 _NOT_VERIFIED = MailboxResult(Mailbox.NOT_VERIFIED, "the run's RCPT budget is spent")
+# A remote API's answer to an address the budget or the quota did not reach.
+NOT_VERIFIED_REMOTE = RemoteAnswer(None, error="not_verified_budget: budget or quota")
 
 
 class AddressChecker(Protocol):
@@ -62,12 +66,14 @@ class AddressChecker(Protocol):
 @dataclass(frozen=True)
 class Assignment:
     """Who gets a request, decided before any is sent: the cached answers, the targets the
-    budget reaches (in priority order) and those it does not, and the known catch-alls."""
+    budget reaches (in priority order) and those it does not, the known catch-alls, and what
+    each reached domain may spend (None: no limit)."""
 
     answers: dict[str, MailboxResult]
     reached: list[Target]
     skipped: list[Target]
     known_catch_all: dict[str, bool]
+    allowances: dict[str, int] | None = None
 
 
 @dataclass
@@ -102,7 +108,7 @@ class SmtpChecker:
     ) -> tuple[dict[str, MailboxResult], CheckStats]:
         resolver = await dns.get()
         if not self._outbound_seen:
-            await outbound_works(resolver, dns.config.canaries, self.settings)
+            await outbound_works(await outbound_hosts(dns, self.settings), self.settings)
             self._outbound_seen = True
         prober = Prober(
             resolver,
@@ -128,10 +134,11 @@ class SmtpChecker:
         known = self.cache.catch_all({t.domain for t in targets})
         reached, skipped = allocate(targets, self.budget, set(known))
         if self.on_plan is not None:
-            pace = pace_of(reached, known, mail_hosts(rows), self.config, lists)
+            pace = pace_of(runs_of(reached), known, mail_hosts(rows), self.config, lists)
             need, cached = len(targets), len(answers)
             self.on_plan(plan("smtp", rows, need, cached, self.budget, len(reached), pace))
-        return Assignment(answers, reached, skipped, known)
+        shares = allowances(runs_of(reached), self.budget.left, set(known))
+        return Assignment(answers, reached, skipped, known, shares)
 
     def _remember(self, key: str, result: MailboxResult) -> None:
         self.cache.put(key, result)
@@ -144,7 +151,7 @@ async def probe_targets(
     work: Assignment, prober: Prober
 ) -> tuple[dict[str, MailboxResult], CheckStats]:
     """The prober's answers for the reached targets, and what it sent."""
-    answers = await prober.run(work.reached, work.known_catch_all)
+    answers = await prober.run(work.reached, work.known_catch_all, work.allowances)
     sent = prober.stats
     busiest = max(sent.sessions_per_host.values(), default=0)
     return answers, CheckStats("smtp", sent.rcpts, sent.sessions, busiest)
@@ -155,14 +162,19 @@ def not_verified(skipped: list[Target]) -> dict[str, MailboxResult]:
     return {t.key: _NOT_VERIFIED for t in skipped}
 
 
-async def outbound_works(
-    resolver: Resolver, canaries: tuple[str, ...], settings: SmtpSettings
-) -> None:
-    """A blocked port 25 should be one clear message, not 10,000 timeouts."""
+async def outbound_hosts(dns: SharedResolver, settings: SmtpSettings) -> list[tuple[str, str]]:
+    """(host, address) of the canaries' mail hosts, from the answers the resolver's health
+    check got (the canaries are asked once per run)."""
+    resolver = await dns.get()
+    canaries = dns.canaries or [await lookup_domain(resolver, c) for c in dns.config.canaries]
+    return await canary_hosts(resolver, canaries, settings.loopback_only)
+
+
+async def outbound_works(hosts: list[tuple[str, str]], settings: SmtpSettings) -> None:
+    """A blocked port 25 should be one clear message, not 10,000 timeouts: one of the
+    canaries' mail *hosts* must answer from this process."""
     timeout = min(settings.timeout, 10.0)
-    reachable = await smtp_reachable(
-        resolver, canaries, settings.port, timeout, settings.loopback_only
-    )
+    reachable = await banners(hosts, settings.port, timeout)
     if not reachable.ok:
         raise SmtpUnavailableError(f"SMTP checks cannot run from here: {reachable.detail}")
 
@@ -239,5 +251,5 @@ class ApiChecker:
     ) -> pl.DataFrame:
         answers = {**work.answers, **answers}
         for target in work.skipped:
-            answers[target.key] = RemoteAnswer(None, error="not_verified_budget: budget or quota")
+            answers[target.key] = NOT_VERIFIED_REMOTE
         return attach_remote_answers(rows, answers)

@@ -19,27 +19,28 @@ How a run goes:
    and each part gets back the row numbers of its duplicates (and of its rows whose address
    another row holds back from sending), exactly as the local engine decides
    (:mod:`pipeline.stages.dask.shuffle`).
-3. **domains**: each part sends one record per distinct domain; the driver reads the domain
-   cache once for every distinct domain of the list; the domains it lacks are resolved in
-   chunks on the workers (each domain once in the whole cluster), the driver checks the
-   resolver once and judges the MX hosts (each asked once per run, far fewer than domains),
-   and commits each chunk's answers to its cache as the chunk arrives. Each part then joins
-   its own domains' table. A second run sends no query for cached domains.
-4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out by the driver in
-   the local engine's order; one worker per mail provider; answers committed by the driver).
-5. **decide and write**: each part is decided where it is, with the answers the driver
-   shipped, and its output rows (in input order), its ``--split`` rows and its rejects are
-   written by that worker as part files beside the output, on a shared path or in the
-   object store; an output of one file (Parquet, CSV, xlsx) is then made from its parts by
-   one worker (:mod:`pipeline.stages.dask.staging`), and everything is staged for the run's
-   commit point. No output row passes through the driver.
+3. **domains**: each part sends its distinct domains, in domain buckets, to tasks that read
+   the shared domain cache (a PostgreSQL database, or bucket tables on the run's shared
+   storage: :mod:`pipeline.stages.dask.stores`) and resolve what it lacks, committing answers
+   as they arrive (:mod:`pipeline.stages.dask.domains`); the driver only checks the resolver,
+   once, when some domain is not cached. Each part then joins its own domains' table. A
+   second run anywhere that reaches the same cache sends no query.
+4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out from
+   per-domain tallies in the local engine's order; one owner per group of mail providers,
+   per remote API, per paid verifier; answers committed by the owners as they arrive).
+5. **decide and write**: each part is decided where it is, with the answers' table and the
+   bounce ledger's flags (read by the workers), and its output rows (in input order), its
+   ``--split`` rows and its rejects are written by that worker as part files beside the
+   output, on a shared path or in the object store; an output of one file (Parquet, CSV,
+   xlsx) is then made from its parts by one worker (:mod:`pipeline.stages.dask.staging`),
+   and everything is staged for the run's commit point. No output row passes through the
+   driver.
 
 No task is tied to a worker: the scheduler places each, and a lost worker's tasks run again
 elsewhere (:mod:`pipeline.stages.dask.cluster`).
 
-Workers open no cache or store: the caches live with the driver (``--cache-dir``), which ships
-what workers need and commits what they learn. So workers need no shared disk, and their
-local directories may differ.
+The driver holds no cache or store: the workers open them where the cluster shares them
+(:mod:`pipeline.stages.dask.stores`), so what one run learns serves the next, wherever it runs.
 """
 
 from __future__ import annotations
@@ -58,20 +59,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.core.bounces.step import BounceScope
 from pipeline.core.config import StorageConfig
-from pipeline.core.domains.dns import DnsAnswer, DnsStatus
-from pipeline.core.domains.exchanges import MemoryHosts, judge_exchanges
-from pipeline.core.domains.step import DomainStats, DomainWork, domain_answers
+from pipeline.core.domains.step import DomainStats
 from pipeline.core.engine import Engine
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
-from pipeline.stages.dask.checks import check_addresses, drain
+from pipeline.stages.dask.checks.spread import Found, check_on_cluster
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
+from pipeline.stages.dask.domains import (
+    buckets_for,
+    counts_of,
+    domain_pieces,
+    look_up,
+    missing_of,
+    part_table,
+    resolve_bucket,
+    table_piece,
+)
 from pipeline.stages.dask.reading import Cluster as Reaching
 from pipeline.stages.dask.reading import Planned, Report, plan, read_ranges
 from pipeline.stages.dask.shuffle import (
-    counts_of,
+    counts_of as shuffle_counts,
+)
+from pipeline.stages.dask.shuffle import (
     flags_of,
     key_pieces,
     mark_part,
@@ -85,26 +95,21 @@ from pipeline.stages.dask.staging import (
     write_rejects,
     write_rows,
 )
+from pipeline.stages.dask.stores import Stores, run_stores
 from pipeline.stages.dask.tasks import (
     Converted,
-    ShippedFlags,
-    bounce_keys_of,
     convert,
     decide_partition,
-    domain_chunks,
-    domains_of,
-    partition_info,
-    partition_table,
+    one,
     read_rejects,
-    resolve_domains,
     same,
     scan_batch,
     scan_part,
-    union,
 )
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest, InputDigest, input_digest
 from pipeline.stages.read.csv_source import ReadAgain
+from pipeline.stages.read.email_column import Further
 from pipeline.stages.read.reader import ListReader
 from pipeline.stages.runner import batch_rows, open_reader
 from pipeline.stages.sequence import Scanned, run_stages
@@ -118,7 +123,6 @@ from pipeline.stages.write.outputs import OutputPaths, output_schema
 from pipeline.stages.write.publish import Publication
 
 BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 100 MB)
-_MERGE = 8  # parts' domain sets merged by one task
 
 _log = logging.getLogger(__name__)
 
@@ -187,11 +191,11 @@ class DaskRun:
         self.digest: Digest | None = self._digest  # the input hashed by a worker
         self._planned: Planned | None = None
         self._parts: list[Any] = []  # futures of the parts' rows (Batch), in input order
-        self._infos: list[Any] = []  # futures of each part's PartitionInfo, on its worker
         self._tables: list[Any] = []  # futures of each part's domain table
-        self._found: Any = None  # the address checker's answers (a future), if any
-        self._scope: BounceScope | None = None
+        self._further = Further()
+        self._found: Found | None = None  # the address checker's answers, if any
         self._rejects: list[Any] = []  # futures of the parts' rejects (frames), in input order
+        self._stores: Stores | None = None  # where the workers find the caches and stores
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Any:
         """*function* on the cluster, wherever the scheduler places it: no task is tied to a
@@ -243,45 +247,66 @@ class DaskRun:
     def scan(
         self, job: CleanJob, reader: ListReader, stack: contextlib.ExitStack
     ) -> tuple[Scanned, ListReader]:
-        """The parts read and normalized on the workers, their duplicates marked by the
-        narrow shuffle, and what the driver needs of each: one record per domain."""
+        """The parts read and normalized on the workers and their duplicates marked by the
+        narrow shuffle; the stores the workers share opened for the run."""
         assert self._planned is not None
+        engine = self._engine
+        sandbox = engine.routing.sandbox
+        opened = run_stores(job, engine.config, sandbox, self.topic, engine.bounces)
+        self._stores = stack.enter_context(opened)
         rows = batch_rows(job.memory_mb, reader.bytes_per_row)
         scan, reader = self._scan(job, self._planned, rows, stack, self._folder)
+        self._further = reader.further  # its further address columns, for the domains
         self._rejects = scan.rejects
         self._parts, normalized = self._mark_duplicates(scan.batches, scan.rows)
-        engine = self._engine
-        self._scope = engine.bounces.scope() if engine.bounces else None
-        # What the driver needs of each part stays on its worker (one record per domain):
-        # the parts' domains are merged there, and only the list's distinct domains come here.
-        self._infos = [
-            self.submit(partition_info, part, self._scope, reader.further, self.lists)
-            for part in self._parts
-        ]
-        self.collect(self._infos, "duplicates", "part", lambda _: 1, keep=False)
+        marked = [self.submit(one, part) for part in self._parts]
+        self.collect(marked, "duplicates", "part", lambda n: int(n))
         return Scanned(scan.rows, scan.rejected, normalized, scan.reading), reader
 
+    @property
+    def stores(self) -> Stores:
+        assert self._stores is not None
+        return self._stores
+
     async def domains(self, engine: Engine) -> DomainStats:
-        """Each distinct domain of the list answered once (the cache, then the workers), and
-        each part's own domains' table built where the part is, from the answers shipped
-        once: the driver holds the list's distinct domains, never a part's records."""
-        level = [self.submit(domains_of, info) for info in self._infos]
-        while len(level) > 1:  # merged in input order, a few parts' sets a task
-            level = [
-                self.submit(union, *level[i : i + _MERGE]) for i in range(0, len(level), _MERGE)
-            ]
-        domains: list[str] = level[0].result() if level else []
-        answers, stats = await domain_answers(engine.domains, domains, self._resolve)
-        # On every worker (a lost one's copy is one of several), not in the task graph.
-        (shipped,) = self.client.scatter([answers], broadcast=True, hash=False)
-        self._sent.add(shipped)
-        self._tables = [
-            self.submit(partition_table, info, shipped, self.lists) for info in self._infos
+        """Each distinct domain of the list answered once, by domain buckets on the workers
+        (:mod:`pipeline.stages.dask.domains`), and each part's own domains' table built
+        where the part is. The driver checks the resolver, once, if a domain is missing."""
+        buckets = buckets_for(len(self._parts), self.size)
+        further = self._further
+        pieces = [
+            self.submit(domain_pieces, part, buckets, further, self.lists) for part in self._parts
         ]
-        return stats
+        grid = [[self.submit(piece, ps, b) for ps in pieces] for b in range(buckets)]
+        offline = engine.offline
+        looked = [self.submit(look_up, self.stores, offline, *column) for column in grid]
+        missing = sum(self.gather([self.submit(missing_of, found) for found in looked]))
+        before = engine.dns.queries_sent
+        if missing and not offline:
+            await engine.dns.get()  # checked against the canaries, once for the run
+        # dns.concurrency is the run's, whatever the engine: the buckets resolving at once
+        # share it, so a resolver sees from a Dask run what a local run sends it.
+        dns = engine.config.dns
+        dns = dataclasses.replace(dns, concurrency=max(1, dns.concurrency // max(1, self.size)))
+        config = (self.stores, dns, self.lists, engine.routing.sandbox, offline)
+        resolved = [self.submit(resolve_bucket, found, *config) for found in looked]
+        counts = self.collect(
+            [self.submit(counts_of, r) for r in resolved], "DNS", "domain", lambda c: int(c[0])
+        )
+        self._tables = [
+            self.submit(part_table, *(self.submit(table_piece, resolved[b], grid[b][p])
+                                      for b in range(buckets)))
+            for p in range(len(self._parts))
+        ]  # fmt: skip
+        remote = sum(c[2] for c in counts)
+        self.remote_queries += remote
+        distinct, hits = sum(c[0] for c in counts), sum(c[1] for c in counts)
+        looked_up = 0 if offline else distinct - hits
+        queries = engine.dns.queries_sent - before + remote
+        return DomainStats(distinct, hits, looked_up, queries)
 
     async def addresses(self, engine: Engine) -> CheckStats | None:
-        self._found, checks = await check_addresses(self, engine, self._parts, self._tables)
+        self._found, checks = await check_on_cluster(self, engine, self._parts, self._tables)
         return checks
 
     def write(
@@ -292,14 +317,19 @@ class DaskRun:
         publication: Publication,
         stack: contextlib.ExitStack,
     ) -> tuple[Tally, Counter[str]]:
-        """Each part decided where it is, with the answers the driver shipped, and written
-        by the workers with its rejects (:mod:`pipeline.stages.dask.staging`): no row of the
-        output passes through here."""
-        flags = self._bounce_flags(self._engine, self._scope)
-        further = reader.further
+        """Each part decided where it is, with the answers' table and the bounce ledger's
+        flags, and written by the workers with its rejects
+        (:mod:`pipeline.stages.dask.staging`): no row of the output passes through here."""
+        found, further = self._found, reader.further
         decided = [
             self.submit(
-                decide_partition, part, self._tables[p], flags[p], self._found, further, self.lists
+                decide_partition,
+                part,
+                self._tables[p],
+                self.stores,
+                None if found is None else found.of_part(self, p),
+                further,
+                self.lists,
             )
             for p, part in enumerate(self._parts)
         ]
@@ -362,7 +392,7 @@ class DaskRun:
             self.submit(mark_part, batch, *(self.submit(flags_of, s, p) for s in settled))
             for p, batch in enumerate(batches)
         ]
-        counts = self.client.gather([self.submit(counts_of, s) for s in settled])
+        counts = self.client.gather([self.submit(shuffle_counts, s) for s in settled])
         return marked, NormalizeStats(sum(c[0] for c in counts), sum(c[1] for c in counts))
 
     def _scan(
@@ -442,46 +472,15 @@ class DaskRun:
             self.client.cancel([*scan.batches, *scan.rejects])
             raise
 
-    async def _resolve(
-        self, work: DomainWork, domains: Sequence[str]
-    ) -> tuple[dict[str, DnsAnswer], int]:
-        """Resolve on the workers, in chunks; MX hosts judged here, chunk by chunk, and each
-        chunk's answers committed to the domain cache as it arrives."""
-        if not domains:
-            return {}, 0
-        before = work.dns.queries_sent + self.remote_queries
-        resolver = await work.dns.get()  # checked against the canaries once, here
-        # dns.concurrency is the run's, whatever the engine: the workers resolving at once and
-        # this process judging the hosts share it, so the resolver sees what a local run sends.
-        concurrency = max(1, work.config.concurrency // (self.size + 1))
-        config = dataclasses.replace(work.config, concurrency=concurrency)
-        futures = [
-            self.submit(resolve_domains, chunk, config, work.routing.sandbox)
-            for chunk in domain_chunks(domains, self.size)
-        ]
-        hosts = work.cache if work.cache is not None else MemoryHosts()
-        answers: dict[str, DnsAnswer] = {}
-        from distributed import as_completed
-
-        with contextlib.closing(meter(work.progress, len(domains), "DNS", "domain")) as bar:
-            for future in as_completed(futures):  # type: ignore[no-untyped-call]
-                got, queries = future.result()
-                self.remote_queries += queries
-                mx = {d: a for d, a in got.items() if a.status is DnsStatus.MX}
-                got.update(await judge_exchanges(resolver, mx, hosts, work.routing, concurrency))
-                if work.cache is not None:
-                    work.cache.put_many(got)
-                answers.update(got)
-                bar.update(len(got))
-        return answers, work.dns.queries_sent + self.remote_queries - before
-
     def gather(self, futures: list[Any]) -> list[Any]:
         return list(self.client.gather(futures))
 
-    def _bounce_flags(self, engine: Engine, scope: BounceScope | None) -> list[ShippedFlags | None]:
-        """The bounce ledger's flags for each part's keys (the ledger is the driver's)."""
-        if engine.bounces is None or scope is None:
-            return [None] * len(self._infos)
-        ledger = engine.bounces
-        keys: list[list[str]] = self.gather([self.submit(bounce_keys_of, i) for i in self._infos])
-        return [ShippedFlags(ledger.flags(k) if k else {}, scope) for k in keys]
+
+def drain(events: queue.SimpleQueue[Any], hear: Callable[[list[Any]], None]) -> None:
+    """Hand every event that arrived to *hear* (each is ``(time, message)``)."""
+    while True:
+        try:
+            _, message = events.get_nowait()
+        except queue.Empty:
+            return
+        hear(list(message))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +17,14 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 from pipeline.cli import main
-from pipeline.core.config import ReadConfig
+from pipeline.core.config import CacheConfig, ReadConfig
+from pipeline.core.db.buckets import Shelf
+from pipeline.core.domains.cache import DomainBuckets
+from pipeline.core.domains.dns import DnsAnswer, DnsStatus, HostStatus
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
 from pipeline.stages.dask import engine as dask_engine
+from pipeline.stages.dask.stores import SHELF
 from pipeline.stages.read.reader import Choice, open_list
 from pipeline.stages.runner import batch_rows
 from tests.conftest import SAMPLE_CSV
@@ -86,6 +90,17 @@ def clean(
         (tmp / output.replace(".parquet", ".summary.json")).read_text()
     )
     return summary
+
+
+def share_domains(cache: Path, output_folder: Path) -> None:
+    """The domain answers of a local run's *cache*, as a --sandbox Dask run writing to
+    *output_folder* finds them (the shared folder beside its output)."""
+    with sqlite3.connect(cache) as db:
+        domains = db.execute("SELECT domain, status, mx FROM domains").fetchall()
+        hosts = db.execute("SELECT host, status FROM hosts").fetchall()
+    shared = DomainBuckets(Shelf(str(output_folder / SHELF / "sandbox")), CacheConfig())
+    shared.put_many({d: DnsAnswer(DnsStatus(s), mx) for d, s, mx in domains})
+    shared.put_hosts({h: HostStatus(s) for h, s in hosts})
 
 
 def same(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -166,12 +181,11 @@ def test_smtp_checks_spread_by_provider_spend_the_local_budget(
 ) -> None:
     smtp = ("--verify", "smtp", "--budget", "40")
     local = clean(tmp_path, SAMPLE_CSV, "local.parquet", "cache-local", *smtp)
-    # The two runs share their domain answers (the local run's cache), so that what is
-    # compared is the spreading of the address checks: a DNS answer late on a busy machine
-    # (the sandbox's servers share the test process) would otherwise make one domain Risky in
-    # one run only.
-    (tmp_path / "cache-dask").mkdir()
-    shutil.copy(tmp_path / "cache-local" / DOMAINS, tmp_path / "cache-dask" / DOMAINS)
+    # The two runs share their domain answers (the local run's cache, copied to the shared
+    # folder the Dask run's workers read), so that what is compared is the spreading of the
+    # address checks: a DNS answer late on a busy machine (the sandbox's servers share the
+    # test process) would otherwise make one domain Risky in one run only.
+    share_domains(tmp_path / "cache-local" / DOMAINS, tmp_path)
     dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
     spread = clean(tmp_path, SAMPLE_CSV, "dask.parquet", "cache-dask", *smtp, *dask)
     assert spread["rcpts_sent"] == local["rcpts_sent"] <= 40
@@ -313,8 +327,7 @@ def test_a_paid_verifier_has_one_owner(cluster: Client, tmp_path: Path) -> None:
         paid += ("--config", str(config))
         local = clean(tmp_path, SAMPLE_CSV, "local.parquet", "cache-local", *paid)
         billed = fake.spent
-        (tmp_path / "cache-dask").mkdir()
-        shutil.copy(tmp_path / "cache-local" / DOMAINS, tmp_path / "cache-dask" / DOMAINS)
+        share_domains(tmp_path / "cache-local" / DOMAINS, tmp_path)
         dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
         with get_task_stream(cluster) as stream:
             spread = clean(tmp_path, SAMPLE_CSV, "dask.parquet", "cache-dask", *paid, *dask)

@@ -28,7 +28,7 @@ from pipeline.stages import sequence
 from pipeline.stages.dask import engine as dask_engine
 from pipeline.stages.dask.engine import DaskRun
 from pipeline.stages.objects import filesystem
-from tests.stages.dask.test_cluster import rejects_in_parts
+from tests.stages.dask.test_cluster import rejects_in_parts, staging_left
 from tests.stages.test_streaming import messy_list
 
 ROWS = 6_000  # wide rows: three input parts or so at --memory 64
@@ -170,7 +170,7 @@ def test_a_csv_output_is_the_local_bytes(
     assert (local["rows_rejected"], spread["rows_rejected"]) == (2, 2)
     assert spread["rejects_by_reason"] == local["rejects_by_reason"]
     assert spread["verdicts"] == local["verdicts"] and len(local["verdicts"]) == 3
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not staging_left(tmp_path)
 
 
 def test_an_xlsx_output_has_the_local_cells(
@@ -184,7 +184,7 @@ def test_an_xlsx_output_has_the_local_cells(
     cells = sheet(tmp_path / "dask.xlsx")
     assert len(cells) == ROWS + 1 and cells == sheet(tmp_path / "local.xlsx")
     assert spread["verdicts"] == local["verdicts"]
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not staging_left(tmp_path)
 
 
 def test_split_files_are_joined_per_role(cluster: Client, wide_list: Path, tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ def test_split_files_are_joined_per_role(cluster: Client, wide_list: Path, tmp_p
         expected = pl.read_parquet(tmp_path / f"local{role}.parquet")
         assert pl.read_parquet(tmp_path / f"dask{role}.parquet").equals(expected), role
         assert expected.height, role  # every role has rows
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not staging_left(tmp_path)
 
 
 def test_a_folder_output_has_its_rejects_beside_it(
@@ -224,7 +224,7 @@ def test_a_folder_output_has_its_rejects_beside_it(
     rejects = rejects_in_parts(tmp_path / "dask.rejects")
     assert rejects == (tmp_path / "local.rejects.csv").read_bytes()
     assert len(list((tmp_path / "dask.rejects").iterdir())) == 2  # a part for each reject
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not staging_left(tmp_path)
 
 
 def test_an_object_store_output_is_written_there_by_the_workers(
@@ -292,7 +292,7 @@ def test_a_run_stopped_after_its_parts_publishes_nothing(
     assert writes["write_part"] >= 3 and writes["write_joined_csv"] == 1 + len(SPLIT) + 1
     after = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
     assert after == before
-    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert not staging_left(tmp_path)
 
 
 @pytest.mark.parametrize("output", ["out.csv", "out.xlsx", "out.parquet", "out/"])
