@@ -61,6 +61,7 @@ log = logging.getLogger("listclean.service")
 T = TypeVar("T")
 _STDERR_LINES: Final = 40  # of a job process's standard error, kept for the log
 _CALLBACK_TRIES: Final = 3
+_RESOLVE_SECONDS: Final = 5.0
 
 
 def job_cpus(cores: int, available: set[int] | None = None) -> list[int]:
@@ -129,6 +130,7 @@ class JobRunner:
         self._tasks: list[asyncio.Task[None]] = []
         self._runs: set[asyncio.Task[None]] = set()
         self._spare: asyncio.Task[asyncio.subprocess.Process] | None = None
+        self._warmed = False
         self._pool: ProcessPoolExecutor | None = None
         self._making: dict[tuple[str, str], asyncio.Future[dict[str, Any]]] = {}
         self._work = Path(tempfile.gettempdir()) / "listclean-jobs" / self.owner.replace(":", "-")
@@ -139,9 +141,18 @@ class JobRunner:
         return self.jobs.store
 
     async def start(self) -> None:
-        self._spare = asyncio.create_task(self._spawn())
-        self._tasks.append(asyncio.create_task(self._warm()))
         self._tasks += [asyncio.create_task(self._claim_loop()), asyncio.create_task(self._tend())]
+
+    def warm(self) -> None:
+        """Start the processes jobs and their short tasks run in, ahead of need, if they are
+        not started: on the first request to the jobs API, so an instance that serves no job
+        starts none."""
+        if self._warmed or self._stopping:
+            return
+        self._warmed = True
+        if self._spare is None:
+            self._spare = asyncio.create_task(self._spawn())
+        self._tasks.append(asyncio.create_task(self._warm()))
 
     def wake(self) -> None:
         """A job was queued here: look for it now rather than at the next poll."""
@@ -212,6 +223,7 @@ class JobRunner:
                     job = await self.jobs.call(self.store.claim, self.owner)
                     if job is None:
                         break
+                    self.warm()
                     self._start(job)
             except Exception as exc:  # the store is down a moment: try again at the next poll
                 log.error("jobs: cannot claim a queued job: %s", failure_line(exc))
@@ -436,8 +448,9 @@ async def reachable(url: str, reach: str) -> bool:
     if reach == "any":
         return True
     try:
-        found = await asyncio.get_running_loop().getaddrinfo(host, None)
-    except OSError:
+        async with asyncio.timeout(_RESOLVE_SECONDS):
+            found = await asyncio.get_running_loop().getaddrinfo(host, None)
+    except (OSError, UnicodeError, ValueError, TimeoutError):
         return False
     addresses = {ipaddress.ip_address(info[4][0]) for info in found}
     return bool(addresses) and all(a.is_global for a in addresses)

@@ -106,6 +106,10 @@ class Statements:
             f"SELECT {COLUMNS} FROM jobs WHERE key_id = {q} AND (created_at < {q} OR "
             f"(created_at = {q} AND id < {q})) ORDER BY created_at DESC, id DESC LIMIT {q}"
         )
+        # Whether a claim is worth a write (a read does not wait for the service's writes).
+        self.any_queued = (
+            "SELECT 1 FROM jobs WHERE state = 'queued' AND cancel_requested = 0 LIMIT 1"
+        )
         # The oldest queued job, taken by this instance: the outer WHERE is checked again on
         # the row as another instance's committed claim left it, so only one claim wins.
         self.claim = (

@@ -151,6 +151,8 @@ class JobStore:
 
     def claim(self, owner: str) -> Job | None:
         """The oldest queued job, now running on *owner*; None when none is queued."""
+        if not self._db.query(self.sql.any_queued):
+            return None
         now = self._clock()
         rows = self._db.query(self.sql.claim, (owner, now, now))
         return job_of(rows[0]) if rows else None

@@ -53,7 +53,8 @@ from pipeline.stages.write.outputs import OutputPaths
 from pipeline.stages.write.publish import Publication
 from pipeline.stages.write.sinks import open_sink
 
-PREVIEW_ROWS: Final = 10
+# The column a JSON body's addresses are written in (a header clean finds as the email column).
+ADDRESS_COLUMN: Final = "Email Address"
 
 
 def problem_of(exc: BaseException) -> dict[str, Any]:
@@ -126,8 +127,10 @@ def inspect(task: InspectTask) -> dict[str, Any]:
             config = config_of(task.config)
             output = str(folder / "out.parquet")
             request = clean_request(task.path, output, task.options, config, task.name)
+            spill = folder / "spill"
+            spill.mkdir()
             with open_job(request, config.storage, config.read) as job:
-                reader = open_reader(job, folder / "spill")
+                reader = open_reader(job, spill)
                 return _described(reader, task.preview)
     except (ListcleanError, pl.exceptions.PolarsError, OSError) as exc:
         return {"problem": problem_of(exc)}
@@ -135,8 +138,8 @@ def inspect(task: InspectTask) -> dict[str, Any]:
 
 def addresses(path: str) -> dict[str, Any]:
     """A JSON body ``{"addresses": [...], <options>}`` (the file at *path*) as a list: the
-    addresses written beside it as ``addresses.parquet`` (one column, ``email``, each value
-    exactly as sent), and the options as a form's fields; or ``{"problem": ...}``."""
+    addresses written beside it as ``addresses.parquet`` (one column, ``Email Address``, each
+    value exactly as sent), and the options as a form's fields; or ``{"problem": ...}``."""
     try:
         members = _json_object(Path(path).read_bytes())
         values = members.pop("addresses", None)
@@ -144,8 +147,10 @@ def addresses(path: str) -> dict[str, Any]:
             raise MissingParameter('Send the addresses as {"addresses": ["a@example.com", ...]}.')
         if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
             raise InvalidParameter("addresses must be an array of strings.")
+        _check_text(values)
         target = Path(path).with_name("addresses.parquet")
-        pl.DataFrame({"email": values}, schema={"email": pl.String}).write_parquet(target)
+        column = {ADDRESS_COLUMN: pl.String}
+        pl.DataFrame({ADDRESS_COLUMN: values}, schema=column).write_parquet(target)
         return {"path": str(target), "fields": _fields(members)}
     except Problem as problem:
         return {"problem": problem.body()}
@@ -165,7 +170,6 @@ def _json_object(raw: bytes) -> dict[str, Any]:
         raise InvalidParameter("The JSON body holds a number too long to read.") from exc
     if not isinstance(data, dict):
         raise InvalidParameter('The JSON body must be an object: {"addresses": [...]}.')
-    _check_text(data)
     return data
 
 
@@ -195,6 +199,9 @@ def _fields(members: dict[str, Any]) -> dict[str, list[str]]:
     false; email_column as one text or an array of texts)."""
     fields: dict[str, list[str]] = {}
     for name, value in members.items():
+        if name not in OPTION_NAMES:  # unknown members are ignored, whatever they hold
+            continue
+        _check_text(value)
         values = value if name == "email_column" and isinstance(value, list) else [value]
         texts = []
         for item in values:
@@ -203,13 +210,9 @@ def _fields(members: dict[str, Any]) -> dict[str, list[str]]:
             elif isinstance(item, str):
                 texts.append(item)
             elif item is not None:
-                raise InvalidParameter(f"{_shown(name)} must be a string in the JSON body.")
+                raise InvalidParameter(f"{name} must be a string in the JSON body.")
         fields[name] = texts
     return fields
-
-
-def _shown(name: str) -> str:
-    return name if name in OPTION_NAMES else "An option"
 
 
 def _described(reader: Any, preview: int) -> dict[str, Any]:

@@ -109,6 +109,7 @@ def add_job_routes(app: web.Application) -> None:
 
 async def caller(request: web.Request) -> Identity:
     """The key in the Authorization header; bulk jobs take no anonymous caller."""
+    request.app[JOBS].runner.warm()
     identity = await authenticate(request, {}, request.app[SERVICES])
     request[IDENTITY] = identity
     if identity.key is None:
@@ -319,9 +320,10 @@ def _wanted(request: web.Request) -> tuple[str, str | None]:
     verdict = request.query.get("verdict") or None
     if fmt not in (*FORMATS, "rejects"):
         raise InvalidParameter(f"format must be one of {', '.join(FORMATS)} or rejects.")
-    if verdict is not None and (verdict not in VERDICTS or fmt == "rejects"):
-        raise InvalidParameter(f"verdict must be one of {', '.join(VERDICTS)} (not with rejects).")
-    return fmt, verdict
+    if verdict is not None and verdict not in VERDICTS:
+        raise InvalidParameter(f"verdict must be one of {', '.join(VERDICTS)}.")
+    # The rejects are rows that could not be read: they have no verdict to choose by.
+    return fmt, None if fmt == "rejects" else verdict
 
 
 def file_id(fmt: str, verdict: str | None) -> str:
@@ -492,6 +494,7 @@ def _link(
 
 async def page(request: web.Request) -> web.Response:
     """The upload page: three files shipped with the package, served as they are."""
+    request.app[JOBS].runner.warm()
     name, kind = _PAGE_FILES[request.path]
     body = resources.files("pipeline.service.jobs.http").joinpath("page", name).read_bytes()
     headers = {
