@@ -173,7 +173,8 @@ class JobRunner:
             if isinstance(spare[0], asyncio.subprocess.Process):
                 await _close(spare[0])
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            # A task under way (a conversion) ends on its own; nothing waits for it.
+            self._pool.shutdown(wait=False, cancel_futures=True)
         shutil.rmtree(self._work, ignore_errors=True)
 
     # --- short tasks in the pool -------------------------------------------------------------
@@ -468,11 +469,6 @@ def _signal(process: asyncio.subprocess.Process, sig: int) -> None:
 
 
 async def _close(process: asyncio.subprocess.Process) -> None:
-    """A spare process nobody gave a job: its input closed, it leaves."""
-    if process.stdin is not None:
-        process.stdin.close()
-    try:
-        await asyncio.wait_for(process.wait(), 5)
-    except TimeoutError:
-        _signal(process, signal.SIGKILL)
-        await process.wait()
+    """A spare process nobody gave a job: it holds nothing, so it is stopped where it is."""
+    _signal(process, signal.SIGKILL)
+    await process.wait()

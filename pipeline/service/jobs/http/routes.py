@@ -109,7 +109,6 @@ def add_job_routes(app: web.Application) -> None:
 
 async def caller(request: web.Request) -> Identity:
     """The key in the Authorization header; bulk jobs take no anonymous caller."""
-    request.app[JOBS].runner.warm()
     identity = await authenticate(request, {}, request.app[SERVICES])
     request[IDENTITY] = identity
     if identity.key is None:
@@ -141,6 +140,7 @@ async def create(request: web.Request) -> web.Response:
     identity = await caller(request)
     await _some_left(request, identity)
     js = request.app[JOBS]
+    js.runner.warm()
     job_id = "j_" + secrets.token_urlsafe(16)
     folder = js.storage.local_folder(job_id)
     landing = (folder or js.runner.spool / job_id) / INPUT
@@ -178,6 +178,7 @@ async def preview(request: web.Request) -> web.Response:
     kind, columns, email column and first rows. Nothing is kept, nothing is charged."""
     identity = await caller(request)
     js = request.app[JOBS]
+    js.runner.warm()
     landing = js.runner.spool / ("p_" + secrets.token_hex(8))
     try:
         received, options, found = await _upload(request, landing, PREVIEW_ROWS)

@@ -134,7 +134,17 @@ def check_length(request: web.Request, most: int) -> None:
 
 
 async def receive(request: web.Request, settings: JobsConfig, folder: Path) -> Received:
-    """The upload of *request* into *folder*: a multipart form's ``file``, or a JSON body."""
+    """The upload of *request* into *folder*: a multipart form's ``file``, or a JSON body. An
+    upload cut off for its pace or its size is not read on after the answer (aiohttp would linger over
+    its body for seconds, reading what a stalled client no longer sends)."""
+    try:
+        return await _receive(request, settings, folder)
+    except (RequestTimeout, TooLarge) as refused:
+        request.content.set_exception(BodyTimeout(refused.detail))
+        raise
+
+
+async def _receive(request: web.Request, settings: JobsConfig, folder: Path) -> Received:
     folder.mkdir(parents=True, exist_ok=True)
     kind = request.content_type
     if kind == "application/json":

@@ -24,7 +24,6 @@ from tests.service.jobs.conftest import (
     form,
     post_job,
     session,
-    status,
     wait_for,
     with_jobs,
 )

@@ -1,0 +1,199 @@
+"""A job through each of its states, and what each state lets a caller do.
+
+A job is kept running for a few seconds by a domain whose DNS answers come late (a zone of the
+sandbox world with a latency): long enough to see it running, queue another behind it, and
+cancel both."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from pipeline.core.config import DnsConfig
+from pipeline.sandbox.dns_server import SandboxDNS, load_world, world_from_dict
+from pipeline.sandbox.files import SANDBOX_WORLD
+from pipeline.service.settings import ServiceConfig
+from tests.conftest import SAMPLE_CSV
+from tests.service.conftest import Env, fetch, run
+from tests.service.jobs.conftest import (
+    SAMPLE_UNITS,
+    bearer,
+    csv_rows,
+    download,
+    form,
+    post_job,
+    session,
+    status,
+    wait_for,
+    with_jobs,
+)
+
+SLOW_SECONDS = 4.0
+
+
+@pytest.fixture(scope="module")
+def slow_dns() -> Iterator[SandboxDNS]:
+    """The sample world and one zone, slowpoke.io, that answers after SLOW_SECONDS."""
+    world = json.loads(Path(SANDBOX_WORLD).read_text())
+    world["zones"]["slowpoke.io"] = {"mx": [[10, "mx.slowpoke.io"]],
+                                      "latency_ms": SLOW_SECONDS * 1000}  # fmt: skip
+    load_world(SANDBOX_WORLD)  # the file is valid as it is
+    with SandboxDNS(world_from_dict(world)) as server:
+        yield server
+
+
+def slow_config(env: Env, dns: SandboxDNS, tmp: Path, **jobs: Any) -> ServiceConfig:
+    config = env.config()
+    wait = DnsConfig(nameservers=(dns.address,), timeout=SLOW_SECONDS + 2, attempts=1)
+    return with_jobs(replace(config, engine=replace(config.engine, dns=wait)), tmp, **jobs)
+
+
+def slow_list(tmp: Path) -> Path:
+    """The sample list and one address at slowpoke.io: its job waits on DNS for seconds."""
+    path = tmp / "slow.csv"
+    text = SAMPLE_CSV.read_text(encoding="utf-8")
+    path.write_text(text + "9999,Slow,Poke,slow.poke@slowpoke.io,,2024-01-01\n", encoding="utf-8")
+    return path
+
+
+def test_queued_running_cancelled_and_removed(
+    env: Env, slow_dns: SandboxDNS, tmp_path: Path
+) -> None:
+    config = slow_config(env, slow_dns, tmp_path, at_once=1)
+    _, secret = env.key("starter")
+    keyed = bearer(secret)
+
+    async def scenario() -> dict[str, Any]:
+        async with env.serving(config) as url, session() as s:
+            first = (await post_job(s, url, secret, form(slow_list(tmp_path)))).json["id"]
+            running = await wait_for(s, url, secret, first, ("running",))
+            second = (await post_job(s, url, secret, form())).json["id"]
+            seen: dict[str, Any] = {"running": running}
+            seen["queued"] = await status(s, url, secret, second)
+            seen["queued_files"] = await fetch(s, "GET", f"{url}/api/jobs/{second}/files",
+                                               headers=keyed)  # fmt: skip
+            seen["cancel_queued"] = await fetch(s, "DELETE", f"{url}/api/jobs/{second}",
+                                                headers=keyed)  # fmt: skip
+            await wait_for(s, url, secret, first, ("running",))
+            seen["counting"] = await _counted(s, url, secret, first)
+            seen["cancel_running"] = await fetch(s, "DELETE", f"{url}/api/jobs/{first}",
+                                                 headers=keyed)  # fmt: skip
+            seen["cancelled"] = await wait_for(s, url, secret, first, ("cancelled",))
+            seen["result"] = await fetch(s, "GET", f"{url}/api/jobs/{first}/result",
+                                         headers=keyed)  # fmt: skip
+            seen["email"] = await fetch(s, "GET", f"{url}/api/email?email=a@gmail.com",
+                                        headers=keyed)  # fmt: skip
+            seen["remove"] = await fetch(s, "DELETE", f"{url}/api/jobs/{first}", headers=keyed)
+            seen["gone"] = await fetch(s, "GET", f"{url}/api/jobs/{first}", headers=keyed)
+            seen["second_gone"] = await fetch(s, "DELETE", f"{url}/api/jobs/{second}",
+                                              headers=keyed)  # fmt: skip
+            return seen | {"first": first, "second": second}
+
+    seen = run(scenario())
+    assert seen["running"]["state"] == "running"
+    assert seen["queued"]["state"] == "queued" and seen["queued"]["started_at"] is None
+    assert (seen["queued_files"].status, seen["queued_files"].json["code"]) == (409, "job_not_done")
+    cancelled_queued = seen["cancel_queued"]
+    assert cancelled_queued.status == 202 and cancelled_queued.json["state"] == "cancelled"
+    counting = seen["counting"]
+    assert counting["rows_read"] == 298 and counting["units"]["needed"] == SAMPLE_UNITS + 1
+    assert counting["units"]["reserved"] == SAMPLE_UNITS + 1  # reserved before the checks
+    assert [s["name"] for s in counting["stages"]][:2] == ["read", "domains"]
+    assert seen["cancel_running"].status == 202
+    assert seen["cancel_running"].json["cancel_requested"] is True
+    cancelled = seen["cancelled"]
+    assert cancelled["units"] == {"needed": SAMPLE_UNITS + 1, "reserved": SAMPLE_UNITS + 1,
+                                  "charged": 0, "returned": SAMPLE_UNITS + 1}  # fmt: skip
+    assert (seen["result"].status, seen["result"].json["code"]) == (409, "job_not_done")
+    assert seen["email"].remaining == 10_000 - 1  # every unit of the job came back
+    assert seen["remove"].status == 204
+    assert (seen["gone"].status, seen["gone"].json["code"]) == (404, "not_found")
+    assert seen["second_gone"].status == 204
+    assert not (tmp_path / "jobs" / seen["first"]).exists()
+    assert not (tmp_path / "jobs" / seen["second"]).exists()
+
+
+async def _counted(s: aiohttp.ClientSession, url: str, secret: str, job: str) -> dict[str, Any]:
+    """The running job's status once its list is read and its units reserved."""
+    while True:
+        found = await status(s, url, secret, job)
+        if found["units"]["reserved"]:
+            return found
+
+
+def test_a_job_stopped_with_the_service_runs_again_on_its_units(
+    env: Env, slow_dns: SandboxDNS, tmp_path: Path
+) -> None:
+    """The service stops (SIGTERM, a deploy) while a job runs: the job goes back to the queue,
+    and the service started again runs it to the end; its units are taken once."""
+    config = slow_config(env, slow_dns, tmp_path)
+    key, secret = env.key("starter")
+
+    async def first_life() -> str:
+        async with env.serving(config) as url, session() as s:
+            job = (await post_job(s, url, secret, form(slow_list(tmp_path)))).json["id"]
+            await _counted(s, url, secret, job)
+            return str(job)
+
+    job = run(first_life())
+    with env.store() as store:
+        window = 1767225600  # January 2026, the test clock's month
+        assert store.used(f"key:{key.key_id}", "email-month", window) == SAMPLE_UNITS + 1
+
+    async def second_life() -> tuple[dict[str, Any], dict[str, Any], Any]:
+        async with env.serving(config) as url, session() as s:
+            queued = await status(s, url, secret, job)
+            done = await wait_for(s, url, secret, job)
+            code, data, _ = await download(s, url, secret, f"/api/jobs/{job}/result")
+            return queued, done, (code, data)
+
+    queued, done, (code, data) = run(second_life())
+    assert queued["state"] in ("queued", "running")
+    assert done["state"] == "done" and done["rows_read"] == 298
+    assert done["units"]["charged"] == SAMPLE_UNITS + 1
+    assert code == 200 and len(csv_rows(data)) == 298
+    with env.store() as store:
+        assert store.used(f"key:{key.key_id}", "email-month", window) == SAMPLE_UNITS + 1
+
+
+def test_a_callback_hears_of_the_end(env: Env, tmp_path: Path) -> None:
+    config = with_jobs(env.config(), tmp_path)
+    _, secret = env.key("starter")
+    heard: list[dict[str, Any]] = []
+
+    async def listen(request: web.Request) -> web.Response:
+        heard.append(await request.json())
+        return web.Response(status=204)
+
+    async def scenario() -> str:
+        hook = web.Application()
+        hook.router.add_post("/hook", listen)
+        runner = web.AppRunner(hook)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with env.serving(config) as url, session() as s:
+                body = form(callback_url=f"http://127.0.0.1:{port}/hook")
+                job = (await post_job(s, url, secret, body)).json["id"]
+                await wait_for(s, url, secret, job)
+                for _ in range(100):
+                    if heard:
+                        break
+                    import asyncio
+
+                    await asyncio.sleep(0.05)
+                return str(job)
+        finally:
+            await runner.cleanup()
+
+    job = run(scenario())
+    assert heard == [{"id": job, "state": "done", "url": f"/api/jobs/{job}"}]
