@@ -135,8 +135,8 @@ def check_length(request: web.Request, most: int) -> None:
 
 async def receive(request: web.Request, settings: JobsConfig, folder: Path) -> Received:
     """The upload of *request* into *folder*: a multipart form's ``file``, or a JSON body. An
-    upload cut off for its pace or its size is not read on after the answer (aiohttp would linger over
-    its body for seconds, reading what a stalled client no longer sends)."""
+    upload cut off for its pace or its size is not read on after the answer (aiohttp would
+    linger over its body for seconds, reading what a stalled client no longer sends)."""
     try:
         return await _receive(request, settings, folder)
     except (RequestTimeout, TooLarge) as refused:

@@ -205,7 +205,7 @@ def test_the_reason_is_cleans_own(
 
 def test_a_job_over_the_quota_is_refused_before_a_unit_is_spent(env: Env, tmp_path: Path) -> None:
     config = with_jobs(env.config(plans={"small": PlanConfig(100, 5)}), tmp_path)
-    key, secret = env.key("small")
+    _, secret = env.key("small")
 
     async def scenario() -> tuple[dict[str, Any], Any, Any]:
         async with env.serving(config) as url, session() as s:

@@ -143,11 +143,15 @@ def test_a_body_neither_form_nor_json_is_a_415(env: Env, tmp_path: Path) -> None
     _, secret = env.key()
 
     async def scenario() -> Any:
-        async with env.serving(config) as url, session() as s, s.post(
-            f"{url}/api/jobs",
-            data=b"email\na@b.org\n",
-            headers={**bearer(secret), "Content-Type": "text/csv"},
-        ) as reply:
+        async with (
+            env.serving(config) as url,
+            session() as s,
+            s.post(
+                f"{url}/api/jobs",
+                data=b"email\na@b.org\n",
+                headers={**bearer(secret), "Content-Type": "text/csv"},
+            ) as reply,
+        ):
             return reply.status, await reply.json(content_type=None)  # fmt: skip
 
     code, body = run(scenario())
