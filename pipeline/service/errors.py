@@ -144,7 +144,8 @@ class JobNotDone(Problem):
 
 
 class ChecksUnavailable(Problem):
-    """A job whose checks cannot be made now (an unhealthy resolver, no mail server)."""
+    """A job whose checks cannot be made now (an unhealthy resolver, no mail server): only
+    ever a job's error, never an answer's status."""
 
     status, code, title = 503, "checks_unavailable", "Checks unavailable"
 
@@ -169,6 +170,7 @@ ALL_PROBLEMS: tuple[type[Problem], ...] = (
     TooLarge,
     InvalidToken,
     JobNotDone,
-    ChecksUnavailable,
     UnsupportedMediaType,
 )
+# Problems that are only ever a bulk job's error (GET /api/jobs/{id}), never an answer.
+JOB_PROBLEMS: tuple[type[Problem], ...] = (ChecksUnavailable,)

@@ -11,7 +11,7 @@ from typing import Any
 from pipeline.core.schema import SPEC_COLUMNS
 from pipeline.core.verdict import HELD_BACK, Reason, Verdict
 from pipeline.service.connections.protocol import MAX_HEADERS, MAX_LINE_BYTES
-from pipeline.service.errors import ALL_PROBLEMS
+from pipeline.service.errors import ALL_PROBLEMS, JOB_PROBLEMS
 from pipeline.service.jobs.http.openapi import LINK_TOKEN, jobs_paths
 from pipeline.service.jobs.http.openapi import schemas as job_schemas
 from pipeline.service.settings import ServiceConfig
@@ -81,7 +81,10 @@ def problem_schema() -> dict[str, Any]:
             "title": {"type": "string"},
             "status": {"type": "integer"},
             "detail": {"type": "string"},
-            "code": {"type": "string", "enum": sorted({p.code for p in ALL_PROBLEMS})},
+            "code": {
+                "type": "string",
+                "enum": sorted({p.code for p in (*ALL_PROBLEMS, *JOB_PROBLEMS)}),
+            },
         },
     }
 

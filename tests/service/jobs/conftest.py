@@ -19,6 +19,7 @@ import pytest
 
 from pipeline.core.assembly.build import EngineOptions, open_engine
 from pipeline.core.config import JobsConfig
+from pipeline.sandbox.files import SANDBOX_WORLD
 from pipeline.service.settings import ServiceConfig
 from pipeline.stages.job import CleanRequest, open_job
 from pipeline.stages.runner import run_clean
@@ -27,6 +28,27 @@ from tests.service.conftest import Env, Reply, fetch
 
 # What the sample list costs: its distinct addresses whose syntax passes.
 SAMPLE_UNITS = 254
+# A domain whose DNS answers come late (slow_world): a job with an address there runs this long.
+SLOW_DOMAIN = "slowpoke.io"
+SLOW_SECONDS = 4.0
+
+
+def slow_world() -> dict[str, Any]:
+    """The sample world and one zone more, SLOW_DOMAIN, that answers after SLOW_SECONDS."""
+    world: dict[str, Any] = json.loads(Path(SANDBOX_WORLD).read_text())
+    world["zones"][SLOW_DOMAIN] = {
+        "mx": [[10, f"mx.{SLOW_DOMAIN}"]],
+        "latency_ms": SLOW_SECONDS * 1000,
+    }
+    return world
+
+
+def slow_list(tmp: Path) -> Path:
+    """The sample list and one address at SLOW_DOMAIN: its job waits on DNS for seconds."""
+    path = tmp / "slow.csv"
+    text = SAMPLE_CSV.read_text(encoding="utf-8")
+    path.write_text(text + f"9999,Slow,Poke,slow.poke@{SLOW_DOMAIN},,2024-01-01\n", "utf-8")
+    return path
 
 
 def jobs_settings(tmp: Path, **overrides: Any) -> JobsConfig:

@@ -6,7 +6,6 @@ cancel both."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,35 +16,29 @@ import pytest
 from aiohttp import web
 
 from pipeline.core.config import DnsConfig
-from pipeline.sandbox.dns_server import SandboxDNS, load_world, world_from_dict
-from pipeline.sandbox.files import SANDBOX_WORLD
+from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from pipeline.service.settings import ServiceConfig
-from tests.conftest import SAMPLE_CSV
 from tests.service.conftest import Env, fetch, run
 from tests.service.jobs.conftest import (
     SAMPLE_UNITS,
+    SLOW_SECONDS,
     bearer,
     csv_rows,
     download,
     form,
     post_job,
     session,
+    slow_list,
+    slow_world,
     status,
     wait_for,
     with_jobs,
 )
 
-SLOW_SECONDS = 4.0
-
 
 @pytest.fixture(scope="module")
 def slow_dns() -> Iterator[SandboxDNS]:
-    """The sample world and one zone, slowpoke.io, that answers after SLOW_SECONDS."""
-    world = json.loads(Path(SANDBOX_WORLD).read_text())
-    world["zones"]["slowpoke.io"] = {"mx": [[10, "mx.slowpoke.io"]],
-                                      "latency_ms": SLOW_SECONDS * 1000}  # fmt: skip
-    load_world(SANDBOX_WORLD)  # the file is valid as it is
-    with SandboxDNS(world_from_dict(world)) as server:
+    with SandboxDNS(world_from_dict(slow_world())) as server:
         yield server
 
 
@@ -53,14 +46,6 @@ def slow_config(env: Env, dns: SandboxDNS, tmp: Path, **jobs: Any) -> ServiceCon
     config = env.config()
     wait = DnsConfig(nameservers=(dns.address,), timeout=SLOW_SECONDS + 2, attempts=1)
     return with_jobs(replace(config, engine=replace(config.engine, dns=wait)), tmp, **jobs)
-
-
-def slow_list(tmp: Path) -> Path:
-    """The sample list and one address at slowpoke.io: its job waits on DNS for seconds."""
-    path = tmp / "slow.csv"
-    text = SAMPLE_CSV.read_text(encoding="utf-8")
-    path.write_text(text + "9999,Slow,Poke,slow.poke@slowpoke.io,,2024-01-01\n", encoding="utf-8")
-    return path
 
 
 def test_queued_running_cancelled_and_removed(
