@@ -82,11 +82,11 @@ async def provoke_jobs(env: Env) -> dict[str, Reply]:
         replies = {
             "unsupported_media_type": await fetch(s, "POST", api, data=b"a", headers=keyed),
             "unreadable_list": await fetch(s, "POST", api, data=upload(b""), headers=keyed),
-            "too_large": await fetch(s, "POST", api, data=upload(b"e\n" * 20_000),
-                                     headers=keyed),
-        }  # fmt: skip
-        job = (await fetch(s, "POST", api, data=upload(b"email\na@gmail.com\n"),
-                           headers=keyed)).json["id"]  # fmt: skip
+            "too_large": await fetch(s, "POST", api, data=upload(b"e\n" * 20_000), headers=keyed),
+        }
+        job = (
+            await fetch(s, "POST", api, data=upload(b"email\na@gmail.com\n"), headers=keyed)
+        ).json["id"]
         await fetch(s, "DELETE", f"{api}/{job}", headers=keyed)  # cancelled: no result
         replies["job_not_done"] = await fetch(s, "GET", f"{api}/{job}/files", headers=keyed)
         replies["invalid_token"] = await fetch(s, "GET", f"{api}/{job}/result?token=1.x")

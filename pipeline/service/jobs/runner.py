@@ -342,7 +342,10 @@ class JobRunner:
         policy = self.quotas.plan_quota(job.plan, "email", job.key_id)
         start, end = window_bounds(policy.window, self.clock())
         reserve = (policy.name, start, policy.limit)
-        taken, used = await self.jobs.call(self.store.reserve, job, self.owner, units, reserve)
+        progress = dict(run.progress)
+        taken, used = await self.jobs.call(
+            self.store.reserve, job, self.owner, units, reserve, progress
+        )
         if taken:
             return {"go": True}
         renews = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end))

@@ -124,10 +124,10 @@ class Statements:
             f"UPDATE jobs SET heartbeat_at = {q}, progress = {q} WHERE {mine} "
             "RETURNING cancel_requested"
         )
-        self.needed = f"UPDATE jobs SET units_needed = {q} WHERE {mine}"
+        self.needed = f"UPDATE jobs SET units_needed = {q}, progress = {q} WHERE {mine}"
         self.reserved = (
             f"UPDATE jobs SET units_needed = {q}, units_reserved = {q}, units_policy = {q}, "
-            f"units_window = {q} WHERE {mine}"
+            f"units_window = {q}, progress = {q} WHERE {mine}"
         )
         self.finish = (
             f"UPDATE jobs SET state = {q}, finished_at = {q}, summary = {q}, error = {q}, "

@@ -164,21 +164,26 @@ class JobStore:
         rows = self._db.query(self.sql.heartbeat, (now, json.dumps(progress), job.id, owner))
         return bool(rows[0][0]) if rows else None
 
-    def note_needed(self, job: Job, owner: str, units: int) -> None:
-        self._db.execute(self.sql.needed, (units, job.id, owner))
-
     def reserve(
-        self, job: Job, owner: str, units: int, policy: tuple[str, int, int]
+        self,
+        job: Job,
+        owner: str,
+        units: int,
+        policy: tuple[str, int, int],
+        progress: dict[str, Any] | None = None,
     ) -> tuple[bool, int]:
         """Reserve *units* of the key's counter (*policy*: name, window start, limit) for
-        *job* and record them on it, in one transaction: (reserved, used in the window)."""
+        *job* and record them on it, with its *progress*, in one transaction: (reserved,
+        used in the window)."""
         name, window, limit = policy
+        shown = json.dumps(progress if progress is not None else job.progress)
         with self._db.transaction(write=True):
             taken, used = self.accounts.consume_units(subject_of(job), name, window, units, limit)
             if taken:
-                self._db.execute(self.sql.reserved, (units, units, name, window, job.id, owner))
+                values = (units, units, name, window, shown, job.id, owner)
+                self._db.execute(self.sql.reserved, values)
             else:
-                self._db.execute(self.sql.needed, (units, job.id, owner))
+                self._db.execute(self.sql.needed, (units, shown, job.id, owner))
         return taken, used
 
     def finish(

@@ -9,6 +9,7 @@ import csv
 import dataclasses
 import io
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -19,12 +20,13 @@ import pytest
 
 from pipeline.core.assembly.build import EngineOptions, open_engine
 from pipeline.core.config import JobsConfig
+from pipeline.sandbox.dns_server import SandboxDNS
 from pipeline.sandbox.files import SANDBOX_WORLD
-from pipeline.service.settings import ServiceConfig
+from pipeline.service.settings import PlanConfig, ServiceConfig
 from pipeline.stages.job import CleanRequest, open_job
 from pipeline.stages.runner import run_clean
 from tests.conftest import SAMPLE_CSV
-from tests.service.conftest import Env, Reply, fetch
+from tests.service.conftest import Env, Reply, fetch, start
 
 # What the sample list costs: its distinct addresses whose syntax passes.
 SAMPLE_UNITS = 254
@@ -71,8 +73,12 @@ def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}
 
 
-def form(path: Path | None = None, data: bytes | None = None, name: str = "list.csv",
-         **fields: str | list[str]) -> aiohttp.FormData:  # fmt: skip
+def form(
+    path: Path | None = None,
+    data: bytes | None = None,
+    name: str = "list.csv",
+    **fields: str | list[str],
+) -> aiohttp.FormData:
     """A job's form: the list (the file at *path*, or *data*) and option fields."""
     body = aiohttp.FormData()
     for field, value in fields.items():
@@ -144,8 +150,9 @@ def clean_directly(
     request = CleanRequest(str(source), str(output), memory_mb=engine_config.run.memory, **asked)
     with contextlib.ExitStack() as stack:
         job = stack.enter_context(open_job(request, engine_config.storage, engine_config.read))
-        engine = open_engine(stack, engine_config, output.parent / "direct-domains.sqlite",
-                             EngineOptions(spent=0))  # fmt: skip
+        engine = open_engine(
+            stack, engine_config, output.parent / "direct-domains.sqlite", EngineOptions(spent=0)
+        )
         summary = run_clean(job, engine, output.parent)
     return summary.as_dict()
 
@@ -154,3 +161,45 @@ def clean_directly(
 def served(env: Env, tmp_path: Path) -> Iterator[tuple[Env, ServiceConfig]]:
     """The test's service settings, with jobs."""
     yield env, with_jobs(env.config(), tmp_path)
+
+
+class Live:
+    """The service with jobs, on 127.0.0.1 in a thread of its own with its own event loop, for
+    every test of a module: its job processes start once, and each test brings its own keys."""
+
+    def __init__(self, env: Env, config: ServiceConfig) -> None:
+        self.env = env
+        self.config = config
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.url = ""
+
+    def __enter__(self) -> Live:
+        self._thread.start()
+        started = self._call(start(self.config, self.env.db, self.env.cache, self.env.clock))
+        self._runner, self.url = started
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._call(self._runner.cleanup())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+        self._loop.close()
+
+    def _call(self, work: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(60)
+
+    def key(self, plan: str = "starter") -> str:
+        return self.env.key(plan)[1]
+
+    def job_folders(self) -> set[str]:
+        folder = Path(self.config.jobs.storage)
+        return {p.name for p in folder.iterdir()} if folder.exists() else set()
+
+
+def live_server(
+    dns: SandboxDNS, root: Path, plans: dict[str, PlanConfig], **jobs: Any
+) -> Iterator[Live]:
+    env = Env(dns, root)
+    with Live(env, with_jobs(env.config(plans=plans), root, **jobs)) as live:
+        yield live

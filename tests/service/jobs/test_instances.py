@@ -105,8 +105,9 @@ def test_instances_on_postgresql_answer_for_every_job(three: Instances, tmp_path
         async with session() as s:
             slow = (await post_job(s, a, secret, form(slow_list(tmp_path)))).json["id"]
             seen: dict[str, Any] = {"running": await wait_for(s, c, secret, slow, ("running",))}
-            seen["cancel"] = await fetch(s, "DELETE", f"{b}/api/jobs/{slow}",
-                                         headers=bearer(secret))  # fmt: skip
+            seen["cancel"] = await fetch(
+                s, "DELETE", f"{b}/api/jobs/{slow}", headers=bearer(secret)
+            )
             seen["cancelled"] = await wait_for(s, a, secret, slow, ("cancelled",), timeout=60)
             quick = (await post_job(s, b, secret, form())).json["id"]
             seen["done"] = await wait_for(s, c, secret, quick, timeout=60)
@@ -117,8 +118,9 @@ def test_instances_on_postgresql_answer_for_every_job(three: Instances, tmp_path
                 (await fetch(s, "GET", f"{url}/api/jobs", headers=bearer(secret))).json
                 for url in (a, b, c)
             ]
-            seen["removed"] = await fetch(s, "DELETE", f"{c}/api/jobs/{quick}",
-                                          headers=bearer(secret))  # fmt: skip
+            seen["removed"] = await fetch(
+                s, "DELETE", f"{c}/api/jobs/{quick}", headers=bearer(secret)
+            )
             seen["gone"] = await fetch(s, "GET", f"{a}/api/jobs/{quick}", headers=bearer(secret))
             return seen
 

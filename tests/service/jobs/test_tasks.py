@@ -63,8 +63,11 @@ def test_a_list_is_read_as_clean_reads_it(tmp_path: Path) -> None:
 
 def test_a_json_body_becomes_a_list_of_one_column(tmp_path: Path) -> None:
     body = tmp_path / "addresses.json"
-    body.write_text(json.dumps({"addresses": ["a@b.org", " B@B.org"], "split": True,
-                                "other": {"nested": [1, None]}}))  # fmt: skip
+    body.write_text(
+        json.dumps(
+            {"addresses": ["a@b.org", " B@B.org"], "split": True, "other": {"nested": [1, None]}}
+        )
+    )
     made = addresses(str(body))
     assert made["fields"] == {"split": ["true"]}
     found = inspect(InspectTask(made["path"], "addresses", JobOptions(), settings_of(Config()), 5))

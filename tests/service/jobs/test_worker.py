@@ -19,8 +19,11 @@ def test_meters_report_their_job_stage() -> None:
         meter.close()
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert {(e["name"], e["done"]) for e in events if e["done"]} == {
-        ("read", 4), ("domains", 4), ("verify", 4), ("write", 4),
-    }  # fmt: skip
+        ("read", 4),
+        ("domains", 4),
+        ("verify", 4),
+        ("write", 4),
+    }
     assert all(e["event"] == "stage" and e["total"] == 10 for e in events)
 
 

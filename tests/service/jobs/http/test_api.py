@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,21 +13,32 @@ import openpyxl
 import polars as pl
 import pytest
 
+from pipeline.sandbox.dns_server import SandboxDNS
 from pipeline.service.settings import PlanConfig
 from tests.conftest import SAMPLE_CSV
-from tests.service.conftest import RATE_HEADERS, Env, fetch, run
+from tests.service.conftest import RATE_HEADERS, fetch, run
 from tests.service.jobs.conftest import (
     SAMPLE_UNITS,
+    Live,
     bearer,
     clean_directly,
     csv_rows,
     download,
     form,
+    live_server,
     post_job,
     session,
     wait_for,
-    with_jobs,
 )
+
+PLANS = {"team": PlanConfig(1000, 5), "small": PlanConfig(100, 5), "one": PlanConfig(1, 5)}
+
+
+@pytest.fixture(scope="module")
+def live(sample_dns: SandboxDNS, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """One service for the module's tests: its job processes start once."""
+    yield from live_server(sample_dns, tmp_path_factory.mktemp("live"), PLANS, link_ttl=60.0)
+
 
 # What may differ between two runs of one list: when and how long, where the files went and in
 # which format (a job writes Parquet; the other formats are made from it).
@@ -37,23 +49,33 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if k not in _PER_RUN}
 
 
-def test_a_list_becomes_a_job_whose_files_are_what_clean_writes(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(plans={"team": PlanConfig(1000, 5)}), tmp_path)
-    _, secret = env.key("team")
+def test_a_list_becomes_a_job_whose_files_are_what_clean_writes(live: Live, tmp_path: Path) -> None:
+    secret, url = live.key("team"), live.url
 
     async def scenario() -> dict[str, Any]:
-        async with env.serving(config) as url, session() as s:
+        async with session() as s:
             created = await post_job(s, url, secret, form(split="true"))
             job = created.json["id"]
             done = await wait_for(s, url, secret, job)
             files = {}
-            for query in ("format=csv", "format=parquet", "format=xlsx", "format=rejects",
-                          "format=csv&verdict=valid", "format=csv&verdict=invalid"):  # fmt: skip
+            for query in (
+                "format=csv",
+                "format=parquet",
+                "format=xlsx",
+                "format=rejects",
+                "format=csv&verdict=valid",
+                "format=csv&verdict=invalid",
+            ):
                 files[query] = await download(s, url, secret, f"/api/jobs/{job}/result?{query}")
             report = await download(s, url, secret, f"/api/jobs/{job}/report")
             polled = await fetch(s, "GET", f"{url}/api/jobs/{job}", headers=bearer(secret))
-            return {"created": created, "done": done, "files": files, "report": report,
-                    "polled": polled}  # fmt: skip
+            return {
+                "created": created,
+                "done": done,
+                "files": files,
+                "report": report,
+                "polled": polled,
+            }
 
     seen = run(scenario())
     created = seen["created"]
@@ -63,16 +85,21 @@ def test_a_list_becomes_a_job_whose_files_are_what_clean_writes(env: Env, tmp_pa
     assert created.json["state"] == "queued"
 
     done = seen["done"]
-    direct = clean_directly(env, config, SAMPLE_CSV, tmp_path / "direct" / "list.clean.csv",
-                            split=True)  # fmt: skip
+    direct = clean_directly(
+        live.env, live.config, SAMPLE_CSV, tmp_path / "direct" / "list.clean.csv", split=True
+    )
     assert done["state"] == "done" and done["eta_seconds"] == 0
     assert comparable(done["summary"]) == comparable(direct)
     assert done["rows_read"] == direct["rows_in"] == 297
     assert done["distinct_addresses"] == direct["distinct_addresses"]
     assert [s["name"] for s in done["stages"]] == ["read", "domains", "write"]
     assert all(s["done"] == s["total"] for s in done["stages"])
-    assert done["units"] == {"needed": SAMPLE_UNITS, "reserved": SAMPLE_UNITS,
-                             "charged": SAMPLE_UNITS, "returned": 0}  # fmt: skip
+    assert done["units"] == {
+        "needed": SAMPLE_UNITS,
+        "reserved": SAMPLE_UNITS,
+        "charged": SAMPLE_UNITS,
+        "returned": 0,
+    }
     assert done["summary"]["output"] == "list.clean.parquet"  # a name, not a path of the server
 
     files = seen["files"]
@@ -102,13 +129,12 @@ def test_a_list_becomes_a_job_whose_files_are_what_clean_writes(env: Env, tmp_pa
     assert polled.remaining == 1000 - SAMPLE_UNITS
 
 
-def test_addresses_sent_as_json_are_a_list(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(), tmp_path)
-    _, secret = env.key()
+def test_addresses_sent_as_json_are_a_list(live: Live) -> None:
+    secret, url = live.key(), live.url
     addresses = ["john.doe@gmial.com", "JOHN.DOE@gmial.com", "not an address", "a,b@x.org"]
 
     async def scenario() -> tuple[dict[str, Any], bytes]:
-        async with env.serving(config) as url, session() as s:
+        async with session() as s:
             created = await post_job(s, url, secret, {"addresses": addresses, "split": True})
             assert created.status == 202, created.text
             done = await wait_for(s, url, secret, created.json["id"])
@@ -124,17 +150,16 @@ def test_addresses_sent_as_json_are_a_list(env: Env, tmp_path: Path) -> None:
     assert rows[0]["SUGGESTION"] == "john.doe@gmail.com"
 
 
-def test_a_preview_reads_the_list_as_a_job_would_and_keeps_nothing(
-    env: Env, tmp_path: Path
-) -> None:
-    config = with_jobs(env.config(), tmp_path)
-    _, secret = env.key()
+def test_a_preview_reads_the_list_as_a_job_would_and_keeps_nothing(live: Live) -> None:
+    secret, url = live.key("default"), live.url
+    before = live.job_folders()
     head = SAMPLE_CSV.read_bytes()[:600].rsplit(b"\n", 1)[0] + b"\n"
 
     async def scenario() -> Any:
-        async with env.serving(config) as url, session() as s:
-            reply = await fetch(s, "POST", f"{url}/api/jobs/preview", data=form(data=head),
-                                headers=bearer(secret))  # fmt: skip
+        async with session() as s:
+            reply = await fetch(
+                s, "POST", f"{url}/api/jobs/preview", data=form(data=head), headers=bearer(secret)
+            )
             listing = await fetch(s, "GET", f"{url}/api/jobs", headers=bearer(secret))
             return reply, listing
 
@@ -147,7 +172,7 @@ def test_a_preview_reads_the_list_as_a_job_would_and_keeps_nothing(
     assert all(isinstance(cell, str) for row in found["preview"] for cell in row)
     assert found["units_left"] == 100
     assert listing.json["jobs"] == []
-    assert not list((tmp_path / "jobs").glob("*/*"))
+    assert live.job_folders() == before
 
 
 # (options, the list's bytes: None for the sample) -> the refusal
@@ -164,14 +189,16 @@ REFUSED = [
 ]
 
 
-def test_a_list_clean_refuses_is_refused_before_any_work(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(), tmp_path)
-    _, secret = env.key()
+def test_a_list_clean_refuses_is_refused_before_any_work(live: Live) -> None:
+    secret, url = live.key(), live.url
+    before = live.job_folders()
 
     async def scenario() -> tuple[list[Any], Any]:
-        async with env.serving(config) as url, session() as s:
-            replies = [await post_job(s, url, secret, form(data=data, **fields))
-                       for fields, data, _, _ in REFUSED]  # fmt: skip
+        async with session() as s:
+            replies = [
+                await post_job(s, url, secret, form(data=data, **fields))
+                for fields, data, _, _ in REFUSED
+            ]
             listing = await fetch(s, "GET", f"{url}/api/jobs", headers=bearer(secret))
             return replies, listing
 
@@ -179,11 +206,11 @@ def test_a_list_clean_refuses_is_refused_before_any_work(env: Env, tmp_path: Pat
     for (fields, _, code, status), reply in zip(REFUSED, replies, strict=True):
         assert (reply.status, reply.json["code"]) == (status, code), (fields, reply.text)
     assert listing.json["jobs"] == []
-    assert not list((tmp_path / "jobs").glob("*/*/*"))  # the uploads are gone too
+    assert live.job_folders() == before  # the uploads are gone too
 
 
 def test_the_reason_is_cleans_own(
-    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    live: Live, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same sentence as the command line's for the same refusal (the list named as its
     user named it)."""
@@ -192,30 +219,30 @@ def test_the_reason_is_cleans_own(
     (tmp_path / "list.csv").write_bytes(b"")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(InputError) as refused:
-        clean_directly(env, env.config(), Path("list.csv"), tmp_path / "out.parquet")
-    config = with_jobs(env.config(), tmp_path)
-    _, secret = env.key()
+        clean_directly(live.env, live.config, Path("list.csv"), tmp_path / "out.parquet")
+    secret, url = live.key(), live.url
 
     async def scenario() -> Any:
-        async with env.serving(config) as url, session() as s:
+        async with session() as s:
             return await post_job(s, url, secret, form(data=b""))
 
     assert run(scenario()).json["detail"] == str(refused.value)
 
 
-def test_a_job_over_the_quota_is_refused_before_a_unit_is_spent(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(plans={"small": PlanConfig(100, 5)}), tmp_path)
-    _, secret = env.key("small")
+def test_a_job_over_the_quota_is_refused_before_a_unit_is_spent(live: Live) -> None:
+    secret, url = live.key("small"), live.url
 
     async def scenario() -> tuple[dict[str, Any], Any, Any]:
-        async with env.serving(config) as url, session() as s:
+        async with session() as s:
             for n in range(3):  # three units used by /api/email first
-                await fetch(s, "GET", f"{url}/api/email?email=a{n}@gmail.com",
-                            headers=bearer(secret))  # fmt: skip
+                await fetch(
+                    s, "GET", f"{url}/api/email?email=a{n}@gmail.com", headers=bearer(secret)
+                )
             created = await post_job(s, url, secret, form())
             failed = await wait_for(s, url, secret, created.json["id"])
-            email = await fetch(s, "GET", f"{url}/api/email?email=b@gmail.com",
-                                headers=bearer(secret))  # fmt: skip
+            email = await fetch(
+                s, "GET", f"{url}/api/email?email=b@gmail.com", headers=bearer(secret)
+            )
             return failed, email, created
 
     failed, email, created = run(scenario())
@@ -229,12 +256,11 @@ def test_a_job_over_the_quota_is_refused_before_a_unit_is_spent(env: Env, tmp_pa
     assert email.status == 200 and email.remaining == 96  # nothing of the job was charged
 
 
-def test_a_key_with_nothing_left_is_refused_before_its_upload(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(plans={"one": PlanConfig(1, 5)}), tmp_path)
-    _, secret = env.key("one")
+def test_a_key_with_nothing_left_is_refused_before_its_upload(live: Live) -> None:
+    secret, url = live.key("one"), live.url
 
     async def scenario() -> Any:
-        async with env.serving(config) as url, session() as s:
+        async with session() as s:
             await fetch(s, "GET", f"{url}/api/email?email=a@gmail.com", headers=bearer(secret))
             return await post_job(s, url, secret, form())
 
@@ -244,12 +270,12 @@ def test_a_key_with_nothing_left_is_refused_before_its_upload(env: Env, tmp_path
     assert reply.remaining == 0
 
 
-def test_every_jobs_endpoint_needs_a_key(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(), tmp_path)
+def test_every_jobs_endpoint_needs_a_key(live: Live) -> None:
+    url = live.url
     job = "j_" + "A" * 22
 
     async def scenario() -> list[Any]:
-        async with env.serving(config) as url, session() as s:
+        async with session() as s:
             return [
                 await fetch(s, "POST", f"{url}/api/jobs", data=form()),
                 await fetch(s, "POST", f"{url}/api/jobs/preview", data=form()),
@@ -269,34 +295,34 @@ def test_every_jobs_endpoint_needs_a_key(env: Env, tmp_path: Path) -> None:
         assert all(h in reply.headers for h in RATE_HEADERS)
 
 
-def test_two_keys_never_see_each_others_jobs(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(), tmp_path)
-    _, mine = env.key("starter")
-    _, theirs = env.key("starter")
+def test_two_keys_never_see_each_others_jobs(live: Live) -> None:
+    mine, theirs, url = live.key(), live.key(), live.url
 
     async def scenario() -> dict[str, Any]:
-        async with env.serving(config) as url, session() as s:
+        async with session() as s:
             created = await post_job(s, url, mine, form())
             job = created.json["id"]
             await wait_for(s, url, mine, job)
             links = await fetch(s, "GET", f"{url}/api/jobs/{job}/files", headers=bearer(mine))
             other = await post_job(s, url, theirs, {"addresses": ["a@gmail.com"]})
             await wait_for(s, url, theirs, other.json["id"])
-            their_links = await fetch(s, "GET", f"{url}/api/jobs/{other.json['id']}/files",
-                                      headers=bearer(theirs))  # fmt: skip
+            their_links = await fetch(
+                s, "GET", f"{url}/api/jobs/{other.json['id']}/files", headers=bearer(theirs)
+            )
             token = their_links.json["files"][0]["url"].split("token=")[1]
             seen = {
                 "get": await fetch(s, "GET", f"{url}/api/jobs/{job}", headers=bearer(theirs)),
-                "files": await fetch(s, "GET", f"{url}/api/jobs/{job}/files",
-                                     headers=bearer(theirs)),
-                "result": await fetch(s, "GET", f"{url}/api/jobs/{job}/result",
-                                      headers=bearer(theirs)),
-                "delete": await fetch(s, "DELETE", f"{url}/api/jobs/{job}",
-                                      headers=bearer(theirs)),
+                "files": await fetch(
+                    s, "GET", f"{url}/api/jobs/{job}/files", headers=bearer(theirs)
+                ),
+                "result": await fetch(
+                    s, "GET", f"{url}/api/jobs/{job}/result", headers=bearer(theirs)
+                ),
+                "delete": await fetch(s, "DELETE", f"{url}/api/jobs/{job}", headers=bearer(theirs)),
                 "list": await fetch(s, "GET", f"{url}/api/jobs", headers=bearer(theirs)),
                 "their_token": await fetch(s, "GET", f"{url}/api/jobs/{job}/result?token={token}"),
                 "mine": await fetch(s, "GET", f"{url}/api/jobs/{job}", headers=bearer(mine)),
-            }  # fmt: skip
+            }
             seen["links"] = links
             return seen
 
@@ -310,17 +336,17 @@ def test_two_keys_never_see_each_others_jobs(env: Env, tmp_path: Path) -> None:
     assert seen["mine"].json["state"] == "done"  # their DELETE did nothing
 
 
-def test_download_links_open_their_file_only_and_expire(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(), tmp_path, link_ttl=60.0)
-    _, secret = env.key("starter")
+def test_download_links_open_their_file_only_and_expire(live: Live) -> None:
+    secret, url = live.key(), live.url
 
     async def scenario() -> dict[str, Any]:
-        async with env.serving(config) as url, session() as s:
+        async with session() as s:
             created = await post_job(s, url, secret, form(split="true"))
             job = created.json["id"]
             await wait_for(s, url, secret, job)
-            links = (await fetch(s, "GET", f"{url}/api/jobs/{job}/files",
-                                 headers=bearer(secret))).json  # fmt: skip
+            links = (
+                await fetch(s, "GET", f"{url}/api/jobs/{job}/files", headers=bearer(secret))
+            ).json
             by_file = {f["file"]: f["url"] for f in links["files"]}
             csv_url, xlsx_url = by_file["result:csv:all"], by_file["result:xlsx:valid"]
             token = csv_url.split("token=")[1]
@@ -333,8 +359,11 @@ def test_download_links_open_their_file_only_and_expire(env: Env, tmp_path: Path
                 ),
                 "forged": await download(s, url, None, csv_url[:-3] + "AAA"),
             }
-            env.clock.advance(61)
-            seen["expired"] = await download(s, url, None, csv_url)
+            live.env.clock.advance(61)
+            try:
+                seen["expired"] = await download(s, url, None, csv_url)
+            finally:
+                live.env.clock.advance(-61)
             return {"links": links, **seen}
 
     seen = run(scenario())

@@ -22,6 +22,7 @@ from tests.service.conftest import Env, fetch, run
 from tests.service.jobs.conftest import (
     SAMPLE_UNITS,
     SLOW_SECONDS,
+    Live,
     bearer,
     csv_rows,
     download,
@@ -48,37 +49,48 @@ def slow_config(env: Env, dns: SandboxDNS, tmp: Path, **jobs: Any) -> ServiceCon
     return with_jobs(replace(config, engine=replace(config.engine, dns=wait)), tmp, **jobs)
 
 
-def test_queued_running_cancelled_and_removed(
-    env: Env, slow_dns: SandboxDNS, tmp_path: Path
-) -> None:
-    config = slow_config(env, slow_dns, tmp_path, at_once=1)
-    _, secret = env.key("starter")
+@pytest.fixture(scope="module")
+def live(slow_dns: SandboxDNS, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """One service with the slow world for the module's tests, running one job at a time."""
+    root = tmp_path_factory.mktemp("live")
+    env = Env(slow_dns, root)
+    with Live(env, slow_config(env, slow_dns, root, at_once=1)) as running:
+        yield running
+
+
+def test_queued_running_cancelled_and_removed(live: Live, tmp_path: Path) -> None:
+    secret, url = live.key(), live.url
     keyed = bearer(secret)
+    jobs = Path(live.config.jobs.storage)
 
     async def scenario() -> dict[str, Any]:
-        async with env.serving(config) as url, session() as s:
+        async with session() as s:
             first = (await post_job(s, url, secret, form(slow_list(tmp_path)))).json["id"]
             running = await wait_for(s, url, secret, first, ("running",))
             second = (await post_job(s, url, secret, form())).json["id"]
             seen: dict[str, Any] = {"running": running}
             seen["queued"] = await status(s, url, secret, second)
-            seen["queued_files"] = await fetch(s, "GET", f"{url}/api/jobs/{second}/files",
-                                               headers=keyed)  # fmt: skip
-            seen["cancel_queued"] = await fetch(s, "DELETE", f"{url}/api/jobs/{second}",
-                                                headers=keyed)  # fmt: skip
+            seen["queued_files"] = await fetch(
+                s, "GET", f"{url}/api/jobs/{second}/files", headers=keyed
+            )
+            seen["cancel_queued"] = await fetch(
+                s, "DELETE", f"{url}/api/jobs/{second}", headers=keyed
+            )
             await wait_for(s, url, secret, first, ("running",))
             seen["counting"] = await _counted(s, url, secret, first)
-            seen["cancel_running"] = await fetch(s, "DELETE", f"{url}/api/jobs/{first}",
-                                                 headers=keyed)  # fmt: skip
+            seen["cancel_running"] = await fetch(
+                s, "DELETE", f"{url}/api/jobs/{first}", headers=keyed
+            )
             seen["cancelled"] = await wait_for(s, url, secret, first, ("cancelled",))
-            seen["result"] = await fetch(s, "GET", f"{url}/api/jobs/{first}/result",
-                                         headers=keyed)  # fmt: skip
-            seen["email"] = await fetch(s, "GET", f"{url}/api/email?email=a@gmail.com",
-                                        headers=keyed)  # fmt: skip
+            seen["result"] = await fetch(s, "GET", f"{url}/api/jobs/{first}/result", headers=keyed)
+            seen["email"] = await fetch(
+                s, "GET", f"{url}/api/email?email=a@gmail.com", headers=keyed
+            )
             seen["remove"] = await fetch(s, "DELETE", f"{url}/api/jobs/{first}", headers=keyed)
             seen["gone"] = await fetch(s, "GET", f"{url}/api/jobs/{first}", headers=keyed)
-            seen["second_gone"] = await fetch(s, "DELETE", f"{url}/api/jobs/{second}",
-                                              headers=keyed)  # fmt: skip
+            seen["second_gone"] = await fetch(
+                s, "DELETE", f"{url}/api/jobs/{second}", headers=keyed
+            )
             return seen | {"first": first, "second": second}
 
     seen = run(scenario())
@@ -94,15 +106,19 @@ def test_queued_running_cancelled_and_removed(
     assert seen["cancel_running"].status == 202
     assert seen["cancel_running"].json["cancel_requested"] is True
     cancelled = seen["cancelled"]
-    assert cancelled["units"] == {"needed": SAMPLE_UNITS + 1, "reserved": SAMPLE_UNITS + 1,
-                                  "charged": 0, "returned": SAMPLE_UNITS + 1}  # fmt: skip
+    assert cancelled["units"] == {
+        "needed": SAMPLE_UNITS + 1,
+        "reserved": SAMPLE_UNITS + 1,
+        "charged": 0,
+        "returned": SAMPLE_UNITS + 1,
+    }
     assert (seen["result"].status, seen["result"].json["code"]) == (409, "job_not_done")
     assert seen["email"].remaining == 10_000 - 1  # every unit of the job came back
     assert seen["remove"].status == 204
     assert (seen["gone"].status, seen["gone"].json["code"]) == (404, "not_found")
     assert seen["second_gone"].status == 204
-    assert not (tmp_path / "jobs" / seen["first"]).exists()
-    assert not (tmp_path / "jobs" / seen["second"]).exists()
+    assert not (jobs / seen["first"]).exists()
+    assert not (jobs / seen["second"]).exists()
 
 
 async def _counted(s: aiohttp.ClientSession, url: str, secret: str, job: str) -> dict[str, Any]:
@@ -148,9 +164,8 @@ def test_a_job_stopped_with_the_service_runs_again_on_its_units(
         assert store.used(f"key:{key.key_id}", "email-month", window) == SAMPLE_UNITS + 1
 
 
-def test_a_callback_hears_of_the_end(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(), tmp_path)
-    _, secret = env.key("starter")
+def test_a_callback_hears_of_the_end(live: Live) -> None:
+    secret, url = live.key(), live.url
     heard: list[dict[str, Any]] = []
 
     async def listen(request: web.Request) -> web.Response:
@@ -166,7 +181,7 @@ def test_a_callback_hears_of_the_end(env: Env, tmp_path: Path) -> None:
         await site.start()
         port = runner.addresses[0][1]
         try:
-            async with env.serving(config) as url, session() as s:
+            async with session() as s:
                 body = form(callback_url=f"http://127.0.0.1:{port}/hook")
                 job = (await post_job(s, url, secret, body)).json["id"]
                 await wait_for(s, url, secret, job)

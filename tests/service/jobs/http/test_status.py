@@ -30,19 +30,28 @@ def test_the_read_stage_counts_against_the_rows_the_list_was_seen_to_hold() -> N
         {"name": "write", "done": 0, "total": None},
     ]
     assert [s["name"] for s in stages_of(RUNNING, verify=True)] == [
-        "read", "domains", "verify", "write",
-    ]  # fmt: skip
+        "read",
+        "domains",
+        "verify",
+        "write",
+    ]
 
 
 def test_the_time_left_scales_the_time_so_far_by_the_work_left() -> None:
     stages = stages_of(RUNNING, verify=False)
     # Half the read is a fifth of the work (read weighs 0.4 of 0.85): 10 s took a fifth.
     assert eta(RUNNING, stages, 1010.0) == round(10 * (1 - 0.2 / 0.85) / (0.2 / 0.85), 1)
-    writing = replace(RUNNING, progress={
-        "attempt_started": 1000.0,
-        "stages": {"read": {"done": 1000, "total": 1000}, "domains": {"done": 5, "total": 5},
-                   "write": {"done": 900, "total": 1000}},
-    })  # fmt: skip
+    writing = replace(
+        RUNNING,
+        progress={
+            "attempt_started": 1000.0,
+            "stages": {
+                "read": {"done": 1000, "total": 1000},
+                "domains": {"done": 5, "total": 5},
+                "write": {"done": 900, "total": 1000},
+            },
+        },
+    )
     assert eta(writing, stages_of(writing, False), 1010.0) < 1.0
     assert eta(replace(RUNNING, progress={}), stages, 1010.0) is None  # nothing to go on
     assert eta(replace(RUNNING, state=JobState.QUEUED), stages, 1010.0) is None

@@ -12,7 +12,7 @@ import pytest
 from pipeline.service.errors import ConflictingParameters, InvalidParameter
 from pipeline.service.jobs.http.uploads import options_of, safe_name, stem_of
 from tests.conftest import SAMPLE_CSV
-from tests.service.conftest import Env, run
+from tests.service.conftest import Env, fetch, run
 from tests.service.jobs.conftest import bearer, form, post_job, session, with_jobs
 from tests.service.rawhttp import answer, connect
 
@@ -72,20 +72,25 @@ def test_no_callback_is_taken_when_callbacks_are_off() -> None:
         options_of({"callback_url": ["https://example.org/hook"]}, MODES, "off", 512)
 
 
-def test_over_the_size_or_the_rows_is_a_413_naming_the_limit(env: Env, tmp_path: Path) -> None:
+def test_over_the_size_or_the_rows_is_a_413_naming_the_limit_and_neither_form_nor_json_a_415(
+    env: Env, tmp_path: Path
+) -> None:
     config = with_jobs(env.config(), tmp_path, max_upload_bytes=10_000, max_rows=100)
     _, secret = env.key("starter")
     small = b"email\n" + b"".join(f"a{n}@gmail.com\n".encode() for n in range(150))
 
     async def scenario() -> list[Any]:
         async with env.serving(config) as url, session() as s:
+            text = {**bearer(secret), "Content-Type": "text/csv"}
             return [
                 await post_job(s, url, secret, form()),  # 16 kB
                 await post_job(s, url, secret, form(data=small)),  # 151 rows, 2 kB
                 await post_job(s, url, secret, {"addresses": ["a@b.org"] * 2_000}),
+                await fetch(s, "POST", f"{url}/api/jobs", data=small, headers=text),
             ]
 
-    big, many, json_body = run(scenario())
+    big, many, json_body, neither = run(scenario())
+    assert (neither.status, neither.json["code"]) == (415, "unsupported_media_type")
     assert (big.status, big.json["code"]) == (413, "too_large")
     assert "10,000 bytes" in big.json["detail"] and "max_upload_bytes" in big.json["detail"]
     assert (many.status, many.json["code"]) == (413, "too_large")
@@ -96,8 +101,9 @@ def test_over_the_size_or_the_rows_is_a_413_naming_the_limit(env: Env, tmp_path:
 def test_an_upload_is_bounded_by_its_pace_not_by_the_body_timeout(env: Env, tmp_path: Path) -> None:
     """A slow but steady upload outlasts the body timeout and is taken; one that stalls below
     the minimum rate is cut off with a 408."""
-    config = with_jobs(env.config(body_timeout=0.5), tmp_path, min_upload_rate=2_000,
-                       upload_window=0.4)  # fmt: skip
+    config = with_jobs(
+        env.config(body_timeout=0.5), tmp_path, min_upload_rate=2_000, upload_window=0.4
+    )
     _, secret = env.key("starter")
     boundary = "x" * 20
     payload = (
@@ -136,23 +142,3 @@ def test_an_upload_is_bounded_by_its_pace_not_by_the_body_timeout(env: Env, tmp_
     assert steady.status == 200, steady.body
     assert stalled.status == 408 and stalled.json["code"] == "request_timeout"
     assert "2,000 bytes a second" in stalled.json["detail"]
-
-
-def test_a_body_neither_form_nor_json_is_a_415(env: Env, tmp_path: Path) -> None:
-    config = with_jobs(env.config(), tmp_path)
-    _, secret = env.key()
-
-    async def scenario() -> Any:
-        async with (
-            env.serving(config) as url,
-            session() as s,
-            s.post(
-                f"{url}/api/jobs",
-                data=b"email\na@b.org\n",
-                headers={**bearer(secret), "Content-Type": "text/csv"},
-            ) as reply,
-        ):
-            return reply.status, await reply.json(content_type=None)  # fmt: skip
-
-    code, body = run(scenario())
-    assert (code, body["code"]) == (415, "unsupported_media_type")
