@@ -7,8 +7,8 @@ step a file dialog takes), and everything else done with Tab and Enter: the prev
 job started, its progress watched until done, every file downloaded by the browser and its rows
 checked against the job's summary. On the way: never a horizontal scroll, no console error,
 no request that leaves the service or carries the key, the list's cells shown as text (a cell
-of markup stays text), the key kept in the tab's sessionStorage only. Screenshots of each step
-go to ``build/jobs/`` (the docs' picture is ``preview.png`` and ``results.png``).
+of markup stays text), the key kept in the tab's sessionStorage only. Pictures of each step go
+to ``build/jobs/``; ``page.png``, the finished page on a laptop's window, is docs/jobs.md's.
 """
 
 from __future__ import annotations
@@ -118,7 +118,15 @@ class Tab:
         deadline = time.monotonic() + timeout
         while not (value := await self.js(script)):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{script} stayed false for {timeout} s")
+                shown = await self.js(
+                    "[...document.querySelectorAll('[data-key=state], [data-key=error]')]"
+                    ".map(e => e.dataset.key + ': ' + e.textContent)"
+                )
+                events = [e for e in self.cdp.events if e.get("sessionId") == self.session]
+                raise TimeoutError(
+                    f"{script} stayed false for {timeout} s; the page: {shown}; errors: "
+                    f"{errors(events)}; requests: {requests(events)}"
+                )
             await asyncio.sleep(0.1)
         return value
 
@@ -156,8 +164,12 @@ class Tab:
         """Whether the page reads without horizontal scrolling."""
         return bool(await self.js("document.documentElement.scrollWidth <= window.innerWidth"))
 
-    async def shot(self, name: str) -> None:
-        shot = await self.call("Page.captureScreenshot", {"format": "png"})
+    async def shot(self, name: str, width: int = WIDTH) -> None:
+        """A picture of the whole page (not only the window) in ``build/jobs/NAME.png``."""
+        size = (await self.call("Page.getLayoutMetrics"))["cssContentSize"]
+        clip = {"x": 0, "y": 0, "width": width, "height": size["height"], "scale": 1}
+        params = {"format": "png", "captureBeyondViewport": True, "clip": clip}
+        shot = await self.call("Page.captureScreenshot", params)
         SHOTS.mkdir(parents=True, exist_ok=True)
         (SHOTS / f"{name}.png").write_bytes(base64.b64decode(shot["data"]))
 
@@ -216,6 +228,7 @@ async def flow(endpoint: str, url: str, secret: str, folder: Path) -> dict[str, 
         )
         await tab.shot("preview")
         await tab.tab_to("start")
+        seen["start_focus"] = await tab.focused()
         await tab.press("Enter")
         await tab.until(
             "document.querySelector('[data-key=state]').textContent === 'Running…'"
@@ -240,6 +253,10 @@ async def flow(endpoint: str, url: str, secret: str, folder: Path) -> dict[str, 
         await tab.tab_to("report")
         await tab.press("Enter")
         seen["report_tab"] = await _new_tab_url(cdp, tab.target)
+        # The picture in docs/jobs.md: the same page, done, on a laptop's window.
+        laptop = {"width": 1000, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+        await tab.call("Emulation.setDeviceMetricsOverride", laptop)
+        await tab.shot("page", 1000)
         events = [e for e in cdp.events if e.get("sessionId") == tab.session]
         seen["errors"] = errors(events)
         seen["requests"] = requests(events)
@@ -270,12 +287,19 @@ async def _tab_to_link(tab: Tab, name: str) -> None:
 
 
 async def _new_tab_url(cdp: Cdp, opener: str) -> str:
+    """The address the tab *opener* opened shows, once it shows one."""
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        for event in cdp.events:
+        opened = {
+            e["params"]["targetInfo"]["targetId"]
+            for e in cdp.events
+            if e["method"] == "Target.targetCreated"
+            and e["params"]["targetInfo"].get("openerId") == opener
+        }
+        for event in reversed(cdp.events):
             info = event.get("params", {}).get("targetInfo", {})
-            if event["method"] == "Target.targetCreated" and info.get("openerId") == opener:
-                return str(info.get("url") or "")
+            if info.get("targetId") in opened and info.get("url", "").startswith("http"):
+                return str(info["url"])
         await asyncio.sleep(0.1)
     raise TimeoutError("the report did not open in a new tab")
 

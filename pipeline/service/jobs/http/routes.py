@@ -54,7 +54,7 @@ from pipeline.service.routes import authenticate, standing
 from pipeline.stages.write.outputs import companions
 
 _ID: Final = re.compile(r"j_[A-Za-z0-9_-]{22}")
-PREVIEW_ROWS: Final = 10
+PREVIEW_ROWS: Final = 6
 _TYPES: Final = {
     "csv": "text/csv; charset=utf-8",
     "rejects": "text/csv; charset=utf-8",
