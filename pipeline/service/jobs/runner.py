@@ -328,6 +328,7 @@ class JobRunner:
                 await process.stdin.drain()
             elif kind in ("done", "failed", "stopped"):
                 run.outcome = event
+        process.stdin.close()
 
     async def _gate(self, run: Running, event: dict[str, Any]) -> dict[str, Any]:
         """The units of a job whose list was read: reserved, or the job refused."""

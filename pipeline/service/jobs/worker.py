@@ -201,7 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not line:  # the instance stopped before it had a job for this process
         return 0
     run(json.loads(line), channel)
-    return 0
+    out.flush()
+    # Gone at once: a thread still reading the instance's answer (a job stopped while it was
+    # counted) must not keep the process alive; every file was closed on the way out.
+    os._exit(0)
 
 
 if __name__ == "__main__":
