@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import StoreAt
 from tests.service.conftest import NOON, fetch
 from tests.service.instances import Instances, instances
 from tests.service.jobs.conftest import (
@@ -56,9 +55,11 @@ def world(tmp_path: Path) -> tuple[str, ...]:
 
 
 def test_a_job_whose_instance_is_killed_runs_again_elsewhere_on_its_units(
-    store_at: StoreAt, tmp_path: Path, world: tuple[str, ...]
+    tmp_path: Path, world: tuple[str, ...]
 ) -> None:
-    db = store_at("service.sqlite")
+    """On one host's SQLite file (the store's part is the same on PostgreSQL: its sweep is
+    tests/service/jobs/test_store.py's, on both)."""
+    db = tmp_path / "service.sqlite"
     with instances(db, tmp_path, NOON, 1, jobs_env(tmp_path), options=world) as group:
         key_id, secret = group.key("starter")
         first = group.running[0]
