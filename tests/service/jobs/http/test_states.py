@@ -6,6 +6,7 @@ cancel both."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -188,8 +189,6 @@ def test_a_callback_hears_of_the_end(live: Live) -> None:
                 for _ in range(100):
                     if heard:
                         break
-                    import asyncio
-
                     await asyncio.sleep(0.05)
                 return str(job)
         finally:
@@ -197,3 +196,30 @@ def test_a_callback_hears_of_the_end(live: Live) -> None:
 
     job = run(scenario())
     assert heard == [{"id": job, "state": "done", "url": f"/api/jobs/{job}"}]
+
+
+def test_a_finished_job_is_removed_after_the_retention(live: Live) -> None:
+    """Its record and its files, by the instance's upkeep, once jobs.retention has passed."""
+    secret, url = live.key(), live.url
+    jobs = Path(live.config.jobs.storage)
+
+    async def scenario() -> tuple[str, bool, Any]:
+        async with session() as s:
+            job = (await post_job(s, url, secret, {"addresses": ["a@gmail.com"]})).json["id"]
+            await wait_for(s, url, secret, job)
+            kept = (jobs / job).exists()
+            live.env.clock.advance(live.config.jobs.retention + 1)
+            try:
+                for _ in range(200):  # the upkeep runs every lease / 2 seconds
+                    gone = await fetch(s, "GET", f"{url}/api/jobs/{job}", headers=bearer(secret))
+                    if gone.status == 404:
+                        break
+                    await asyncio.sleep(0.1)
+            finally:
+                live.env.clock.advance(-(live.config.jobs.retention + 1))
+            return job, kept, gone
+
+    job, kept, gone = run(scenario())
+    assert kept
+    assert (gone.status, gone.json["code"]) == (404, "not_found")
+    assert not (jobs / job).exists()
