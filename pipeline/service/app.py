@@ -46,8 +46,9 @@ from pipeline.service.errors import (
     NotFound,
     Problem,
 )
+from pipeline.service.jobs.http.access import JOBS, JobServices
 from pipeline.service.jobs.http.links import Links
-from pipeline.service.jobs.http.routes import JOBS, JobServices, add_job_routes
+from pipeline.service.jobs.http.routes import add_job_routes
 from pipeline.service.jobs.runner import Engine as JobEngine
 from pipeline.service.jobs.runner import JobRunner
 from pipeline.service.jobs.storage import Storage, default_root

@@ -18,6 +18,8 @@ a process of its own (:mod:`.worker`), at a lower priority and on the jobs' core
 - **Short tasks** (a list read before a job is made, a download format made from the Parquet)
   run in a small pool of processes with the same priority and cores.
 - **Retention.** Finished jobs older than ``[jobs] retention`` lose their files and records.
+- **Callbacks.** A job that asked for one is told to its callback URL when it ends
+  (:mod:`.callbacks`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-import ipaddress
 import json
 import logging
 import multiprocessing
@@ -38,14 +39,11 @@ import socket
 import sys
 import tempfile
 import time
-import urllib.parse
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
-
-import aiohttp
 
 from pipeline.core.clock import window_bounds
 from pipeline.core.config import Config, JobsConfig
@@ -53,6 +51,7 @@ from pipeline.core.text import failure_line
 from pipeline.service.accounts.quotas import Quotas
 from pipeline.service.errors import InternalError, QuotaExceeded, TooLarge
 from pipeline.service.jobs import tasks, worker
+from pipeline.service.jobs.callbacks import call_back
 from pipeline.service.jobs.storage import INPUT, OUTPUT, Storage
 from pipeline.service.jobs.store import Jobs, JobStore
 from pipeline.service.jobs.types import Job, JobState
@@ -60,8 +59,6 @@ from pipeline.service.jobs.types import Job, JobState
 log = logging.getLogger("listclean.service")
 T = TypeVar("T")
 _STDERR_LINES: Final = 40  # of a job process's standard error, kept for the log
-_CALLBACK_TRIES: Final = 3
-_RESOLVE_SECONDS: Final = 5.0
 
 
 def job_cpus(cores: int, available: set[int] | None = None) -> list[int]:
@@ -284,7 +281,7 @@ class JobRunner:
             log.error("jobs: cannot record the end of job %s: %s", job.id, failure_line(exc))
             return
         if final is not None and final.options.callback_url:
-            await self._call_back(final)
+            await call_back(final, self.settings.callbacks)
 
     def _spec(self, job: Job, work: Path) -> dict[str, Any]:
         config = self.engine.config
@@ -420,45 +417,6 @@ class JobRunner:
         for job_id in await self.jobs.call(self.store.expired, before):
             await asyncio.to_thread(self.storage.remove, job_id)
             await self.jobs.call(self.store.delete, job_id)
-
-    # --- callbacks -----------------------------------------------------------------------------
-
-    async def _call_back(self, job: Job) -> None:
-        url = job.options.callback_url or ""
-        if not await reachable(url, self.settings.callbacks):
-            log.warning("jobs: the callback of job %s is not sent: its host is not allowed", job.id)
-            return
-        body = {"id": job.id, "state": job.state.value, "url": f"/api/jobs/{job.id}"}
-        timeout = aiohttp.ClientTimeout(total=10)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            for attempt in range(_CALLBACK_TRIES):
-                try:
-                    async with session.post(url, json=body) as reply:
-                        if reply.status < 500:
-                            return
-                except (aiohttp.ClientError, TimeoutError):
-                    pass
-                await asyncio.sleep(2**attempt)
-        log.warning("jobs: the callback of job %s was not answered", job.id)
-
-
-async def reachable(url: str, reach: str) -> bool:
-    """Whether a callback may go to *url* under ``[jobs] callbacks`` (*reach*): never when
-    off; with public, only when every address its host resolves to is a global one."""
-    if reach == "off":
-        return False
-    host = urllib.parse.urlsplit(url).hostname
-    if host is None:
-        return False
-    if reach == "any":
-        return True
-    try:
-        async with asyncio.timeout(_RESOLVE_SECONDS):
-            found = await asyncio.get_running_loop().getaddrinfo(host, None)
-    except (OSError, UnicodeError, ValueError, TimeoutError):
-        return False
-    addresses = {ipaddress.ip_address(info[4][0]) for info in found}
-    return bool(addresses) and all(a.is_global for a in addresses)
 
 
 async def _drain(process: asyncio.subprocess.Process, into: collections.deque[str]) -> None:
