@@ -16,8 +16,11 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from pipeline.core.config import DnsConfig
-from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
+from pipeline.core.config import DnsConfig, VerifyConfig
+from pipeline.sandbox.dns_server import SandboxDNS, load_world, world_from_dict
+from pipeline.sandbox.files import SANDBOX_WORLD
+from pipeline.sandbox.smtp_server import SandboxSMTP
+from pipeline.service.app import Paths, create_app
 from pipeline.service.settings import ServiceConfig
 from tests.service.conftest import Env, fetch, run
 from tests.service.jobs.conftest import (
@@ -223,3 +226,46 @@ def test_a_finished_job_is_removed_after_the_retention(live: Live) -> None:
     assert kept
     assert (gone.status, gone.json["code"]) == (404, "not_found")
     assert not (jobs / job).exists()
+
+
+def test_a_job_that_checks_mailboxes_has_a_verify_stage(
+    sample_dns: SandboxDNS, tmp_path: Path
+) -> None:
+    """With [verify] mode = "smtp" a job asks the mail servers (the sandbox's, on loopback), as
+    clean --verify smtp does, and reports the verify stage; verify=none asks them nothing."""
+    world = load_world(SANDBOX_WORLD)
+    with SandboxSMTP(world.smtp) as mail:
+        env = Env(sample_dns, tmp_path)
+        verify = VerifyConfig(mode="smtp", port=mail.port, timeout=2.0, helo="probe.example.net")
+        config = env.config()
+        config = with_jobs(replace(config, engine=replace(config.engine, verify=verify)), tmp_path)
+        _, secret = env.key("starter")
+        addresses = ["dlopez@gmail.com", "thomas.robinson+lists@outlook.com"]
+
+        async def scenario() -> tuple[dict[str, Any], dict[str, Any], bytes]:
+            app = create_app(config, Paths(env.db, env.cache), loopback_only=True)
+            runner = web.AppRunner(app)
+            await runner.setup()
+            site = web.TCPSite(runner, "127.0.0.1", 0)
+            await site.start()
+            url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+            try:
+                async with session() as s:
+                    asked = await post_job(s, url, secret, {"addresses": addresses})
+                    checked = await wait_for(s, url, secret, asked.json["id"])
+                    plain = await post_job(
+                        s, url, secret, {"addresses": addresses, "verify": "none"}
+                    )
+                    domains_only = await wait_for(s, url, secret, plain.json["id"])
+                    _, data, _ = await download(s, url, secret, f"{checked['url']}/result")
+                    return checked, domains_only, data
+            finally:
+                await runner.cleanup()
+
+        checked, domains_only, data = run(scenario())
+    assert [s["name"] for s in checked["stages"]] == ["read", "domains", "verify", "write"]
+    assert [s["name"] for s in domains_only["stages"]] == ["read", "domains", "write"]
+    rows = {r["Email Address"]: r for r in csv_rows(data)}
+    assert rows["dlopez@gmail.com"]["REASON"] == "no_such_user"
+    assert rows["dlopez@gmail.com"]["VERDICT"] == "Invalid"
+    assert checked["summary"]["rcpts_sent"] >= 2 and domains_only["summary"]["rcpts_sent"] == 0
