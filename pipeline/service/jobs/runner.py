@@ -374,28 +374,35 @@ class JobRunner:
 
     async def _settle(self, run: Running) -> Job | None:
         """Record how *run* ended; the job as it now is (None: not this instance's to end)."""
-        job, outcome, call = run.job, run.outcome or {}, self.jobs.call
+        job, outcome = run.job, run.outcome or {}
         kind = outcome.get("event")
         if run.lost:
             return None
+
+        async def finish(state: JobState, summary: Any = None, error: Any = None) -> None:
+            # With the progress as the process last reported it, not as the last heartbeat did.
+            progress = dict(run.progress)
+            await self.jobs.call(
+                self.store.finish, job, self.owner, state, summary, error, progress
+            )
+
         if kind == "done":
-            await call(self.store.finish, job, self.owner, JobState.DONE, outcome["summary"])
+            await finish(JobState.DONE, outcome["summary"])
         elif kind == "failed":
             if outcome.get("error"):
                 log.error("jobs: job %s failed: %s", job.id, outcome["error"])
-            problem = outcome["problem"]
-            await call(self.store.finish, job, self.owner, JobState.FAILED, None, problem)
+            await finish(JobState.FAILED, None, outcome["problem"])
         elif run.cancelled:
-            await call(self.store.finish, job, self.owner, JobState.CANCELLED)
+            await finish(JobState.CANCELLED)
         elif self._stopping:
-            await call(self.store.requeue_mine, job, self.owner)
+            await self.jobs.call(self.store.requeue_mine, job, self.owner)
             return None
         else:
             tail = " | ".join(run.stderr) or f"exit {run.process.returncode}"
             log.error("jobs: the process of job %s ended without an outcome: %s", job.id, tail)
             problem = InternalError("The job failed on the service's side; it was not charged.")
-            await call(self.store.finish, job, self.owner, JobState.FAILED, None, problem.body())
-        return await call(self.store.get, job.id, None)
+            await finish(JobState.FAILED, None, problem.body())
+        return await self.jobs.call(self.store.get, job.id, None)
 
     # --- upkeep: stale jobs, retention -------------------------------------------------------
 

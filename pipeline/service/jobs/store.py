@@ -193,9 +193,11 @@ class JobStore:
         state: JobState,
         summary: dict[str, Any] | None = None,
         error: dict[str, Any] | None = None,
+        progress: dict[str, Any] | None = None,
     ) -> bool:
-        """End *job* on *owner* in *state*; a job that did not finish gives every unit it
-        reserved back, in the same transaction. False when it was not *owner*'s to end."""
+        """End *job* on *owner* in *state*, with its last *progress* (default: as last
+        recorded); a job that did not finish gives every unit it reserved back, in the same
+        transaction. False when it was not *owner*'s to end."""
         now = self._clock()
         current = self.get(job.id, None)
         if current is None:
@@ -205,7 +207,7 @@ class JobStore:
         values = (
             state.value, now, json.dumps(summary) if summary is not None else None,
             json.dumps(error) if error is not None else None, back,
-            json.dumps(current.progress), job.id, owner,
+            json.dumps(progress if progress is not None else current.progress), job.id, owner,
         )  # fmt: skip
         with self._db.transaction(write=True):
             if not self._db.execute(self.sql.finish, values):
