@@ -41,6 +41,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -187,7 +188,11 @@ class JobRunner:
                 initargs=(self.cpus, self.settings.nice),
             )
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, work, argument)
+        try:
+            return await loop.run_in_executor(self._pool, work, argument)
+        except BrokenProcessPool:  # a process of it died (killed, out of memory): a new pool
+            self._pool = None
+            raise
 
     async def _warm(self) -> None:
         """The pool's processes started and imported before the first upload needs one."""
