@@ -135,7 +135,9 @@ class JobsConfig:
         minimum=0,
     )
     at_once: int = setting(1, "Jobs one instance runs at the same time.")
-    nice: int = setting(10, "How much lower the jobs' processes run than the service (nice).", 0)
+    nice: int = setting(
+        19, "How much lower the jobs' processes run than the service (nice; 19: the lowest).", 0
+    )
     max_upload_bytes: int = setting(
         2 * 2**30, "Largest list a job takes, in bytes as uploaded; more is a 413."
     )
