@@ -19,6 +19,7 @@ from pipeline.core.verdict import PENALTIES, RULES, Reason
 from pipeline.service.settings import (
     AnonymousConfig,
     HttpConfig,
+    JobsConfig,
     PlanConfig,
     ServiceConfig,
     load_service_config,
@@ -61,6 +62,7 @@ def test_every_setting_is_documented_with_its_default(
 SERVICE_SETTINGS = [
     *settings_table(HttpConfig, "service."),
     *settings_table(AnonymousConfig, "anonymous."),
+    *settings_table(JobsConfig, "jobs."),
     *settings_table(PlanConfig, "plans.NAME."),
 ]
 

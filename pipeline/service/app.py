@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import platformdirs
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
@@ -33,19 +34,25 @@ from pipeline.core.db.database import Where, store_where
 from pipeline.core.engine import Engine, verify_many_json
 from pipeline.core.mailboxes.vendors.checker import unpaid
 from pipeline.core.text import failure_line, for_log
-from pipeline.service.accounts.quotas import Decision, Identity, Quotas
+from pipeline.service.accounts.quotas import Decision, Quotas
 from pipeline.service.accounts.state import LiveState, open_live
 from pipeline.service.batcher import MicroBatcher
 from pipeline.service.connections.admission import Admission, ConnectionLimits
 from pipeline.service.connections.logs import log_failure
 from pipeline.service.errors import (
     InternalError,
-    InvalidApiKey,
     InvalidParameter,
     MethodNotAllowed,
     NotFound,
     Problem,
 )
+from pipeline.service.jobs.http.access import JOBS, JobServices
+from pipeline.service.jobs.http.links import Links
+from pipeline.service.jobs.http.routes import add_job_routes
+from pipeline.service.jobs.runner import Engine as JobEngine
+from pipeline.service.jobs.runner import JobRunner
+from pipeline.service.jobs.storage import Storage, default_root
+from pipeline.service.jobs.store import Jobs, JobStore
 from pipeline.service.keys import (
     ADMISSION,
     CONNECTIONS,
@@ -57,13 +64,16 @@ from pipeline.service.keys import (
 )
 from pipeline.service.requests.guard import AuthThrottle
 from pipeline.service.requests.params import Limits
-from pipeline.service.routes import add_routes, identify
+from pipeline.service.routes import add_routes, standing
 from pipeline.service.settings import ServiceConfig, with_shared_state
 
 log = logging.getLogger("listclean.service")
 
 # Paths whose requests are counted, and the endpoint name their counters and policies use.
 COUNTED = {"/api/email": "email", "/api/find": "find"}
+# The bulk jobs' paths: their answers report the /api/email counter the jobs charge, and their
+# uploads are bounded by a transfer rate and a size, not by the body timeout.
+JOBS_PATH = "/api/jobs"
 # The status the access log shows for a request whose client left before its answer.
 CLIENT_CLOSED_REQUEST = 499
 
@@ -72,6 +82,44 @@ CLIENT_CLOSED_REQUEST = 499
 class Paths:
     db: Where  # keys and quota counters: a SQLite file or a postgresql:// URL
     cache: Path  # the domain cache shared with the batch pipeline (per instance)
+    data: Path | None = None  # where the jobs' files go when [jobs] storage names no place
+
+
+def _jobs(
+    config: ServiceConfig,
+    paths: Paths,
+    offline: bool,
+    clock: Callable[[], float],
+    loopback_only: bool,
+    api_keys: Mapping[str, str],
+) -> Callable[[web.Application], AsyncIterator[None]]:
+    """The bulk jobs' resources: their store (beside the keys and counters), their storage,
+    this instance's runner; stopped before the service's own resources close."""
+
+    async def ctx(app: web.Application) -> AsyncIterator[None]:
+        data = paths.data or Path(platformdirs.user_data_dir("listclean"))
+        root = config.jobs.storage or str(default_root(paths.db, data))
+        storage = Storage(root, config.engine.storage)
+        store = await asyncio.to_thread(JobStore, paths.db, clock)
+        jobs = Jobs(store)
+        try:
+            secret = await jobs.call(store.secret)
+            engine = JobEngine(config.engine, paths.cache, offline, loopback_only, api_keys)
+            quotas = app[SERVICES].quotas
+            runner = JobRunner(config.jobs, jobs, storage, quotas, engine, clock)
+            mode = config.engine.verify.mode
+            modes = ("none",) if mode == "none" else ("none", mode)
+            links = Links(secret, config.jobs.link_ttl)
+            app[JOBS] = JobServices(runner, jobs, storage, links, modes, clock)
+            await runner.start()
+            try:
+                yield
+            finally:
+                await runner.stop()
+        finally:
+            await asyncio.to_thread(jobs.close)
+
+    return ctx
 
 
 def create_app(
@@ -98,13 +146,16 @@ def create_app(
     config = with_shared_state(config, paths.db)
     app = web.Application(middlewares=[problem_middleware])
     app[CONNECTIONS] = Connections()
+    timeouts = {JOBS_PATH: None, **(body_timeouts or {})}
     app[ADMISSION] = admission = Admission(
-        ConnectionLimits.from_settings(config.service), _trusted(config), body_timeouts
+        ConnectionLimits.from_settings(config.service), _trusted(config), timeouts
     )
     app.on_cleanup.append(lambda _: _async(admission.flood.close))
     keys = dict(api_keys or {})
     app.cleanup_ctx.append(_resources(config, paths, offline, clock, loopback_only, keys))
+    app.cleanup_ctx.append(_jobs(config, paths, offline, clock, loopback_only, keys))
     add_routes(app)
+    add_job_routes(app)
     return app
 
 
@@ -233,8 +284,8 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
             response = InternalError(
                 "The service failed to answer this request. Try again; if it persists, report it."
             ).response()
-    endpoint = COUNTED.get(request.path)
-    if endpoint is not None:
+    endpoint = counted(request.path)
+    if endpoint is not None and not response.prepared:  # a streamed answer set its own
         try:
             settled = await _settle(request, endpoint, response.status)
             response.headers.update(settled.headers())
@@ -252,11 +303,19 @@ async def _settle(request: web.Request, endpoint: str, status: int) -> Decision:
     """Where the caller stands after this request: a unit taken for a request that then failed
     on our side (5xx) is given back, since a caller is never charged for our failure."""
     if DECISION not in request:
-        return await _rate_limit_state(request, endpoint)
+        return await standing(request, endpoint)
     decision = request[DECISION]
     if decision.allowed and status >= 500:
         return await request.app[SERVICES].quotas.refund(request[IDENTITY], decision)
     return decision
+
+
+def counted(path: str) -> str | None:
+    """The endpoint whose counter a path's answers report: its own, or for the bulk jobs
+    the /api/email counter they charge."""
+    if path == JOBS_PATH or path.startswith(JOBS_PATH + "/"):
+        return "email"
+    return COUNTED.get(path)
 
 
 def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
@@ -277,16 +336,3 @@ def _from_aiohttp(request: web.Request, exc: web.HTTPException) -> Problem:
     )
     problem.status = exc.status
     return problem
-
-
-async def _rate_limit_state(request: web.Request, endpoint: str) -> Decision:
-    """Where the caller stands, for an answer given before its quota was taken."""
-    services = request.app[SERVICES]
-    if IDENTITY in request:
-        identity = request[IDENTITY]
-    else:  # refused before authentication: the headers are still the caller's own
-        try:
-            identity = await identify(request, request.query, services)
-        except InvalidApiKey:
-            identity = Identity(services.client_ip(request))
-    return await services.quotas.peek(identity, endpoint)

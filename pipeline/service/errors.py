@@ -119,6 +119,41 @@ class InternalError(Problem):
     pass
 
 
+class UnreadableList(Problem):
+    """A bulk job's list that ``clean`` would refuse, with its reason."""
+
+    status, code, title = 422, "unreadable_list", "The list cannot be read"
+
+
+class TooLarge(Problem):
+    """A bulk job's upload or list over a limit, which the detail names."""
+
+    status, code, title = 413, "too_large", "Too large"
+
+
+class InvalidToken(Problem):
+    """A download link whose token is not valid (any more) for the file it asks for."""
+
+    status, code, title = 401, "invalid_token", "Invalid download link"
+
+
+class JobNotDone(Problem):
+    """A download asked of a job that has no such file (yet)."""
+
+    status, code, title = 409, "job_not_done", "The job has not finished"
+
+
+class ChecksUnavailable(Problem):
+    """A job whose checks cannot be made now (an unhealthy resolver, no mail server): only
+    ever a job's error, never an answer's status."""
+
+    status, code, title = 503, "checks_unavailable", "Checks unavailable"
+
+
+class UnsupportedMediaType(Problem):
+    status, code, title = 415, "unsupported_media_type", "Unsupported media type"
+
+
 ALL_PROBLEMS: tuple[type[Problem], ...] = (
     MissingParameter,
     ConflictingParameters,
@@ -131,4 +166,11 @@ ALL_PROBLEMS: tuple[type[Problem], ...] = (
     NotFound,
     MethodNotAllowed,
     InternalError,
+    UnreadableList,
+    TooLarge,
+    InvalidToken,
+    JobNotDone,
+    UnsupportedMediaType,
 )
+# Problems that are only ever a bulk job's error (GET /api/jobs/{id}), never an answer.
+JOB_PROBLEMS: tuple[type[Problem], ...] = (ChecksUnavailable,)

@@ -11,7 +11,9 @@ from typing import Any
 from pipeline.core.schema import SPEC_COLUMNS
 from pipeline.core.verdict import HELD_BACK, Reason, Verdict
 from pipeline.service.connections.protocol import MAX_HEADERS, MAX_LINE_BYTES
-from pipeline.service.errors import ALL_PROBLEMS
+from pipeline.service.errors import ALL_PROBLEMS, JOB_PROBLEMS
+from pipeline.service.jobs.http.openapi import LINK_TOKEN, jobs_paths
+from pipeline.service.jobs.http.openapi import schemas as job_schemas
 from pipeline.service.settings import ServiceConfig
 from pipeline.version import __version__
 
@@ -79,7 +81,10 @@ def problem_schema() -> dict[str, Any]:
             "title": {"type": "string"},
             "status": {"type": "integer"},
             "detail": {"type": "string"},
-            "code": {"type": "string", "enum": sorted({p.code for p in ALL_PROBLEMS})},
+            "code": {
+                "type": "string",
+                "enum": sorted({p.code for p in (*ALL_PROBLEMS, *JOB_PROBLEMS)}),
+            },
         },
     }
 
@@ -345,6 +350,13 @@ def _limits(config: ServiceConfig) -> str:
     )
 
 
+def _jobs(config: ServiceConfig) -> dict[str, Any]:
+    mode = config.engine.verify.mode
+    modes = ("none",) if mode == "none" else ("none", mode)
+    longest = config.service.max_value_length
+    return jobs_paths(_problem, config.jobs, modes, longest)
+
+
 def openapi_document(config: ServiceConfig) -> dict[str, Any]:
     plans = ", ".join(
         f"{name}: {plan.email_per_month:,} email / {plan.find_per_month:,} find per month"
@@ -357,9 +369,11 @@ def openapi_document(config: ServiceConfig) -> dict[str, Any]:
             "version": __version__,
             "description": "Email verification and contact lookup. Without a key: "
             f"{config.anonymous.email_per_day} request(s) per client IP per UTC day. "
-            f"Plans: {plans}. " + _limits(config),
+            f"Plans: {plans}. " + _limits(config) + " Bulk jobs (/api/jobs) need a key and "
+            "charge the /api/email counter one unit per distinct address they check.",
         },
         "paths": {
+            **_jobs(config),
             "/api/email": {
                 "get": _email_operation("get", config),
                 "post": _email_operation("post", config),
@@ -422,6 +436,7 @@ def openapi_document(config: ServiceConfig) -> dict[str, Any]:
                 "EmailResult": email_result_schema(),
                 "Contact": contact_schema(),
                 "Problem": problem_schema(),
+                **job_schemas(),
             },
             "headers": {
                 **{
@@ -441,10 +456,16 @@ def openapi_document(config: ServiceConfig) -> dict[str, Any]:
                     "description": "Methods allowed on this path.",
                     "schema": {"type": "string"},
                 },
+                "Location": {
+                    "description": "Where the new job is (GET it for its state).",
+                    "required": True,
+                    "schema": {"type": "string"},
+                },
             },
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer"},
                 "apikey": {"type": "apiKey", "in": "query", "name": "apikey"},
+                "linkToken": LINK_TOKEN,
             },
         },
     }

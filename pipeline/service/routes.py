@@ -50,7 +50,7 @@ async def admit(
     the rate-limit headers."""
     services = request.app[SERVICES]
     params = await read_params(request, services.limits)
-    identity = await _identify(request, params, services)
+    identity = await authenticate(request, params, services)
     request[IDENTITY] = identity
     wanted = subject(params)
     decision = await services.quotas.take(identity, endpoint)
@@ -71,7 +71,9 @@ async def identify(request: web.Request, params: Mapping[str, str], services: Se
     return Identity(ip, accepted(key))
 
 
-async def _identify(request: web.Request, params: dict[str, str], services: Services) -> Identity:
+async def authenticate(
+    request: web.Request, params: Mapping[str, str], services: Services
+) -> Identity:
     """The caller; a failed authentication is a 401, or a 429 once its client address has
     failed too often (see ``guard.py``). A valid key is never refused here."""
     ip = services.client_ip(request)
@@ -89,6 +91,20 @@ async def _identify(request: web.Request, params: dict[str, str], services: Serv
             "sending a key again. A valid key is always served.",
             wait,
         ) from exc
+
+
+async def standing(request: web.Request, endpoint: str) -> Decision:
+    """Where the caller stands on *endpoint*'s counter, without counting anything: for an
+    answer given before the quota was taken, or one that takes none (a bulk job's poll)."""
+    services = request.app[SERVICES]
+    if IDENTITY in request:
+        identity = request[IDENTITY]
+    else:  # refused before authentication: the headers are still the caller's own
+        try:
+            identity = await identify(request, request.query, services)
+        except InvalidApiKey:
+            identity = Identity(services.client_ip(request))
+    return await services.quotas.peek(identity, endpoint)
 
 
 async def email(request: web.Request) -> web.Response:

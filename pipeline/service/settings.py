@@ -6,6 +6,7 @@
     [service]                host, port, database, trusted proxies, request limits
     [anonymous]              quotas of requests without a key (per client IP per UTC day)
     [plans.NAME]             quotas per UTC calendar month for keys on plan NAME
+    [jobs]                   bulk jobs: where their files go, the cores they use, upload limits
 
 The built-in plans (default, starter, growth, scale) are always there; a ``[plans.NAME]`` table
 overrides one of them or adds a new plan.
@@ -23,9 +24,11 @@ from typing import Any
 from pipeline.core.config import (
     ANONYMOUS_PREFIX,
     HTTP_PREFIX,
+    JOBS_PREFIX,
     AnonymousConfig,
     Config,
     HttpConfig,
+    JobsConfig,
     build,
     load_toml,
     setting,
@@ -75,6 +78,7 @@ class ServiceConfig:
     engine: Config = field(default_factory=Config)
     service: HttpConfig = field(default_factory=HttpConfig)
     anonymous: AnonymousConfig = field(default_factory=AnonymousConfig)
+    jobs: JobsConfig = field(default_factory=JobsConfig)
     plans: Mapping[str, PlanConfig] = field(default_factory=lambda: BUILTIN_PLANS)
 
 
@@ -97,8 +101,8 @@ def with_shared_state(config: ServiceConfig, db: object) -> ServiceConfig:
 def load_service_config(path: Path | None, env: Mapping[str, str] | None = None) -> ServiceConfig:
     """The file's settings over the defaults, then ``LISTCLEAN_`` variables over those: the
     engine's as for the command line (``LISTCLEAN_DNS_TIMEOUT``), the service's under
-    ``LISTCLEAN_HTTP_`` (the ``[service]`` table) and ``LISTCLEAN_ANONYMOUS_`` (plans come from
-    the file only)."""
+    ``LISTCLEAN_HTTP_`` (the ``[service]`` table), ``LISTCLEAN_ANONYMOUS_`` and ``LISTCLEAN_JOBS_``
+    (plans come from the file only)."""
     config = _from_file(path)
     env = env or {}
     known = setting_variables()
@@ -107,6 +111,7 @@ def load_service_config(path: Path | None, env: Mapping[str, str] | None = None)
         engine=with_environment(config.engine, env, known=known),
         service=with_environment(config.service, env, HTTP_PREFIX, known),
         anonymous=with_environment(config.anonymous, env, ANONYMOUS_PREFIX, known),
+        jobs=with_environment(config.jobs, env, JOBS_PREFIX, known),
     )
 
 
@@ -115,7 +120,7 @@ def _from_file(path: Path | None) -> ServiceConfig:
         return ServiceConfig()
     data = load_toml(path)
     where = str(path)
-    known = {*ENGINE_SECTIONS, "service", "anonymous", "plans"}
+    known = {*ENGINE_SECTIONS, "service", "anonymous", "jobs", "plans"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(
@@ -127,6 +132,7 @@ def _from_file(path: Path | None) -> ServiceConfig:
         engine=engine,
         service=build(HttpConfig, data.get("service", {}), f"{where} [service]"),
         anonymous=build(AnonymousConfig, data.get("anonymous", {}), f"{where} [anonymous]"),
+        jobs=build(JobsConfig, data.get("jobs", {}), f"{where} [jobs]"),
         plans=_plans(data.get("plans", {}), where),
     )
     return config

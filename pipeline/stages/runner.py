@@ -14,6 +14,11 @@ on the list's length:
 
 The engine's one resolver is made (and health-checked) the first time a step needs the network,
 and closed when the run ends.
+
+A front that must know what a run will check before anything is checked (the service's bulk
+jobs, which charge a unit per distinct address checked) passes an *admit* coroutine: between
+pass 1 and the domains it is told the rows read, the distinct addresses, and those whose
+syntax passed (each a first row, duplicates not counted), and the run stops there if it raises.
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from pipeline.core.addresses.syntax import Syntax
 from pipeline.core.bounces.step import BounceScope, attach_bounces
 from pipeline.core.domains.step import DomainStats, check_domains
 from pipeline.core.engine import Engine
@@ -57,6 +64,9 @@ from pipeline.stages.write.sinks import Sink, open_outputs
 
 _MIN_ROWS = 1_000
 _MAX_ROWS = 1_000_000
+# (rows read, distinct addresses, distinct addresses to check) -> None, or an error that stops
+# the run before anything is checked
+Admit = Callable[[int, int, int], Awaitable[None]]
 
 
 def open_reader(job: CleanJob, folder: Path) -> ListReader:
@@ -76,20 +86,27 @@ class _Scan:
     marker: DuplicateMarker
     domains: dict[str, None] = field(default_factory=dict)  # first-seen order
     held: list[pl.DataFrame] = field(default_factory=list)  # addresses held back (consent)
+    syntax_ok: list[pl.Series] = field(default_factory=list)  # per row: its syntax passed
     rows: int = 0
     rejected: int = 0
     reading: float = 0.0  # seconds spent reading, the rest of the pass normalizing
 
 
-def run_clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
-    """Clean one list in one event loop; *spill_parent* holds the run's spill folder."""
-    return asyncio.run(_clean(job, engine, spill_parent))
+def run_clean(
+    job: CleanJob, engine: Engine, spill_parent: Path, admit: Admit | None = None
+) -> RunSummary:
+    """Clean one list in one event loop; *spill_parent* holds the run's spill folder; *admit*
+    (see the module's doc) is asked before anything is checked."""
+    return asyncio.run(_clean(job, engine, spill_parent, admit))
 
 
-async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
+async def _clean(
+    job: CleanJob, engine: Engine, spill_parent: Path, admit: Admit | None
+) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
-            return await run_stages(job, engine, folder, LocalWay(engine, folder, job.memory_mb))
+            way = LocalWay(engine, folder, job.memory_mb, admit)
+            return await run_stages(job, engine, folder, way)
     finally:
         await engine.dns.close()
 
@@ -99,10 +116,14 @@ class LocalWay:
 
     digest: Digest | None = None  # the input is hashed here, in a thread
 
-    def __init__(self, engine: Engine, folder: Path, memory_mb: int) -> None:
+    def __init__(
+        self, engine: Engine, folder: Path, memory_mb: int, admit: Admit | None = None
+    ) -> None:
         self._engine = engine
         self._folder = folder
         self._memory_mb = memory_mb
+        self._admit = admit
+        self._distinct = 0
         self._rows = 0  # a batch's rows
         self._table = pl.DataFrame()  # the domains' answers
         self._answers: pl.DataFrame | None = None  # the address checker's
@@ -127,10 +148,13 @@ class LocalWay:
         self._scan = scan = _scan(reader, self._engine, self._folder, sizes, rejects)
         dedupe = scan.marker.finish()
         normalized = NormalizeStats(dedupe.distinct, dedupe.duplicates)
+        self._distinct = dedupe.distinct
         return Scanned(scan.rows, scan.rejected, normalized, scan.reading), reader
 
     async def domains(self, engine: Engine) -> DomainStats:
         assert self._scan is not None
+        if self._admit is not None:  # before the first check: what will be checked
+            await self._admit(self._scan.rows, self._distinct, _to_check(self._scan))
         self._table, stats = await check_domains(engine.domains, list(self._scan.domains))
         return stats
 
@@ -209,6 +233,7 @@ def _scan_with(
             found = list_domains(read.frame, work, reader.further, engine.lists)
             scan.domains.update(dict.fromkeys(found))
             scan.held.append(held_keys(work))
+            scan.syntax_ok.append(work.get_column("SYNTAX") == Syntax.OK.value)
             spill.put(work)
             scan.rows += read.frame.height
             bar.update(read.frame.height + read.rejects.height)
@@ -218,6 +243,15 @@ def _scan_with(
     finally:
         bar.close()
     return scan
+
+
+def _to_check(scan: _Scan) -> int:
+    """The distinct addresses the checks will look at: rows whose syntax passed, each the
+    first row of its address."""
+    if not scan.syntax_ok:
+        return 0
+    ok = pl.concat(scan.syntax_ok)
+    return int((ok & ~scan.marker.flags(0, ok.len())).sum())
 
 
 async def _check_addresses(

@@ -51,8 +51,10 @@ class Instances:
         root: Path,
         env: dict[str, str] | None = None,
         open_files: int | None = None,
+        options: tuple[str, ...] = (),
     ) -> None:
         self.db = db
+        self.options = options  # more `serve` options, for every instance
         self.open_files = open_files  # the instances' open-file limit, when not inherited
         self.root = root
         self.clock_file = root / "clock"
@@ -91,7 +93,7 @@ class Instances:
         argv = [
             sys.executable, "-m", "tests.service.instance", str(self.clock_file),
             "--host", "127.0.0.1", "--port", "0", "--sandbox", "--cache-dir", str(cache),
-            "--db", str(self.db),
+            "--db", str(self.db), *self.options,
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(REPO), **self.env}
         with log.open("wb") as out:
@@ -135,8 +137,9 @@ def instances(
     count: int = 3,
     env: dict[str, str] | None = None,
     open_files: int | None = None,
+    options: tuple[str, ...] = (),
 ) -> Iterator[Instances]:
-    group = Instances(db, root, env, open_files)
+    group = Instances(db, root, env, open_files, options)
     group.set_clock(now)
     try:
         group.start(count)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import warnings
+from dataclasses import replace
 
 import aiohttp
 import pytest
 from aiohttp.web_exceptions import NotAppKeyWarning
 from aiohttp.web_request import BaseRequest
 
+from pipeline.core.config import JobsConfig
 from pipeline.service.errors import ALL_PROBLEMS
 from tests.service.conftest import PROBLEM_KEYS, Env, Reply, fetch, run
 from tests.service.rawhttp import RawReply, answer, connect, slow
@@ -27,6 +29,11 @@ STATUSES = {
     "request_timeout": 408,
     "too_many_connections": 503,
     "internal_error": 500,
+    "unsupported_media_type": 415,
+    "unreadable_list": 422,
+    "too_large": 413,
+    "invalid_token": 401,
+    "job_not_done": 409,
 }
 
 
@@ -54,6 +61,35 @@ async def provoke(env: Env, *, internal: bool) -> dict[str, Reply]:
                 s, "GET", f"{api}?email=a@gmail.com", headers={"Authorization": f"Bearer {retired}"}
             )
     replies.update(await provoke_slow(env))
+    replies.update(await provoke_jobs(env))
+    return replies
+
+
+async def provoke_jobs(env: Env) -> dict[str, Reply]:
+    """The bulk jobs' own refusals."""
+    jobs = JobsConfig(storage=str(env.tmp / "jobs"), max_upload_bytes=20_000, poll=0.05)
+    config = replace(env.config(), jobs=jobs)
+    _, secret = env.key("starter")
+    keyed = {"Authorization": f"Bearer {secret}"}
+    async with env.serving(config) as url, aiohttp.ClientSession() as s:
+        api = f"{url}/api/jobs"
+
+        def upload(data: bytes) -> aiohttp.FormData:
+            body = aiohttp.FormData()
+            body.add_field("file", data, filename="list.csv")
+            return body
+
+        replies = {
+            "unsupported_media_type": await fetch(s, "POST", api, data=b"a", headers=keyed),
+            "unreadable_list": await fetch(s, "POST", api, data=upload(b""), headers=keyed),
+            "too_large": await fetch(s, "POST", api, data=upload(b"e\n" * 20_000), headers=keyed),
+        }
+        job = (
+            await fetch(s, "POST", api, data=upload(b"email\na@gmail.com\n"), headers=keyed)
+        ).json["id"]
+        await fetch(s, "DELETE", f"{api}/{job}", headers=keyed)  # cancelled: no result
+        replies["job_not_done"] = await fetch(s, "GET", f"{api}/{job}/files", headers=keyed)
+        replies["invalid_token"] = await fetch(s, "GET", f"{api}/{job}/result?token=1.x")
     return replies
 
 
@@ -104,6 +140,7 @@ def assert_extra_headers(replies: dict[str, Reply]) -> None:
     assert replies["too_many_connections"].headers["Retry-After"] == "30"
     for code, reply in replies.items():
         assert ("Retry-After" in reply.headers) == (reply.status in (429, 503)), code
+    assert replies["invalid_token"].headers.get("WWW-Authenticate") is None
 
 
 def test_every_client_error_path_answers_a_problem_document(env: Env) -> None:

@@ -66,7 +66,16 @@ def test_the_document_is_valid_openapi(env: Env) -> None:
     document = reply.json
     openapi_spec_validator.validate(document)
     assert document["openapi"] == "3.1.0"
-    assert set(document["paths"]) == {"/api/email", "/api/find", "/healthz", "/openapi.json"}
+    jobs = {
+        "/",
+        "/api/jobs",
+        "/api/jobs/preview",
+        "/api/jobs/{id}",
+        "/api/jobs/{id}/files",
+        "/api/jobs/{id}/result",
+        "/api/jobs/{id}/report",
+    }
+    assert set(document["paths"]) == {"/api/email", "/api/find", "/healthz", "/openapi.json", *jobs}
     assert set(document["paths"]["/api/email"]) == {"get", "post"}
     # The plans of the running configuration are described.
     assert "default: 100 email / 5 find per month" in document["info"]["description"]

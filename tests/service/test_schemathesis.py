@@ -16,6 +16,13 @@ from tests.service.conftest import Env
 from tests.service.test_fuzz import LiveServer
 
 ST = Path(sys.executable).with_name("st")
+# What the document cannot say about the bulk jobs' answers (a file it can only call a file, an
+# opaque cursor): see the file.
+CONFIG = Path(__file__).with_name("schemathesis.toml")
+# The one check left out: use_after_free takes a 2xx DELETE for a deletion, and a DELETE of a
+# queued or running job is a cancel (202) that leaves the job, cancelled, for GET to find; a
+# finished job's DELETE (204) does remove it. It is the API's only DELETE.
+EXCLUDED = "use_after_free"
 
 
 def test_schemathesis_finds_nothing(env: Env, tmp_path: Path) -> None:
@@ -23,8 +30,8 @@ def test_schemathesis_finds_nothing(env: Env, tmp_path: Path) -> None:
     with LiveServer(env) as server:  # its plan "fuzz" has a billion requests a month
         run = subprocess.run(
             [
-                str(ST), "run", f"{server.url}/openapi.json",
-                "--checks", "all", "--mode", "positive",
+                str(ST), "--config-file", str(CONFIG), "run", f"{server.url}/openapi.json",
+                "--checks", "all", "--exclude-checks", EXCLUDED, "--mode", "positive",
                 "--header", f"Authorization: Bearer {secret}",
                 "--max-examples", "60", "--seed", "23", "--workers", "1",
                 "--generation-database", "none", "--no-color",

@@ -7,7 +7,7 @@ lint``). Command-line flags override the file with :func:`dataclasses.replace`.
 
 tables.py       the engine's tables ([dns], [cache], [verify], [vendor], [routing], ...),
                 :class:`Config`, the docs' table of every setting
-http.py         the service's own tables ([service], [anonymous])
+http.py         the service's own tables ([service], [anonymous], [jobs])
 rules.py        how a setting is declared, built from TOML and checked
 environment.py  the file, then LISTCLEAN_ variables; the registry of every variable we read
 """
@@ -27,7 +27,15 @@ from pipeline.core.config.environment import (
     setting_variables,
     with_environment,
 )
-from pipeline.core.config.http import ANONYMOUS_PREFIX, HTTP_PREFIX, AnonymousConfig, HttpConfig
+from pipeline.core.config.http import (
+    ANONYMOUS_PREFIX,
+    CALLBACK_REACH,
+    HTTP_PREFIX,
+    JOBS_PREFIX,
+    AnonymousConfig,
+    HttpConfig,
+    JobsConfig,
+)
 from pipeline.core.config.rules import ENV_PREFIX, build, load_toml, setting
 from pipeline.core.config.tables import (
     METHODS,
@@ -59,8 +67,10 @@ from pipeline.core.config.tables import (
 __all__ = [
     "ANONYMOUS_PREFIX",
     "API_KEY",
+    "CALLBACK_REACH",
     "ENV_PREFIX",
     "HTTP_PREFIX",
+    "JOBS_PREFIX",
     "METHODS",
     "VENDORS",
     "VENDOR_KEYS",
@@ -73,6 +83,7 @@ __all__ = [
     "DnsConfig",
     "HttpConfig",
     "InputConfig",
+    "JobsConfig",
     "ListsConfig",
     "ReadConfig",
     "RoutingConfig",

@@ -2,7 +2,8 @@
 environment variables over those, and the one registry of every variable both fronts read.
 
 The registry (:func:`setting_variables`) holds the engine's settings
-(``LISTCLEAN_<SECTION>_<KEY>``), the service's (``LISTCLEAN_HTTP_*``, ``LISTCLEAN_ANONYMOUS_*``)
+(``LISTCLEAN_<SECTION>_<KEY>``), the service's (``LISTCLEAN_HTTP_*``, ``LISTCLEAN_ANONYMOUS_*``,
+``LISTCLEAN_JOBS_*``)
 and the variables that are not settings (:data:`API_KEY`). A variable of ours that it does
 not know is refused, naming it; one of the shapes Kubernetes injects for a Service named
 ``listclean…`` is a service link, ignored with one warning.
@@ -18,7 +19,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, get_origin, get_type_hints
 
-from pipeline.core.config.http import ANONYMOUS_PREFIX, HTTP_PREFIX, AnonymousConfig, HttpConfig
+from pipeline.core.config.http import (
+    ANONYMOUS_PREFIX,
+    HTTP_PREFIX,
+    JOBS_PREFIX,
+    AnonymousConfig,
+    HttpConfig,
+    JobsConfig,
+)
 from pipeline.core.config.rules import ENV_PREFIX, build, coerce, load_toml
 from pipeline.core.config.tables import VENDORS, Config
 from pipeline.core.errors import ConfigError
@@ -183,6 +191,7 @@ def setting_variables() -> frozenset[str]:
         env_names(Config)
         | env_names(HttpConfig, HTTP_PREFIX)
         | env_names(AnonymousConfig, ANONYMOUS_PREFIX)
+        | env_names(JobsConfig, JOBS_PREFIX)
     )
 
 

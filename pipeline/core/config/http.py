@@ -107,3 +107,70 @@ class AnonymousConfig:
 
 
 ANONYMOUS_PREFIX: Final = f"{ENV_PREFIX}ANONYMOUS_"
+
+
+def _callbacks(value: str, where: str) -> str:
+    if value not in CALLBACK_REACH:
+        raise ConfigError(f"{where} must be one of {', '.join(CALLBACK_REACH)}, got {value!r}.")
+    return value
+
+
+# Where a job's completion callback may go: nowhere, public addresses only, or anywhere
+# (loopback and private networks included: a test, or a service inside one network).
+CALLBACK_REACH: Final = ("off", "public", "any")
+
+
+@dataclass(frozen=True)
+class JobsConfig:
+    storage: str = setting(
+        "",
+        "Where bulk jobs keep their files: a folder every instance of one host reaches, or an "
+        "s3:// URL for instances on several hosts; empty: a jobs folder beside the service "
+        "database file (or in the user data directory).",
+    )
+    cores: int = setting(
+        0,
+        "CPU cores the jobs of one instance may use (their processes are pinned to them and run "
+        "at a lower priority); 0: all cores but one.",
+        minimum=0,
+    )
+    at_once: int = setting(1, "Jobs one instance runs at the same time.")
+    nice: int = setting(
+        19, "How much lower the jobs' processes run than the service (nice; 19: the lowest).", 0
+    )
+    max_upload_bytes: int = setting(
+        2 * 2**30, "Largest list a job takes, in bytes as uploaded; more is a 413."
+    )
+    max_rows: int = setting(10_000_000, "Most rows one job may hold; more is a 413.")
+    min_upload_rate: int = setting(
+        16 * 1024,
+        "Bytes a second an upload must keep up, measured over each upload_window; slower is a "
+        "408 (uploads have no fixed body timeout).",
+    )
+    upload_window: float = setting(
+        10.0, "Seconds over which an upload's transfer rate is measured.", minimum=0.1
+    )
+    retention: float = setting(
+        7 * 86400.0, "Seconds a finished job and its files are kept; then both are removed."
+    )
+    link_ttl: float = setting(
+        900.0, "Seconds a download link (a token made for one file of one job) stays valid."
+    )
+    lease: float = setting(
+        30.0,
+        "Seconds without a heartbeat after which a running job is taken to have lost its "
+        "instance and is queued again (a restart, a crash).",
+        minimum=0.1,
+    )
+    poll: float = setting(
+        1.0, "Seconds between an instance's looks for queued jobs and cancels.", minimum=0.01
+    )
+    callbacks: str = setting(
+        "public",
+        "Where completion callbacks may go: off, public (addresses on the internet only), or "
+        "any (loopback and private networks too).",
+        check=_callbacks,
+    )
+
+
+JOBS_PREFIX: Final = f"{ENV_PREFIX}JOBS_"

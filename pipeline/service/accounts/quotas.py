@@ -39,7 +39,7 @@ from typing import Final
 from pipeline.core.clock import Window, window_bounds
 from pipeline.service.accounts.state import LiveState
 from pipeline.service.accounts.store import ApiKey
-from pipeline.service.settings import ServiceConfig
+from pipeline.service.settings import PlanConfig, ServiceConfig
 
 # The anonymous loopback quota of the sandbox: no limit a person trying it could reach.
 SANDBOX_PER_DAY: Final = 1_000_000
@@ -133,15 +133,27 @@ class Quotas:
         if identity.key is None:
             limit = getattr(self._config.anonymous, f"{endpoint}_per_day")
             return Policy(f"{endpoint}-day", limit, Window.DAY), None
-        plan = self._config.plans.get(identity.key.plan)
+        quota = self.plan_quota(identity.key.plan, endpoint, identity.key.key_id)
+        burst = self._plan(identity.key.plan, identity.key.key_id).burst_per_second
+        return quota, Policy(f"{endpoint}-second", burst, Window.SECOND) if burst else None
+
+    def plan_quota(self, plan_name: str, endpoint: str, key_id: str) -> Policy:
+        """The monthly quota of *endpoint* for the key *key_id* on *plan_name*."""
+        plan = self._plan(plan_name, key_id)
+        return Policy(f"{endpoint}-month", getattr(plan, f"{endpoint}_per_month"), Window.MONTH)
+
+    def plan(self, name: str) -> PlanConfig | None:
+        """The plan *name* as the service is configured, if it has one of that name."""
+        return self._config.plans.get(name)
+
+    def _plan(self, name: str, key_id: str) -> PlanConfig:
+        plan = self._config.plans.get(name)
         if plan is None:  # the operator removed a plan that keys are still on
             raise LookupError(
-                f"API key {identity.key.key_id} is on plan {identity.key.plan!r}, which the "
-                "service config does not define; add the plan back or move the key."
+                f"API key {key_id} is on plan {name!r}, which the service config does not "
+                "define; add the plan back or move the key."
             )
-        quota = Policy(f"{endpoint}-month", getattr(plan, f"{endpoint}_per_month"), Window.MONTH)
-        burst = plan.burst_per_second
-        return quota, Policy(f"{endpoint}-second", burst, Window.SECOND) if burst else None
+        return plan
 
     async def peek(self, identity: Identity, endpoint: str) -> Decision:
         """Where *identity* stands, without counting anything (for error responses)."""

@@ -75,5 +75,17 @@ class Statements:
             f"WHERE u.used < {q} RETURNING used"
         )
         self.refund = f"UPDATE usage SET used = used - 1 WHERE {counter} AND used > 0"
+        # Several units at once (a bulk job's reservation), all or none, by the same rule: the
+        # conflict's WHERE sees the row as another's committed take left it. A first row is
+        # inserted whole: its caller has checked that the units fit the limit.
+        self.consume_units = (
+            f"INSERT INTO usage AS u VALUES ({q}, {q}, {q}, {q}) "
+            "ON CONFLICT (subject, policy, window_start) DO UPDATE SET used = u.used + "
+            f"excluded.used WHERE u.used + excluded.used <= {q} RETURNING used"
+        )
+        self.refund_units = (
+            f"UPDATE usage SET used = CASE WHEN used > {q} THEN used - {q} ELSE 0 END "
+            f"WHERE {counter}"
+        )
         self.used = f"SELECT used FROM usage WHERE {counter}"
         self.purge_usage = f"DELETE FROM usage WHERE window_start < {q}"

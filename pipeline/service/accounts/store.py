@@ -162,6 +162,26 @@ class ServiceStore(OwnsDatabase):
         """Give back one unit taken in the window: the request failed on our side."""
         self._write(self.sql.refund, (subject, policy, window_start))
 
+    def consume_units(
+        self, subject: str, policy: str, window_start: int, units: int, limit: int
+    ) -> tuple[bool, int]:
+        """Take *units* at once if they fit under *limit* with what the window used, or none
+        (a bulk job's reservation): (taken, used now)."""
+        if units <= 0:
+            return True, self.used(subject, policy, window_start)
+        if units <= limit:
+            row = (subject, policy, window_start, units, limit)
+            rows = self._write(self.sql.consume_units, row)
+            if rows:
+                return True, count_of(rows)
+        return False, self.used(subject, policy, window_start)
+
+    def refund_units(self, subject: str, policy: str, window_start: int, units: int) -> None:
+        """Give back *units* taken in the window (never below zero): work a bulk job left
+        undone."""
+        if units > 0:
+            self._write(self.sql.refund_units, (units, units, subject, policy, window_start))
+
     def used(self, subject: str, policy: str, window_start: int) -> int:
         return count_of(self._db.query(self.sql.used, (subject, policy, window_start)))
 

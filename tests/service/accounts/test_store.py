@@ -48,6 +48,20 @@ def test_a_zero_limit_takes_nothing(store: ServiceStore) -> None:
     assert store.used("ip:192.0.2.1", "email-day", 0) == 0
 
 
+def test_units_are_taken_all_or_none(store: ServiceStore) -> None:
+    """A bulk job's reservation: several units in one statement, within the limit, or none."""
+    assert store.consume_units("key:k_1", "email-month", 0, 60, 100) == (True, 60)
+    assert store.consume("key:k_1", "email-month", 0, 100) == (True, 61)
+    assert store.consume_units("key:k_1", "email-month", 0, 40, 100) == (False, 61)
+    assert store.consume_units("key:k_1", "email-month", 0, 39, 100) == (True, 100)
+    assert store.consume_units("key:k_2", "email-month", 0, 101, 100) == (False, 0)
+    assert store.consume_units("key:k_2", "email-month", 0, 0, 100) == (True, 0)
+    store.refund_units("key:k_1", "email-month", 0, 30)
+    assert store.used("key:k_1", "email-month", 0) == 70
+    store.refund_units("key:k_1", "email-month", 0, 500)  # never below zero
+    assert store.used("key:k_1", "email-month", 0) == 0
+
+
 def test_counters_are_per_subject_policy_and_window(store: ServiceStore) -> None:
     cells = [
         ("key:k_1", "email-month", 100),
