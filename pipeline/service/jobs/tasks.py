@@ -105,6 +105,8 @@ def clean_request(
         memory_mb=config.run.memory,
         decoding=Decoding(encoding, config.input.encoding_margin),
         label=label,
+        header_row=options.header_row,
+        further=options.email_columns[1:],
     )
 
 
@@ -296,11 +298,14 @@ def _write_as(source: pq.ParquetFile, target: Path, fmt: OutputFormat) -> None:
     empty = pl.from_arrow(source.schema_arrow.empty_table())
     assert isinstance(empty, pl.DataFrame)
     schema = empty.schema
-    names = list(schema)
-    originals = {n: schema[n] for n in names[: len(names) - len(OUTPUT_COLUMNS)]}
+    names, fields = list(schema), list(OUTPUT_COLUMNS)
+    # The list's own columns, the output's, then the further address columns' fields.
+    start = next(i for i in range(len(names)) if names[i : i + len(fields)] == fields)
+    originals = {n: schema[n] for n in names[:start]}
+    further = {n: schema[n] for n in names[start + len(fields) :]}
     paths = OutputPaths.for_output(target, fmt=fmt)
     publication = Publication(None, str)
-    with open_sink(paths, originals) as sink:
+    with open_sink(paths, originals, further=further) as sink:
         for index in range(source.num_row_groups):
             frame = pl.from_arrow(source.read_row_group(index))
             assert isinstance(frame, pl.DataFrame)

@@ -70,13 +70,18 @@ def _options(settings: JobsConfig, modes: tuple[str, ...], longest: int) -> dict
     described = {
         "email_column": {
             "type": "array",
-            "maxItems": 1,
             "items": {**text, "minLength": 1},
             "description": "The column holding the addresses (default: found as clean finds "
-            "it); repeatable in the future, one for now.",
+            "it); repeated, each further column of addresses is checked too, as clean's "
+            "--email-column given again.",
         },
         "encoding": {**text, "description": "A text list's encoding (cp1252, utf-8...)."},
-        "header_row": {"type": "string", "enum": ["1"], "description": "The header's row."},
+        "header_row": {
+            "type": "string",
+            "pattern": "^[1-9][0-9]{0,8}$",
+            "description": "The line (a sheet's row) the header starts on, counted from 1 "
+            "(default: found, as clean finds it).",
+        },
         "sheet": {**text, "description": "The workbook sheet to read (default: the first)."},
         "member": {**text, "description": "The zip member to read (default: every CSV)."},
         "verify": {"type": "string", "enum": list(modes), "description": "Address checks."},

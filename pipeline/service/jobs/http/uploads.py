@@ -256,10 +256,8 @@ def options_of(fields: Fields, modes: tuple[str, ...], reach: str, longest: int)
                 raise InvalidParameter(f"{name} must be text of at most {longest} characters.")
     one = {name: values[0] for name, values in fields.items() if values}
     columns = tuple(fields.get("email_column", []))
-    if len(columns) > 1:
-        raise InvalidParameter(
-            "This version of clean checks one email column: send email_column once."
-        )
+    if len(set(columns)) < len(columns):
+        raise ConflictingParameters("email_column names a column twice; name each once.")
     return JobOptions(
         email_columns=columns,
         encoding=_encoding(one.get("encoding")),
@@ -282,14 +280,19 @@ def _encoding(value: str | None) -> str | None:
 
 
 def _header_row(value: str | None) -> int | None:
-    if value is None or value == "":
+    """The line (a sheet's row) the header starts on, counted from 1, as ``--header-row``."""
+    if value is None or value.strip() == "":
         return None
-    if value.strip() != "1":
+    try:
+        row = int(value.strip())
+    except ValueError:
+        row = 0
+    if row < 1:
         raise InvalidParameter(
-            "header_row: this version of clean reads the header from the list's first row, "
-            "so only header_row=1 is taken; remove the rows above the header first."
+            f"header_row counts lines from 1 (the header's line, or a sheet's row), "
+            f"got {value.strip()[:40]!r}; leave it out to have the header found."
         )
-    return 1
+    return row
 
 
 def _verify(value: str | None, modes: tuple[str, ...]) -> str | None:

@@ -178,8 +178,9 @@ def test_a_preview_reads_the_list_as_a_job_would_and_keeps_nothing(live: Live) -
 # (options, the list's bytes: None for the sample) -> the refusal
 REFUSED = [
     ({"encoding": "klingon"}, None, "invalid_parameter", 400),
-    ({"email_column": ["Email Address", "id"]}, None, "invalid_parameter", 400),
-    ({"header_row": "3"}, None, "invalid_parameter", 400),
+    ({"email_column": ["Email Address", "Email Address"]}, None, "conflicting_parameters", 400),
+    ({"email_column": ["Email Address", "nope"]}, None, "unreadable_list", 422),
+    ({"header_row": "0"}, None, "invalid_parameter", 400),
     ({"verify": "smtp"}, None, "invalid_parameter", 400),
     ({"split": "maybe"}, None, "invalid_parameter", 400),
     ({"callback_url": "ftp://x.org/"}, None, "invalid_parameter", 400),
@@ -374,3 +375,61 @@ def test_download_links_open_their_file_only_and_expire(live: Live) -> None:
     for name in ("other_file", "forged", "expired"):
         code, body, _ = seen[name]
         assert (code, json.loads(body)["code"]) == (401, "invalid_token"), name
+
+
+def test_a_job_reads_the_header_below_title_rows_and_checks_every_address_column(
+    live: Live, tmp_path: Path
+) -> None:
+    """header_row and email_column given twice are clean's --header-row and --email-column
+    given twice: the same rows, the same further columns' fields."""
+    listed = tmp_path / "export.csv"
+    rows = ["Contacts export,,", "made 2026-11-26,,", "Name,Work,Home"]
+    rows += [f"P{n},p{n}@gmail.com,p{n}@yahoo.com" for n in range(40)]
+    rows += ["Q,not an address,q@@hotmail.com", "R,r@gmial.com,"]
+    listed.write_text("\n".join(rows) + "\n")
+    secret, url = live.key("team"), live.url
+
+    async def scenario() -> tuple[dict[str, Any], bytes]:
+        async with session() as s:
+            body = form(listed, name="export.csv", header_row="3", email_column=["Work", "Home"])
+            created = await post_job(s, url, secret, body)
+            assert created.status == 202, created.json
+            job = created.json["id"]
+            done = await wait_for(s, url, secret, job)
+            _, data, _ = await download(s, url, secret, f"/api/jobs/{job}/result?format=csv")
+            return done, data
+
+    done, data = run(scenario())
+    output = tmp_path / "direct" / "export.clean.csv"
+    direct = clean_directly(
+        live.env, live.config, listed, output, email_column="Work", header_row=3, further=("Home",)
+    )
+    assert done["state"] == "done"
+    cached = {"dns_queries", "cache_hits"}  # the service's cache has met these domains before
+    assert comparable(done["summary"]).keys() - cached == comparable(direct).keys() - cached
+    assert {k: v for k, v in comparable(done["summary"]).items() if k not in cached} == {
+        k: v for k, v in comparable(direct).items() if k not in cached
+    }
+    assert data.decode().splitlines()[:2] == output.read_text().splitlines()[:2]
+    assert data == output.read_bytes()
+    header = csv_rows(data)[0]
+    assert [k for k in header if k.startswith("Home")]  # the further column's fields
+    assert done["rows_read"] == direct["rows_in"] == 44  # the two title rows are rejects
+
+
+def test_header_row_and_email_column_clean_would_refuse_are_refused(live: Live) -> None:
+    secret, url = live.key("team"), live.url
+
+    async def scenario() -> list[Any]:
+        async with session() as s:
+            return [
+                await post_job(s, url, secret, form(header_row="0")),
+                await post_job(s, url, secret, form(header_row="first")),
+                await post_job(s, url, secret, form(email_column=["Email", "Email"])),
+                await post_job(s, url, secret, form(email_column=["Email Address", "Nope"])),
+            ]
+
+    zero, word, twice, missing = run(scenario())
+    assert zero.status == word.status == 400 and "counts lines from 1" in zero.json["detail"]
+    assert twice.status in (400, 409) and "twice" in twice.json["detail"]
+    assert missing.status in (400, 422) and "Nope" in missing.json["detail"]
