@@ -6,6 +6,8 @@ preference order, several recipients per session. Care for other people's server
 
 - at most ``sessions_per_host`` sessions open to one host, and RCPTs paced per host and per
   provider (all hosts under one registrable domain: every ``*.google.com`` is one provider);
+- a session full before its last recipient (452 4.5.3) goes on in a new one, and the domain's
+  later sessions ask no more recipients than that one took;
 - the next MX host is tried only when a host cannot be reached or answers 4xx at connect,
   never after a 5xx greeting or a refusal later on (RFC 5321 §5.1: a 5xx is the domain's
   answer, not one host's trouble);
@@ -100,6 +102,10 @@ class Prober:
         self._earlier: dict[str, MailboxResult] = {}
         self.spent: Counter[str] = Counter()  # RCPTs sent per domain
         self.replied: Counter[str] = Counter()  # RCPTs answered per domain (any reply)
+        # How many RCPTs a domain's server took in one session before its 452 4.5.3: the
+        # domain's later sessions ask no more, so that each address costs one RCPT whichever
+        # address a session starts at (a run resumed from another one spends what it spent).
+        self.session_limits: dict[str, int] = {}
 
     async def run(
         self,
@@ -107,12 +113,15 @@ class Prober:
         known_catch_all: dict[str, bool] | None = None,
         allowances: Mapping[str, int] | None = None,
         earlier: Mapping[str, MailboxResult] | None = None,
+        session_limits: Mapping[str, int] | None = None,
     ) -> dict[str, MailboxResult]:
         """Final answers for *targets*, keyed by ``Target.key``. Targets come in priority order;
         *allowances*: what each domain may spend (None: the budget alone limits); *earlier*:
         replies a run before this one got and did not keep (a "no such user" held back until
-        its domain tells mailboxes apart), which count as this run's and are not asked again."""
+        its domain tells mailboxes apart), which count as this run's and are not asked again;
+        *session_limits*: what a run before this one learned of its domains' sessions."""
         self.catch_all.update(known_catch_all or {})
+        self.session_limits.update(session_limits or {})
         self._left = dict(allowances) if allowances is not None else None
         self._earlier = dict(earlier or {})
         results: dict[str, MailboxResult] = {}
@@ -206,7 +215,8 @@ class Prober:
                 for address in pending:
                     finish(by_address[address], _NOT_VERIFIED)
                 break
-            chunk = pending[: self._config.rcpts_per_session]
+            size = min(self._config.rcpts_per_session, self.session_limits.get(domain, 1 << 30))
+            chunk = pending[:size]
 
             def answered(address: str, reply: Reply) -> None:
                 # Handed on the moment it arrives: a run killed mid-session loses only what is
@@ -318,6 +328,9 @@ class Prober:
             session = await probe_session(address, recipients, self._settings, pace, host, replied)
             closing = session.closing_reply
             if closing is not None and closing.stage is Stage.RCPT:  # a 452 or 421 to a RCPT
+                taken = len(session.replies)
+                if taken and classify(closing) is Mailbox.TOO_MANY:  # learned before it is told
+                    self.session_limits[domain] = min(self.session_limits.get(domain, taken), taken)
                 self._replied(domain, closing)
             return session
 

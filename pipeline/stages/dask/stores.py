@@ -173,9 +173,15 @@ class _Scoped:
 
 def journal(stores: Stores) -> BucketTable:
     """The replies each address of the run got (by domain, then key; "" a domain's catch-all
-    probe): how many, and the latest answer, kept as they come, so that an owner run again
-    after its worker was lost knows what was spent and what was answered
-    (see :mod:`.checks.owners`)."""
+    probe): how many, the latest answer and the domain's session limit, kept as they come,
+    so that an owner run again after its worker was lost knows what was spent and what was
+    answered (see :mod:`.checks.owners`)."""
     key = ("domain", "key", "again")  # again: "1" for a reply that asked to be asked again
-    values = {"replies": pl.Int64, "outcome": pl.String, "reply": pl.String, "at": pl.Float64}
+    values = {
+        "replies": pl.Int64,
+        "outcome": pl.String,
+        "reply": pl.String,
+        "at": pl.Float64,
+        "limit": pl.Int64,  # the domain's session limit, once learned (a 452 4.5.3)
+    }
     return BucketTable(stores.own, "replies", key, values)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,7 @@ from pipeline.core.config import VerifyConfig
 from pipeline.core.domains.dns import DnsStatus, Resolver
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.prober import Budget, MailboxResult, Prober, Target
-from pipeline.core.mailboxes.smtp import Mailbox, SmtpSettings
+from pipeline.core.mailboxes.smtp import Mailbox, Reply, SmtpSettings, classify, result_of
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from pipeline.sandbox.smtp_server import SandboxSMTP
 from tests.conftest import fast_dns
@@ -166,12 +168,85 @@ def test_catch_all_domains_cost_one_rcpt(loopback: Loopback) -> None:
 def test_a_full_session_goes_on_in_a_new_one(loopback: Loopback) -> None:
     loopback.smtp.reset_counts()
     addresses = [f"{m}@small.test-mail.com" for m in MAILBOXES]
-    results, _, _ = probe(loopback, addresses, rcpts_per_session=20)
+    results, prober, _ = probe(loopback, addresses, rcpts_per_session=20)
     assert {r.outcome for r in results.values()} == {Mailbox.OK}
     # 1 catch-all probe + 7 addresses, at most 3 per session: at least 3 sessions, 452s retried.
     assert loopback.smtp.sessions("127.0.0.24") >= 3
     per_address = [r for r in loopback.smtp.rcpts() if r[2] == 250]
     assert len(per_address) == 7
+    # The first 452 tells how many the host takes: the later sessions ask no more.
+    assert prober.session_limits == {"small.test-mail.com": 3}
+    assert loopback.smtp.rcpt_count() == 1 + 7 + 1 == prober.stats.rcpts
+
+
+def resumable(
+    loopback: Loopback, targets: list[Target], allowance: int, stop: int | None = None, **run: Any
+) -> list[tuple[str, bool, MailboxResult | None, int | None]]:
+    """Probe *targets* (one domain) within *allowance*; stopped (as a killed run) at the reply
+    *stop*. Each reply as a journal keeps it: recipient, asked again, answer, session limit."""
+    config = VerifyConfig(
+        port=loopback.smtp.port, timeout=2.0, greylist_delays=(0.5,),
+        rcpts_per_minute_per_host=60_000, rcpts_per_minute_per_provider=60_000,
+    )  # fmt: skip
+    smtp = SmtpSettings(loopback.smtp.port, "probe.example.net", "bounce@example.net", 2.0, True)
+    replies: list[tuple[str, bool, MailboxResult | None, int | None]] = []
+    domain = targets[0].domain
+
+    async def go() -> None:
+        resolver = Resolver(fast_dns(loopback.dns.address))
+
+        def replied(_: str, reply: Reply) -> None:
+            again = classify(reply) in (Mailbox.DEFERRED, Mailbox.TOO_MANY)
+            kept = None if again else result_of(reply)
+            replies.append((reply.recipient, again, kept, prober.session_limits.get(domain)))
+            if stop is not None and len(replies) >= stop:
+                task.cancel()
+
+        prober = Prober(
+            resolver, config, smtp, loopback.lists, Budget(None), lambda *_: None,
+            on_replied=replied,
+        )  # fmt: skip
+        task = asyncio.ensure_future(prober.run(targets, allowances={domain: allowance}, **run))
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await resolver.close()
+
+    asyncio.run(go())
+    return replies
+
+
+def asked_of(loopback: Loopback) -> set[str]:
+    return {r for _, r, _ in loopback.smtp.rcpts() if not r.startswith("lc-probe")}
+
+
+@pytest.mark.parametrize("allowance", [14, 16, 17, 19, 21])
+def test_a_run_resumed_mid_session_asks_what_an_uninterrupted_one_asks(
+    loopback: Loopback, allowance: int
+) -> None:
+    """A run killed with an RCPT in flight, resumed with what it committed (the replies it
+    got, charged, and the session limit it had learned), asks the addresses an uninterrupted
+    run asks: the domain's sessions ask no more than its server takes, so an address costs one
+    RCPT wherever a session starts, and neither an RCPT in flight that would have had a 452
+    nor a session cut where the server would not have cut it leaves the resumed run an RCPT
+    to spare for an address the uninterrupted run does not reach."""
+    domain = "small.test-mail.com"
+    targets = [
+        Target(f"user{i}@{domain}", f"user{i}@{domain}", domain, DnsStatus.MX) for i in range(20)
+    ]
+    loopback.smtp.reset_counts()
+    resumable(loopback, targets, allowance)
+    uninterrupted = asked_of(loopback)
+    assert len(uninterrupted) < len(targets)  # the allowance binds
+    for stop in range(3, allowance):
+        loopback.smtp.reset_counts()
+        committed = resumable(loopback, targets, allowance, stop)[:-1]  # the last in flight
+        earlier = {r: kept for r, _, kept, _ in committed if kept and "lc-probe" not in r}
+        limits = [limit for *_, limit in committed if limit is not None]
+        resumable(
+            loopback, targets, allowance - len(committed), known_catch_all={domain: False},
+            earlier=earlier, session_limits={domain: min(limits)} if limits else None,
+        )  # fmt: skip
+        assert asked_of(loopback) == uninterrupted, stop
 
 
 def test_a_blocking_host_trips_the_breaker(loopback: Loopback) -> None:

@@ -154,7 +154,7 @@ async def _probe(order: SmtpOrder, targets: list[Target]) -> Owned:
     done = store.get_many([t.key for t in targets])  # answered by an earlier run of this owner
     domains = sorted({t.domain for t in targets})
     known = store.catch_all(domains)
-    before, earlier = _journal(order.stores, domains, set(done), set(known))
+    before, earlier, limits = _journal(order.stores, domains, set(done), set(known))
     left = None
     if order.allowances is not None:
         left = {d: order.allowances.get(d, 0) - before.get(d, 0) for d in domains}
@@ -178,7 +178,10 @@ async def _probe(order: SmtpOrder, targets: list[Target]) -> Owned:
         at = (domain, key_of.get(reply.recipient, ""), again)
         replies[at] += 1
         result = None if again else result_of(reply, outcome)
-        committer.put(("replied", at, (replies[at], result)))
+        # With the domain's session limit as the prober knows it (learned from a 452 before
+        # the 452 is told): a run again charges that 452 only if it also knows the limit.
+        limit = prober.session_limits.get(domain)
+        committer.put(("replied", at, (replies[at], result, limit)))
 
     shared = SharedResolver(order.dns, check=False)
     try:
@@ -193,7 +196,7 @@ async def _probe(order: SmtpOrder, targets: list[Target]) -> Owned:
         )  # fmt: skip
         # The answers kept and held count as this run's, so that each domain decides on all
         # of its replies (a "no such user" stands once another address was accepted).
-        found = await prober.run(targets, known, left, {**earlier, **done})
+        found = await prober.run(targets, known, left, {**earlier, **done}, limits)
     finally:
         await shared.close()
         committer.close()
@@ -206,23 +209,29 @@ async def _probe(order: SmtpOrder, targets: list[Target]) -> Owned:
 
 def _journal(
     stores: Stores, domains: list[str], answered: set[str], known: set[str]
-) -> tuple[dict[str, int], dict[str, MailboxResult]]:
-    """What an earlier run of this owner spent on each domain, as the journal tells it, and
-    the answers it got but did not keep (a "no such user" held back until its domain tells
-    mailboxes apart), which are not asked again. Charged: every RCPT that got a reply, but the
-    catch-all probe's when its finding was not kept (it is asked again); an RCPT in flight had
-    none, and is asked again and charged once. Nothing, the first time."""
+) -> tuple[dict[str, int], dict[str, MailboxResult], dict[str, int]]:
+    """What an earlier run of this owner spent on each domain, as the journal tells it, the
+    answers it got but did not keep (a "no such user" held back until its domain tells
+    mailboxes apart), which are not asked again, and the session limits it learned (each
+    committed with the 452 it was learned from, so that the sessions go on as they would
+    have: a domain's addresses cost what they cost in an uninterrupted run, wherever a
+    session was cut). Charged: every RCPT that got a reply, but the catch-all probe's when its
+    finding was not kept (it is asked again); an RCPT in flight had none, and is asked again
+    and charged once. Nothing, the first time."""
     rows = journal(stores).get(domains)
     charged: Counter[str] = Counter()
     earlier: dict[str, MailboxResult] = {}
-    columns = ("domain", "key", "again", "replies", "outcome", "reply", "at")
-    for domain, key, again, n, outcome, reply, at in rows.select(columns).iter_rows():
+    limits: dict[str, int] = {}
+    columns = ("domain", "key", "again", "replies", "outcome", "reply", "at", "limit")
+    for domain, key, again, n, outcome, reply, at, limit in rows.select(columns).iter_rows():
+        if limit is not None:
+            limits[domain] = min(limits.get(domain, limit), limit)
         if key == "" and again == "0" and domain not in known:
             continue
         charged[domain] += n
         if again == "0" and key and key not in answered and outcome is not None:
             earlier[key] = MailboxResult(Mailbox(outcome), reply, at)
-    return dict(charged), earlier
+    return dict(charged), earlier, limits
 
 
 _JOURNAL = {
@@ -233,6 +242,7 @@ _JOURNAL = {
     "outcome": pl.String,
     "reply": pl.String,
     "at": pl.Float64,
+    "limit": pl.Int64,
 }
 
 
@@ -248,8 +258,8 @@ def _commit_smtp(stores: Stores, items: list[Any]) -> None:
     replied = {at: got for kind, at, got in items if kind == "replied"}  # each one's latest
     if replied:
         rows = [
-            (d, k, str(int(again)), n, *(_parts(result)))
-            for (d, k, again), (n, result) in replied.items()
+            (d, k, str(int(again)), n, *(_parts(result)), limit)
+            for (d, k, again), (n, result, limit) in replied.items()
         ]
         journal(stores).put(pl.DataFrame(rows, schema=_JOURNAL, orient="row"))
     store = mailbox_store(stores)
