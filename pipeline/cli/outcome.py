@@ -132,8 +132,29 @@ def _business(summary: RunSummary) -> list[str]:
         ),
         _row("rows rejected", summary.rows_rejected, f"of {summary.rows_in:,} input rows"),
         "",
+        *_since(summary),
         *_members(summary),
     ]
+
+
+def _since(summary: RunSummary) -> list[str]:
+    """The list's name in the run history, and what changed since its last run."""
+    if not summary.list_name:
+        return []
+    lines = [f"{'list':<{_WIDTH}}{summary.list_name}"]
+    since = summary.since_last_run
+    if summary.history is None or not summary.history.get("run_id"):
+        return [*lines, f"{'since the last run':<{_WIDTH}}not recorded ([history] record)", ""]
+    if since is None:
+        return [*lines, f"{'since the last run':<{_WIDTH}}none: the list's first run", ""]
+    lines.append(f"{'since the last run':<{_WIDTH}}{since['previous_run_at']}")
+    lines += [
+        _row("  new", since["new"], "distinct addresses not in the last run"),
+        _row("  gone", since["gone"], "in the last run, not in this one"),
+        _row("  unchanged", since["unchanged"], "in both runs, whatever their VERDICT"),
+    ]
+    lines += [_row(f"  {pair}", n) for pair, n in since["transitions"].items()]
+    return [*lines, ""]
 
 
 def _members(summary: RunSummary) -> list[str]:

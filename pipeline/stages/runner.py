@@ -30,9 +30,11 @@ import polars as pl
 from pipeline.core.bounces.step import BounceScope, attach_bounces
 from pipeline.core.domains.step import DomainStats, check_domains, resolvable_domains
 from pipeline.core.engine import Engine
+from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.base import Batch
+from pipeline.stages.history import HistoryPlan, LocalMemory
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest
 from pipeline.stages.read.csv_source import ReadAgain
@@ -42,14 +44,14 @@ from pipeline.stages.state.dedupe import DuplicateMarker
 from pipeline.stages.state.spill import Spill, named_failures, spill_folder
 from pipeline.stages.steps import (
     answer_table,
-    decide_rows,
+    decide_work,
     held_keys,
     normalize,
     probe_candidates,
 )
 from pipeline.stages.summary import NormalizeStats, RunSummary, Tally
 from pipeline.stages.write.formats import check_capacity
-from pipeline.stages.write.outputs import RejectsSink
+from pipeline.stages.write.outputs import RejectsSink, output_frame
 from pipeline.stages.write.publish import Publication
 from pipeline.stages.write.sinks import Sink, open_outputs
 
@@ -79,15 +81,21 @@ class _Scan:
     reading: float = 0.0  # seconds spent reading, the rest of the pass normalizing
 
 
-def run_clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
-    """Clean one list in one event loop; *spill_parent* holds the run's spill folder."""
-    return asyncio.run(_clean(job, engine, spill_parent))
+def run_clean(
+    job: CleanJob, engine: Engine, spill_parent: Path, history: HistoryPlan | None = None
+) -> RunSummary:
+    """Clean one list in one event loop; *spill_parent* holds the run's spill folder; with
+    *history*, the run is recorded in the list's history (:mod:`pipeline.stages.history`)."""
+    return asyncio.run(_clean(job, engine, spill_parent, history))
 
 
-async def _clean(job: CleanJob, engine: Engine, spill_parent: Path) -> RunSummary:
+async def _clean(
+    job: CleanJob, engine: Engine, spill_parent: Path, history: HistoryPlan | None
+) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
-            return await run_stages(job, engine, folder, LocalWay(engine, folder, job.memory_mb))
+            way = LocalWay(engine, folder, job.memory_mb)
+            return await run_stages(job, engine, folder, way, history)
     finally:
         await engine.dns.close()
 
@@ -105,6 +113,7 @@ class LocalWay:
         self._table = pl.DataFrame()  # the domains' answers
         self._answers: pl.DataFrame | None = None  # the address checker's
         self._scan: _Scan | None = None
+        self._memory: LocalMemory | None = None  # where the decided rows are remembered
 
     def open(self, job: CleanJob, folder: Path) -> ListReader:
         reader = open_reader(job, folder)
@@ -142,12 +151,18 @@ class LocalWay:
         sink = stack.enter_context(open_outputs(job.paths, reader.schema, job.csv_bom, job.split))
         sink.note(facts)
         tables = (self._table, self._answers)
-        tally = _decide_all(self._engine, self._scan, reader, self._rows, tables, sink)
+        sinks = (sink, self._memory)
+        tally = _decide_all(self._engine, self._scan, reader, self._rows, tables, sinks)
         sink.stage(publication)
         return tally
 
     def queries(self, engine: Engine) -> int:
         return engine.dns.queries_sent
+
+    def remembering(self, plan: HistoryPlan, start: RunStart) -> LocalMemory:
+        """Each batch's addresses remembered as the batch is written."""
+        self._memory = LocalMemory(plan, start)
+        return self._memory
 
 
 def batch_rows(memory_mb: int, bytes_per_row: float) -> int:
@@ -235,11 +250,12 @@ def _decide_all(
     reader: ListReader,
     rows: int,
     tables: tuple[pl.DataFrame, pl.DataFrame | None],
-    sink: Sink,
+    sinks: tuple[Sink, LocalMemory | None],
 ) -> Tally:
     """Pass 2: every batch read again (the original columns: cheaper to read than to keep),
-    joined with its spilled work columns, decided, written and counted."""
+    joined with its spilled work columns, decided, written, counted and remembered."""
     table, answers = tables
+    sink, memory = sinks
     held = held_keys(pl.concat(scan.held)) if scan.held else None
     tally = Tally()
     scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
@@ -251,8 +267,11 @@ def _decide_all(
                 raise AssertionError(f"batch {index} read back with other rows than the first")
             marked = Batch(read.frame, _marked(scan, work, offset))
             offset += work.height
-            decided = decide_rows(marked, table, engine.bounces, scope, answers, held)
+            work = decide_work(marked, table, engine.bounces, scope, answers, held)
+            decided = output_frame(Batch(read.frame, work))
             sink.write(decided)
+            if memory is not None:
+                memory.add(work)
             tally.add(decided)
             scan.spill.drop(index)
             bar.update(work.height)

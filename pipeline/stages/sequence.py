@@ -21,8 +21,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline.core.domains.step import DomainStats
 from pipeline.core.engine import Engine
+from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.stages.base import StageSummary
+from pipeline.stages.history import HistoryPlan, Memory, run_start
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest, RunRecord
 from pipeline.stages.read.pin import InputPin
@@ -120,9 +122,17 @@ class Way(Protocol):
         """The DNS queries the run sent, wherever they were sent from."""
         ...
 
+    def remembering(self, plan: HistoryPlan, start: RunStart) -> Memory:
+        """The run's history, kept its way (:mod:`pipeline.stages.history`): opened before
+        :meth:`write`, which hands it the decided rows."""
+        ...
 
-async def run_stages(job: CleanJob, engine: Engine, folder: Path, way: Way) -> RunSummary:
-    """One clean of *job*, its way: the files written and published, the summary."""
+
+async def run_stages(
+    job: CleanJob, engine: Engine, folder: Path, way: Way, history: HistoryPlan | None = None
+) -> RunSummary:
+    """One clean of *job*, its way: the files written and published, the summary; with
+    *history*, the run recorded under its list's name and compared with the list's last."""
     clock = StageClock()
     pin = InputPin(job.input, job.name or str(job.input), job.storage)
     with pin.reading():
@@ -144,10 +154,16 @@ async def run_stages(job: CleanJob, engine: Engine, folder: Path, way: Way) -> R
         checks = await way.addresses(engine)
         clock.lap("verify", scan.rows, scan.rows, checks)
         facts = provenance_of(job, reader, record.facts())
+        memory = None
+        if history is not None:
+            opened = way.remembering(history, run_start(history, engine.config))
+            memory = stack.enter_context(contextlib.closing(opened))
         with pin.reading():
             tally = way.write(job, reader, facts, publication, stack)
         rejects.stage(publication)
         clock.lap("write", scan.rows, scan.rows)
+        remembered = memory.compare(publication) if memory is not None else None
+        clock.lap("history", scan.rows, scan.rows)
         counts = Counts(
             scan.rows,
             scan.rejected,
@@ -158,8 +174,17 @@ async def run_stages(job: CleanJob, engine: Engine, folder: Path, way: Way) -> R
             tally,
             rejects.reasons,
         )
-        summary = summarize(job, reader, counts, clock.stages, record.facts())
+        summary = summarize(job, reader, counts, clock.stages, record.facts(), remembered)
         stage_summaries(summary, paths, publication)
         pin.check()  # the hash in the summary is of these bytes too
         publication.commit()
+        if memory is not None:
+            memory.keep(kept_counts(summary))
     return summary
+
+
+def kept_counts(summary: RunSummary) -> dict[str, Any]:
+    """The run's own figures, as the history keeps them beside the run."""
+    record = summary.as_dict()
+    names = ("input", "rows_in", "distinct_addresses", "verdicts_unique", "since_last_run")
+    return {name: record.get(name) for name in names}

@@ -63,14 +63,26 @@ def decide_rows(
     answers: pl.DataFrame | None,
     held: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
-    """The output rows of *batch* (work with DUPLICATE): domain answers, bounce flags and
-    address answers joined by DOMAIN and KEY, the consent of every row of an address (*held*:
-    the whole list's held-back addresses; None: those of *batch*, when it holds every row of
-    its addresses; empty: none, CONSENT being already the whole list's, as in a Dask part),
-    then decided."""
+    """The output rows of *batch* (work with DUPLICATE): see :func:`decide_work`."""
+    work = decide_work(batch, table, bounces, scope, answers, held)
+    return output_frame(Batch(batch.originals, work))
+
+
+def decide_work(
+    batch: Batch,
+    table: pl.DataFrame,
+    bounces: BounceSource | None,
+    scope: BounceScope | None,
+    answers: pl.DataFrame | None,
+    held: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The decided work columns of *batch* (work with DUPLICATE; :func:`output_frame` makes
+    its output rows): domain answers, bounce flags and address answers joined by DOMAIN and
+    KEY, the consent of every row of an address (*held*: the whole list's held-back
+    addresses; None: those of *batch*, when it holds every row of its addresses; empty: none,
+    CONSENT being already the whole list's, as in a Dask part), then decided."""
     work = with_held(batch.work, held_keys(batch.work) if held is None else held)
     work = attach_bounces(bounces, attach_domains(work, table), scope)
     if answers is not None:
         work = join_answers(work, answers)
-    decided = decide(with_address_columns(work))
-    return output_frame(Batch(batch.originals, decided))
+    return decide(with_address_columns(work))

@@ -30,6 +30,7 @@ from pipeline.core.schema import SCHEMA_VERSION, SOURCE_COLUMN
 from pipeline.core.verdict import Reason, Verdict
 from pipeline.report import render_report
 from pipeline.stages.base import StageSummary
+from pipeline.stages.history import Remembered
 from pipeline.stages.provenance import RunFacts
 from pipeline.stages.read.reader import SourceInfo
 from pipeline.stages.write.outputs import OutputPaths, stage_summary, sweep_stale
@@ -189,6 +190,11 @@ class RunSummary:
     encoding: str = ""  # of a text input, as detected
     delimiter: str = ""
     output_format: str = "parquet"
+    list_name: str = ""  # the list's name in the run history ("": not recorded)
+    # What changed since the list's last run (None: its first, or not recorded): previous_run_at,
+    # new, gone, unchanged (distinct addresses) and transitions ("Valid->Invalid": n).
+    since_last_run: dict[str, Any] | None = None
+    history: dict[str, Any] | None = None  # the run's id in the history, its settings' digest
 
     @property
     def output(self) -> str:
@@ -222,6 +228,7 @@ class RunSummary:
     def as_dict(self) -> dict[str, Any]:
         return {
             "input": self.input,
+            "list_name": self.list_name,
             "output": self.output,
             "rejects_file": self.rejects_file,
             "files": self.files,
@@ -236,6 +243,7 @@ class RunSummary:
             "rows_rejected": self.rows_rejected,
             "verdicts": self.verdicts,
             "verdicts_unique": self.verdicts_unique,
+            "since_last_run": self.since_last_run,
             "reasons": self.reasons,
             "top_domains": self.top_domains,
             "typo_fixes": self.typo_fixes,
@@ -245,6 +253,7 @@ class RunSummary:
             "stages": [dataclasses.asdict(s) for s in self.stages],
             "warnings": self.warnings,
             **self._described(),
+            "history": self.history,
             "run": self.run.as_dict(),
         }
 
@@ -300,13 +309,19 @@ def summarize(
     counts: Counts,
     stages: list[StageSummary],
     run: RunFacts,
+    remembered: Remembered | None = None,
 ) -> RunSummary:
-    """The run's summary, the same way for every engine."""
+    """The run's summary, the same way for every engine; *remembered*: what the history step
+    found (None: the run was not recorded)."""
     paths = job.paths
     tally = counts.tally
+    history = remembered or Remembered("", None)
+    files = {role: paths.name(path) for role, path in paths.files(job.split).items()}
+    if history.changes is not None:
+        files["changes"] = str(history.changes)
     return RunSummary(
         input=job.name or str(job.input),
-        files={role: paths.name(path) for role, path in paths.files(job.split).items()},
+        files=files,
         rows_in=counts.rows + counts.rejected,
         rows_out=counts.rows,
         rows_rejected=counts.rejected,
@@ -325,8 +340,15 @@ def summarize(
         rejects_by_reason=_ranked(counts.rejects_by_reason),
         stages=stages,
         run=run,
-        warnings=[*reader.warnings, *(counts.checks.warnings if counts.checks else ())],
+        warnings=[
+            *reader.warnings,
+            *(counts.checks.warnings if counts.checks else ()),
+            *history.warnings,
+        ],
         **described(reader, job),
+        list_name=history.list_name,
+        since_last_run=history.since_last_run,
+        history=history.as_dict() if remembered is not None else None,
     )
 
 

@@ -17,6 +17,14 @@ from tests.report.expected import Markers, numeric, shown
 # A sample run's summary (sample_data/list.csv in the sandbox), with every key the page reads.
 FULL: dict[str, Any] = {
     "input": "sample_data/list.csv",
+    "list_name": "list",
+    "since_last_run": {
+        "previous_run_at": "2025-05-31T02:00:00Z",
+        "new": 310,
+        "gone": 122,
+        "unchanged": 19_524,
+        "transitions": {"Valid->Invalid": 41, "Risky->Valid": 7},
+    },
     "output": "build/demo/list.clean.parquet",
     "rejects_file": "build/demo/list.clean.rejects.csv",
     "rows_in": 23_744,

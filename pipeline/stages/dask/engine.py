@@ -62,10 +62,12 @@ from pipeline.core.domains.dns import DnsAnswer, DnsStatus
 from pipeline.core.domains.exchanges import MemoryHosts, judge_exchanges
 from pipeline.core.domains.step import DomainStats, DomainWork, domain_answers
 from pipeline.core.engine import Engine
+from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.dask.checks import check_addresses, drain
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
+from pipeline.stages.dask.history import DaskMemory, decide_parts
 from pipeline.stages.dask.reading import Cluster as Reaching
 from pipeline.stages.dask.reading import Planned, Report, plan, read_ranges
 from pipeline.stages.dask.shuffle import (
@@ -87,13 +89,13 @@ from pipeline.stages.dask.tasks import (
     PartitionInfo,
     ShippedFlags,
     convert,
-    decide_partition,
     partition_info,
     partition_table,
     resolve_domains,
     scan_batch,
     scan_part,
 )
+from pipeline.stages.history import HistoryPlan
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest, InputDigest, input_digest
 from pipeline.stages.read.csv_source import ReadAgain
@@ -117,31 +119,36 @@ BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 10
 _CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
 
 _log = logging.getLogger(__name__)
+Plan = HistoryPlan | None  # the run's history plan; None: not recorded
 
 
 def run_clean_dask(
-    job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster
+    job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster, history: Plan = None
 ) -> RunSummary:
     """Clean one list on *cluster*; same files and summary as :func:`run_clean`."""
-    return asyncio.run(_clean(job, engine, spill_parent, cluster))
+    return asyncio.run(_clean(job, engine, spill_parent, cluster, history))
 
 
-async def _clean(job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster) -> RunSummary:
+async def _clean(
+    job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster, history: Plan
+) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
-            return await _attempts(job, engine, folder, cluster)
+            return await _attempts(job, engine, folder, cluster, history)
     finally:
         await engine.dns.close()
 
 
-async def _attempts(job: CleanJob, engine: Engine, folder: Path, cluster: Cluster) -> RunSummary:
+async def _attempts(
+    job: CleanJob, engine: Engine, folder: Path, cluster: Cluster, history: Plan
+) -> RunSummary:
     """The run, from the read again when a worker was lost with what cannot be computed again
     (see :mod:`pipeline.stages.dask.cluster`); whatever ends it cancels its tasks."""
     lost, killed = lost_work()
     for attempt in range(1, ATTEMPTS + 1):
         run = DaskRun(cluster, engine, folder)
         try:
-            return await run_stages(job, engine, folder, run)
+            return await run_stages(job, engine, folder, run, history)
         except killed as exc:
             run.cancel()
             raise give_up(0, exc) from exc
@@ -186,6 +193,7 @@ class DaskRun:
         self._tables: list[Any] = []  # futures of each part's domain table
         self._found: Any = None  # the address checker's answers (a future), if any
         self._scope: BounceScope | None = None
+        self._memory: DaskMemory | None = None  # the run's history, when it is recorded
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Any:
         """*function* on the cluster, wherever the scheduler places it: no task is tied to a
@@ -277,10 +285,8 @@ class DaskRun:
     ) -> Tally:
         """Each part decided where it is, with the answers the driver shipped, and written."""
         flags = self._bounce_flags(self._engine, self._infos, self._scope)
-        decided = [
-            self.submit(decide_partition, part, self._tables[p], flags[p], self._found)
-            for p, part in enumerate(self._parts)
-        ]
+        parts, found = self._parts, self._found
+        decided = decide_parts(self.submit, parts, self._tables, flags, found, self._memory)
         if workers_write(job):
             output = Output(job.paths, output_schema(reader.schema), dict(facts))
             tally = write_by_workers(self.submit, decided, output, stack)
@@ -294,6 +300,11 @@ class DaskRun:
 
     def queries(self, engine: Engine) -> int:
         return engine.dns.queries_sent + self.remote_queries
+
+    def remembering(self, plan: HistoryPlan, start: RunStart) -> DaskMemory:
+        """The run's history, written by the workers (:mod:`pipeline.stages.dask.history`)."""
+        self._memory = DaskMemory(self.submit, plan, start)
+        return self._memory
 
     def _hear_reads(self, futures: list[Any]) -> list[Report]:
         """The ranges' reports, in order; the rows read shown as each range is done."""
