@@ -188,6 +188,7 @@ def _technical(summary: RunSummary) -> list[str]:
         _row("SMTP sessions", summary.smtp_sessions),
         _row("API requests", summary.sent("api")),
         *_vendor_rows(summary),
+        *_refresh_rows(summary),
         "seconds per stage",
         *(f"  {s.name:<{_WIDTH - 2}}{s.seconds:>12.3f}" for s in summary.stages),
         "",
@@ -196,6 +197,19 @@ def _technical(summary: RunSummary) -> list[str]:
         *(f"  {role:<10}{name}" for role, name in summary.files.items()),
     ]
     return lines
+
+
+def _refresh_rows(summary: RunSummary) -> list[str]:
+    """The cached answers due again, when there are any."""
+    checks = summary.checks
+    if checks is None or not checks.refresh.due:
+        return []
+    refresh = checks.refresh
+    return [
+        _row("answers due", refresh.due, "cached answers past their lifetime"),
+        _row("answers refreshed", refresh.refreshed, "asked again within the budget"),
+        _row("runs to refresh all", refresh.runs, "at this budget"),
+    ]
 
 
 def _vendor_rows(summary: RunSummary) -> list[str]:

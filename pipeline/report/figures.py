@@ -8,13 +8,13 @@ the one exception is a stacked bar's total when the summary gives none (the sum 
 
 Keys read (``summary.json``): the counts ``rows_in``, ``rows_out``, ``rows_rejected``,
 ``distinct_addresses``, ``duplicates``, ``distinct_domains``, ``dns_queries``, ``cache_hits``,
-``rcpts_sent``, ``smtp_sessions``, ``api_requests``, ``safe_to_send`` and
-``safe_to_send_share``; the breakdowns ``verdicts``, ``verdicts_unique``, ``reasons``,
-``top_domains``, ``typo_fixes``, ``repairs``, ``rejects_by_reason`` and ``stages``; the facts
-``input``, ``list_name``, ``output``, ``rejects_file``, ``email_column`` (with
-``email_column_why``), ``encoding``, ``delimiter``, ``files`` and ``run``; what changed since the
-list's last run, ``since_last_run`` (its ``previous_run_at``, ``new``, ``gone``, ``unchanged``
-and ``transitions``); and ``warnings``.
+``rcpts_sent``, ``smtp_sessions``, ``api_requests``, ``answers_due``, ``answers_refreshed``,
+``runs_to_refresh_all``, ``safe_to_send`` and ``safe_to_send_share``; the breakdowns
+``verdicts``, ``verdicts_unique``, ``reasons``, ``top_domains``, ``typo_fixes``, ``repairs``,
+``rejects_by_reason`` and ``stages``; the facts ``input``, ``list_name``, ``output``,
+``rejects_file``, ``email_column`` (with ``email_column_why``), ``encoding``, ``delimiter``,
+``files`` and ``run``; what changed since the list's last run, ``since_last_run`` (its
+``previous_run_at``, ``new``, ``gone``, ``unchanged`` and ``transitions``); and ``warnings``.
 """
 
 from __future__ import annotations
@@ -194,6 +194,9 @@ def counters(summary: Mapping[str, Any]) -> tuple[Figure, ...]:
         ("smtp_sessions", "SMTP sessions", Unit.ROWS),
         ("rcpts_sent", "RCPT commands sent", Unit.ROWS),
         ("api_requests", "API requests", Unit.ROWS),
+        ("answers_due", "Cached answers due again", Unit.ADDRESSES),
+        ("answers_refreshed", "Due answers refreshed", Unit.ADDRESSES),
+        ("runs_to_refresh_all", "Runs at this budget to refresh all", Unit.ROWS),
     ]
     found = (figure(summary, key, title, unit) for key, title, unit in named)
     return tuple(f for f in found if f is not None)

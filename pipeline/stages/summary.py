@@ -258,6 +258,7 @@ class RunSummary:
         }
 
     def _counters(self) -> dict[str, int]:
+        refresh = self.checks.refresh if self.checks else None
         return {
             "distinct_domains": self.domains.distinct_domains,
             "dns_queries": self.dns_queries,
@@ -267,6 +268,11 @@ class RunSummary:
             "api_requests": self.sent("api"),
             "vendor_requests": self.checks.vendor_requests if self.checks else 0,
             "vendor_credits": self.checks.credits if self.checks else 0,
+            # Cached address answers past their lifetime, those this run's budget asked
+            # again (oldest first), and the runs at this budget that refresh them all.
+            "answers_due": refresh.due if refresh else 0,
+            "answers_refreshed": refresh.refreshed if refresh else 0,
+            "runs_to_refresh_all": refresh.runs if refresh else 0,
         }
 
     def _described(self) -> dict[str, Any]:

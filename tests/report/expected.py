@@ -29,6 +29,9 @@ FIGURES = (
     "smtp_sessions",
     "rcpts_sent",
     "api_requests",
+    "answers_due",
+    "answers_refreshed",
+    "runs_to_refresh_all",
 )
 SIMPLE = ("reasons", "repairs", "rejects_by_reason")
 SINCE = ("new", "gone", "unchanged")  # since_last_run's counts, shown as figures

@@ -3,6 +3,12 @@
 A separate SQLite file beside the domain cache (``mailboxes.sqlite``). Each answer is committed
 the moment it is known: a run killed at any point keeps everything it had learned, and a run
 started again finds those answers here instead of asking the mail servers twice.
+
+Each answer gets its lifetime when it is learned: a share of its TTL between ``verify.ttl_floor``
+and 1 (:func:`~pipeline.core.mailboxes.types.lifetime`), so the answers of a list verified in one
+night fall due over many. An answer past its lifetime is *due*: it is kept, and handed out as
+due (:meth:`MailboxCache.with_due`), so a run whose budget does not reach it still shows it,
+with its age.
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ from pathlib import Path
 
 from pipeline.core.config import VerifyConfig
 from pipeline.core.db.sqlite import SqliteFile
-from pipeline.core.mailboxes.types import Mailbox, MailboxResult, RemoteAnswer
+from pipeline.core.mailboxes.types import Mailbox, MailboxResult, RemoteAnswer, lifetime
 from pipeline.core.verdict import Verdict
+
+Kept = tuple[dict[str, MailboxResult], dict[str, MailboxResult]]  # (fresh, due) by key
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS mailboxes (
@@ -33,6 +41,7 @@ CREATE TABLE IF NOT EXISTS remote_answers (
     known      INTEGER NOT NULL,   -- HAS_KNOWN_BOUNCES
     suspected  INTEGER NOT NULL,   -- HAS_SUSPECTED_BOUNCES
     expires_at REAL NOT NULL,
+    checked_at REAL,               -- when it was answered (null in caches from before it)
     PRIMARY KEY (key, api)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS api_quota (
@@ -76,6 +85,27 @@ class MailboxCache(SqliteFile):
         )
         self._config = config
         self._clock = clock
+        columns = {row[1] for row in self._query("PRAGMA table_info(remote_answers)")}
+        if "checked_at" not in columns:  # a cache from before answers kept their time
+            self._query("ALTER TABLE remote_answers ADD COLUMN checked_at REAL")
+
+    def now(self) -> float:
+        """The cache's clock: what an answer's age is measured against."""
+        return self._clock()
+
+    def with_due(self, keys: Iterable[str]) -> Kept:
+        """The answers kept for *keys*: those within their lifetime, and those past it (due)."""
+        rows = self._query(
+            "SELECT m.key, m.outcome, m.reply, m.checked_at, m.expires_at FROM json_each(?) AS w "
+            "JOIN mailboxes AS m ON m.key = w.value",
+            (json.dumps(list(keys)),),
+        )
+        now = self._clock()
+        fresh: dict[str, MailboxResult] = {}
+        due: dict[str, MailboxResult] = {}
+        for key, outcome, reply, at, expires in rows:
+            (fresh if expires > now else due)[key] = MailboxResult(Mailbox(outcome), reply, at)
+        return fresh, due
 
     def get_many(self, keys: Iterable[str]) -> dict[str, MailboxResult]:
         rows = self._query(
@@ -86,12 +116,13 @@ class MailboxCache(SqliteFile):
         return {key: MailboxResult(Mailbox(outcome), reply, at) for key, outcome, reply, at in rows}
 
     def put(self, key: str, result: MailboxResult) -> None:
-        """Commit one answer now (autocommit), with the TTL its kind deserves."""
+        """Commit one answer now (autocommit), with a lifetime from the TTL its kind deserves."""
         now = self._clock()
         ttl = self._config.ttl_good if result.outcome in _LASTING else self._config.ttl_temporary
+        lasts = lifetime(ttl, key, now, self._config.ttl_floor)
         self._query(
             "INSERT OR REPLACE INTO mailboxes VALUES (?, ?, ?, ?, ?)",
-            (key, result.outcome.value, result.reply, now, now + ttl),
+            (key, result.outcome.value, result.reply, now, now + lasts),
         )
 
     def catch_all(self, domains: Iterable[str]) -> dict[str, bool]:
@@ -120,12 +151,34 @@ class MailboxCache(SqliteFile):
             for key, verdict, score, known, suspected in rows
         }
 
+    def remote_with_due(
+        self, keys: Iterable[str], api: str
+    ) -> tuple[dict[str, RemoteAnswer], dict[str, RemoteAnswer]]:
+        """:meth:`remote_answers`, and the answers past their lifetime (due) beside them."""
+        rows = self._query(
+            "SELECT r.key, r.verdict, r.score, r.known, r.suspected, r.expires_at, "
+            "coalesce(r.checked_at, r.expires_at - ?) FROM json_each(?) AS w "
+            "JOIN remote_answers AS r ON r.key = w.value WHERE r.api = ?",
+            (self._config.ttl_good, json.dumps(list(keys)), api),
+        )
+        now = self._clock()
+        fresh: dict[str, RemoteAnswer] = {}
+        due: dict[str, RemoteAnswer] = {}
+        for key, verdict, score, known, suspected, expires, at in rows:
+            answer = RemoteAnswer(Verdict(verdict), score, bool(known), bool(suspected), at=at)
+            (fresh if expires > now else due)[key] = answer
+        return fresh, due
+
     def put_remote_answer(self, key: str, api: str, answer: RemoteAnswer) -> None:
         """Keep an answer (errors are not kept: the next run asks again)."""
         if answer.verdict is None:
             return
+        now = self._clock()
+        lasts = lifetime(self._config.ttl_good, key, now, self._config.ttl_floor)
         self._query(
-            "INSERT OR REPLACE INTO remote_answers VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO remote_answers "
+            "(key, api, verdict, score, known, suspected, expires_at, checked_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 key,
                 api,
@@ -133,7 +186,8 @@ class MailboxCache(SqliteFile):
                 answer.score,
                 int(answer.known_bounces),
                 int(answer.suspected_bounces),
-                self._clock() + self._config.ttl_good,
+                now + lasts,
+                now,
             ),
         )
 

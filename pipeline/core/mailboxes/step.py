@@ -1,16 +1,20 @@
 """The address-level step on frames: which rows to check, in what order, and joining answers back.
 
 Only distinct addresses that still need an answer are probed: not duplicates, not malformed,
-not on dead domains, not already answered in the mailbox cache. Within the budget, addresses on
-domains that look good (a working MX, not disposable, not a suspected typo) come first, largest
-domains first, so a limited budget goes where it tells the most. The budget is shared out before
-any probe is sent, in that order, so which addresses a run reaches does not depend on timing:
-a run killed and started again reaches the same ones.
+not on dead domains, not answered in the mailbox cache within the answer's lifetime. The budget
+goes first to the addresses never answered, and among them to those on domains that look good
+(a working MX, not disposable, not a suspected typo), largest domains first, so a limited budget
+goes where it tells the most; then to the answers that are due again, the oldest first (by when
+they were learned: :func:`refresh_order`). A due answer the budget does not reach is still
+shown, its age in DETAIL (:func:`stale_note`). The budget is shared out before any probe is
+sent, in that order, so which addresses a run reaches does not depend on timing: a run killed
+and started again reaches the same ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import datetime as dt
+from collections.abc import Collection, Mapping, Sequence
 
 import polars as pl
 
@@ -23,6 +27,7 @@ from pipeline.core.mailboxes.types import (
     MailboxResult,
     Pace,
     Plan,
+    Refresh,
     RemoteAnswer,
     Target,
 )
@@ -72,13 +77,38 @@ def mail_hosts(rows: pl.DataFrame) -> dict[str, str]:
     return dict(rows.select("DOMAIN", "MX").unique("DOMAIN").iter_rows())
 
 
-def unanswered(ordered: pl.DataFrame, answered: Mapping[str, object]) -> list[Target]:
-    """The rows of :func:`probe_order` still without an answer, as targets, in that order."""
-    return [
-        Target(key, email, domain, DnsStatus(status), known_to_exist=delivered)
-        for key, email, domain, status, delivered in ordered.iter_rows()
-        if key not in answered
-    ]
+def refresh_order(
+    ordered: pl.DataFrame, fresh: Collection[str], due: Mapping[str, float | None]
+) -> tuple[list[Target], int]:
+    """The rows of :func:`probe_order` that a run may ask about, in the order its budget goes
+    to them, and how many of them have a due answer: every address without an answer (in
+    probe order), then those whose kept answer is past its lifetime (*due*: key -> when it
+    was learned), the oldest first. An answer within its lifetime (*fresh*) is never asked
+    again."""
+    never: list[Target] = []
+    stale: list[tuple[float, int, Target]] = []
+    for key, email, domain, status, delivered in ordered.iter_rows():
+        if key in fresh:
+            continue
+        target = Target(key, email, domain, DnsStatus(status), known_to_exist=delivered)
+        if key in due:
+            stale.append((due[key] or 0.0, len(stale), target))
+        else:
+            never.append(target)
+    stale.sort(key=lambda item: item[:2])
+    return never + [target for _, _, target in stale], len(stale)
+
+
+def stale_note(learned: float | None, now: float) -> str:
+    """What DETAIL says of a due answer shown because the budget did not reach it again."""
+    if learned is None:
+        return "a kept answer past its lifetime; this run's budget did not refresh it"
+    days = max(0, int((now - learned) // 86400))
+    when = dt.datetime.fromtimestamp(learned, dt.UTC).strftime("%Y-%m-%d")
+    return (
+        f"answered {when}, {days} day{'s' if days != 1 else ''} ago: due again, and this "
+        "run's budget did not refresh it"
+    )
 
 
 def allocate(
@@ -123,6 +153,7 @@ def plan(
     budget: Budget,
     covered: int,
     pace: Pace | None = None,
+    refresh: Refresh | None = None,
 ) -> Plan:
     return Plan(
         kind=kind,
@@ -132,6 +163,7 @@ def plan(
         budget=budget.left,
         covered=covered,
         pace=pace,
+        refresh=refresh,
     )
 
 
@@ -140,7 +172,7 @@ def attach_remote_answers(rows: pl.DataFrame, answers: dict[str, RemoteAnswer]) 
         {
             "KEY": list(answers),
             "MAILBOX": [_failure(a) for a in answers.values()],
-            "MAILBOX_REPLY": [a.error for a in answers.values()],
+            "MAILBOX_REPLY": [a.error or a.note for a in answers.values()],
             "API_VERDICT": [a.verdict.value if a.verdict else None for a in answers.values()],
             "API_SCORE": [a.score if a.verdict else None for a in answers.values()],
             "API_KNOWN_BOUNCES": [a.known_bounces for a in answers.values()],

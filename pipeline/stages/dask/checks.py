@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import queue
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import polars as pl
@@ -39,7 +40,7 @@ from pipeline.core.mailboxes.checkers import (
     AddressChecker,
     ApiChecker,
     SmtpChecker,
-    not_verified,
+    unreached,
 )
 from pipeline.core.mailboxes.pacing import provider_of
 from pipeline.core.mailboxes.remote import QuotaLedger
@@ -160,8 +161,8 @@ class SpreadSmtp:
                     answers.update(found)
                     stats = _plus(stats, sent)
                     self._run.remote_queries += queries
-        answers.update(not_verified(work.skipped))
-        return attach_mailbox_answers(rows, answers), stats
+        answers.update(unreached(work, inner.cache.now()))
+        return attach_mailbox_answers(rows, answers), replace(stats, refresh=work.refresh)
 
     def _groups(
         self,
@@ -209,7 +210,8 @@ class SpreadApi:
             with contextlib.closing(inner.meter(len(work.reached))) as bar:
                 sink = _ApiSink(inner, work.api, bar)
                 ((answers, requests),) = self._run.wait([future], sink.hear)
-        return inner.finish(rows, work, answers), CheckStats("api", requests)
+        stats = CheckStats("api", requests, refresh=work.refresh)
+        return inner.finish(rows, work, answers), stats
 
 
 class SpreadVendor:

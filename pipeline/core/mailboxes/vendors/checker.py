@@ -35,10 +35,18 @@ from pipeline.core.mailboxes.step import (
     mail_hosts,
     plan,
     probe_order,
+    refresh_order,
     share_out,
-    unanswered,
+    stale_note,
 )
-from pipeline.core.mailboxes.types import Budget, CheckStats, Target, combined
+from pipeline.core.mailboxes.types import (
+    Budget,
+    CheckStats,
+    Refresh,
+    Target,
+    combined,
+    refresh_of,
+)
 from pipeline.core.mailboxes.vendors.bouncer import Bouncer
 from pipeline.core.mailboxes.vendors.emailable import Emailable
 from pipeline.core.mailboxes.vendors.http import Adapter
@@ -72,8 +80,25 @@ class VendorAssignment:
 
     answers: dict[str, VendorAnswer]  # from the paid-answer cache
     reached: list[Target]  # to ask, in priority order (a killed run's jobs' first)
-    skipped: dict[str, VendorAnswer]  # beyond the budget or the balance
+    skipped: dict[str, VendorAnswer]  # beyond the budget or the balance (a due answer: kept)
     warnings: tuple[str, ...] = ()
+    refresh: Refresh = field(default_factory=Refresh)
+
+
+def _kept_or(
+    due: Mapping[str, VendorAnswer],
+    target: Target,
+    now: float,
+    reason: Reason,
+    why: str,
+    vendor: str,
+) -> VendorAnswer:
+    """What an address the budget (or the balance) does not reach is shown with: its answer
+    kept past its lifetime, its age in DETAIL, else *reason* (not verified)."""
+    kept = due.get(target.key)
+    if kept is None:
+        return not_answered(vendor, reason, why)
+    return dataclasses.replace(kept, status=f"{kept.status} ({stale_note(kept.at, now)})")
 
 
 def attach_vendor_answers(rows: pl.DataFrame, answers: Mapping[str, VendorAnswer]) -> pl.DataFrame:
@@ -166,16 +191,17 @@ class VendorChecker:
             self.on_spent(self.budget.spent)
 
     async def assign(self, rows: pl.DataFrame, verifier: VendorVerifier) -> VendorAssignment:
-        """The cached answers, then the share-out of the budget and the balance."""
+        """The cached answers, then the share-out of the budget and the balance: the addresses
+        never answered first, then the answers due again, oldest first."""
         ordered = probe_order(rows)
         bounced = known_bounces(rows)
         ordered = ordered.filter(~pl.col("KEY").is_in(list(bounced))) if bounced else ordered
         keys = ordered.get_column("KEY").to_list()
         if self.store.remote:  # a round trip to a database leaves the loop (the service)
-            cached = await asyncio.to_thread(self.store.answers, keys)
+            cached, due = await asyncio.to_thread(self.store.with_due, keys)
         else:
-            cached = self.store.answers(keys)
-        targets = unanswered(ordered, cached)
+            cached, due = self.store.with_due(keys)
+        targets, stale = refresh_order(ordered, cached, {k: a.at for k, a in due.items()})
         balance = await self._balance_of(verifier) if targets else None
         held = {k for job in verifier.open_jobs() for k, _ in job.targets}
         resumed = [t for t in targets if t.key in held]
@@ -184,11 +210,13 @@ class VendorChecker:
         short: list[Target] = []
         if balance is not None and len(reached) > balance:
             reached, short = reached[: max(0, balance)], reached[max(0, balance) :]
+        now = self.store.now()
         skipped = {
-            **{t.key: not_answered(self.vendor, Reason.NOT_VERIFIED_BUDGET, "the run's budget")
-               for t in over_budget},
-            **{t.key: not_answered(self.vendor, Reason.NOT_VERIFIED_CREDITS,
-                                   f"the balance of {balance} credits was spent") for t in short},
+            **{t.key: _kept_or(due, t, now, Reason.NOT_VERIFIED_BUDGET, "the run's budget",
+                               self.vendor) for t in over_budget},
+            **{t.key: _kept_or(due, t, now, Reason.NOT_VERIFIED_CREDITS,
+                               f"the balance of {balance} credits was spent", self.vendor)
+               for t in short},
         }  # fmt: skip
         warnings: tuple[str, ...] = ()
         if short:
@@ -198,8 +226,11 @@ class VendorChecker:
                 f"{len(short):,} keep their domain-level verdict (not_verified_credits). Buy "
                 "credits and run again: what was answered is not paid for twice.",
             )
-        self._show_plan(rows, targets, cached, resumed + reached, balance, len(bounced))
-        return VendorAssignment(cached, resumed + reached, skipped, warnings)
+        covered = resumed + reached
+        refreshed = sum(1 for t in covered if t.key in due)
+        refresh = refresh_of(stale, refreshed, len(targets), self.budget)
+        self._show_plan(rows, targets, cached, covered, balance, len(bounced), refresh)
+        return VendorAssignment(cached, covered, skipped, warnings, refresh)
 
     def finish(
         self, rows: pl.DataFrame, work: VendorAssignment, found: Mapping[str, VendorAnswer]
@@ -229,6 +260,7 @@ class VendorChecker:
             vendor_requests=verifier.requests,
             credits=verifier.credits,
             warnings=tuple(warnings),
+            refresh=work.refresh,
         )
 
     async def _balance_of(self, verifier: VendorVerifier) -> int | None:
@@ -254,10 +286,12 @@ class VendorChecker:
         covered: list[Target],
         balance: int | None,
         settled: int,
+        refresh: Refresh,
     ) -> None:
         if self.on_plan is None:
             return
-        shown = plan("vendor", rows, len(targets), len(cached), self.budget, len(covered))
+        need, budget = len(targets), self.budget
+        shown = plan("vendor", rows, need, len(cached), budget, len(covered), refresh=refresh)
         self.on_plan(
             dataclasses.replace(shown, vendor=self.vendor, balance=balance, settled=settled)
         )
