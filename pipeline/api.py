@@ -45,6 +45,7 @@ from pipeline.core.config import (
 )
 from pipeline.core.engine import Engine, verify_once
 from pipeline.core.files.encodings import Decoding, codec_name
+from pipeline.stages.history import plan_history
 from pipeline.stages.job import CleanRequest, open_job
 from pipeline.stages.runner import run_clean
 from pipeline.stages.summary import RunSummary
@@ -91,6 +92,7 @@ def clean(
     cache_dir: str | Path | None = None,
     offline: bool = False,
     encoding: str | None = None,
+    list_name: str | None = None,
 ) -> CleanResult:
     """Clean a list: a polars DataFrame, or the path (or ``s3://`` URL) of a list file.
 
@@ -99,7 +101,10 @@ def clean(
     the ``input.encoding`` setting, else detected, as the command line does). *config* is a
     settings file or a Config (default: the defaults and ``LISTCLEAN_`` variables). *cache_dir*
     holds the caches the command line shares (default: the user's cache directory); *offline*
-    skips DNS. Raises
+    skips DNS. A list read from a path is recorded in the run history, as the command line
+    records it (under *list_name*, else ``[history] list_name``, else its file name without
+    dates), and ``summary.since_last_run`` says what changed since its last run; a DataFrame
+    is recorded only under a *list_name* (it has no name of its own). Raises
     :class:`~pipeline.core.errors.ListcleanError` subclasses for what must be fixed first (an
     unreadable list, no email column, a bad setting, an unhealthy resolver).
     """
@@ -108,7 +113,7 @@ def clean(
         codec_name(encoding) if encoding else settings.input.encoding,
         settings.input.encoding_margin,
     )
-    job = _Asked(email_column, decoding)
+    job = _Asked(email_column, decoding, list_name)
     return _blocking(lambda: _clean(data, job, settings, cache_dir, offline))
 
 
@@ -138,6 +143,7 @@ class _Asked:
 
     email_column: str | None
     decoding: Decoding
+    list_name: str | None = None
 
 
 def _clean(
@@ -163,7 +169,11 @@ def _clean(
         )
         job = stack.enter_context(open_job(request, config.storage, config.read))
         engine = _engine(stack, config, cache_dir, offline)
-        summary = run_clean(job, engine, folder)
+        history = None
+        if label is None or asked.list_name:  # a DataFrame has no name of its own
+            where = _domain_cache(config, cache_dir)
+            history = plan_history(config, str(data), where, list_name=asked.list_name)
+        summary = run_clean(job, engine, folder, history)
         frame = pl.read_parquet(job.output)
         rejects = pl.read_csv(job.paths.rejects, infer_schema=False)
     rejects = rejects.with_columns(pl.col("line").cast(pl.Int64))

@@ -18,12 +18,17 @@ from distributed import Client, LocalCluster, get_task_stream
 
 from pipeline.cli import main
 from pipeline.core.config import ReadConfig
+from pipeline.core.errors import StoreError
+from pipeline.core.history.store import RunHistory
+from pipeline.core.history.types import RunStart
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
 from pipeline.stages.dask import engine as dask_engine
+from pipeline.stages.dask.history import open_run, reach_marker
+from pipeline.stages.history import HistoryPlan
 from pipeline.stages.read.reader import Choice, open_list
 from pipeline.stages.runner import batch_rows
-from tests.conftest import SAMPLE_CSV
+from tests.conftest import SAMPLE_CSV, StoreAt
 from tests.stages.read.test_consent import (
     CLEANED,
     SUBSCRIBED,
@@ -328,3 +333,69 @@ def test_a_paid_verifier_has_one_owner(cluster: Client, tmp_path: Path) -> None:
     columns = ["EMAIL", "VERDICT", "SCORE", "REASON", "DETAIL"]
     expected = pl.read_parquet(tmp_path / "local.parquet").select(columns)
     assert pl.read_parquet(tmp_path / "dask.parquet").select(columns).equals(expected)
+
+
+def test_the_workers_write_the_history(
+    cluster: Client, tmp_path: Path, store_at: StoreAt, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two nights of one list through the cluster, the history in a SQLite file (one worker
+    task writes it) or in PostgreSQL (each part's worker writes its part): the same changes as
+    the local engine finds, and the driver never opens the history."""
+    last, tonight = tmp_path / "crm-2026-11-26.csv", tmp_path / "crm-2026-11-27.csv"
+    messy_list(last, rows=20_000)  # several input parts at --memory 64
+    rows = pl.read_csv(last, infer_schema=False)
+    added = pl.DataFrame({"id": ["n1", "n2"], "email": ["new.one@gmail.com", "new.two@gmail.com"]})
+    pl.concat([rows.slice(500), added]).write_csv(tonight)
+    where = store_at("history.sqlite")
+    config = tmp_path / "history.toml"
+    config.write_text(Path(SANDBOX).read_text() + f'\n[history]\ndb = "{where}"\n')
+    local = tmp_path / "local.toml"
+    local.write_text(Path(SANDBOX).read_text() + f'\n[history]\ndb = "{tmp_path / "l.sqlite"}"\n')
+    expected = []
+    for night in (last, tonight):
+        summary = clean(
+            tmp_path, night, f"l-{night.stem}.parquet", "cache", "--config", str(local),
+            "--changes", str(tmp_path / f"l-{night.stem}.csv"),
+        )  # fmt: skip
+        expected.append(summary)
+    monkeypatch.setattr(RunHistory, "__init__", _not_on_the_driver)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--config", str(config))
+    got = []
+    for night in (last, tonight):
+        summary = clean(
+            tmp_path, night, f"d-{night.stem}.parquet", "cache", *dask,
+            "--changes", f"file://{tmp_path / f'd-{night.stem}.csv'}",
+        )  # fmt: skip
+        got.append(summary)
+    monkeypatch.undo()
+    assert got[0]["since_last_run"] is None and got[1]["list_name"] == "crm"
+    since, wanted = got[1]["since_last_run"], expected[1]["since_last_run"]
+    assert {**since, "previous_run_at": ""} == {**wanted, "previous_run_at": ""}
+    assert since["new"] == 2 and since["gone"] > 0
+    changed = pl.read_csv(tmp_path / "d-crm-2026-11-27.csv", infer_schema=False)
+    local_changed = pl.read_csv(tmp_path / "l-crm-2026-11-27.csv", infer_schema=False)
+    assert (
+        changed.drop("learned_at")
+        .sort("address")
+        .equals(local_changed.drop("learned_at").sort("address"))
+    )
+    with RunHistory(where) as dask_runs, RunHistory(tmp_path / "l.sqlite") as local_runs:
+        runs = dask_runs.runs("crm", sandbox=True)
+        assert len(runs) == 2 and runs[1].addresses == expected[1]["distinct_addresses"]
+        kept = dask_runs.kept(runs[1].run_id).sort("HASH")
+        assert kept.equals(local_runs.kept(local_runs.runs("crm", True)[1].run_id).sort("HASH"))
+
+
+def _not_on_the_driver(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the driver opened the run history")
+
+
+def test_a_history_the_workers_cannot_reach_stops_the_run(tmp_path: Path) -> None:
+    plan = HistoryPlan("crm", tmp_path / "history.sqlite", False)
+    start = RunStart("r1", "crm", False, 1.0, "d", "1")
+    with pytest.raises(StoreError, match="not on storage this Dask worker reaches"):
+        open_run(plan, start)  # no marker beside the file: another machine's disk
+    marker = reach_marker(plan, "r1")
+    assert marker is not None
+    marker.touch()
+    assert open_run(plan, start) is None  # the list's first run, staged
