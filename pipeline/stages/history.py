@@ -10,7 +10,7 @@ in the history: its staged parts are removed (or, killed, by the list's next run
 
 Here is the local way (:class:`LocalMemory`): each batch's distinct addresses are hashed,
 compared with the last run's and added to the history as one part, as the batch is written,
-so memory holds the last run's table (about 13 MB per million addresses) and one batch. The
+so memory holds the last run's table (about 21 MB per million addresses) and one batch. The
 Dask way is :mod:`pipeline.stages.dask.history`'s.
 """
 
@@ -96,6 +96,8 @@ class Remembered:
 class Memory(Protocol):
     """A run's history as its way keeps it."""
 
+    seconds: float  # spent on the history while the write handed over its rows
+
     def compare(self, publication: Publication) -> Remembered:
         """Every decided row has been handed over: the changes since the list's last run,
         the changes file staged for *publication*."""
@@ -146,6 +148,7 @@ class LocalMemory:
         self._kept = False
         self._parts = 0
         self.addresses = 0
+        self.seconds = 0.0
         try:
             if plan.where is not None:
                 self._store = RunHistory(plan.where, plan.retention_days)
@@ -162,6 +165,7 @@ class LocalMemory:
         when new or changed, and added to the staged run as one part."""
         if self._store is None:  # not recorded: nothing to compare with, nothing kept
             return
+        started = time.perf_counter()
         decided = remembered(work)
         counted, rows = compare(decided, self._previous, self._start.started_at)
         if self._changes is not None and counted is not None:
@@ -172,6 +176,7 @@ class LocalMemory:
             self._store.add_part(self._start.run_id, self._parts, kept_of(decided))
         self._parts += 1
         self.addresses += decided.height
+        self.seconds += time.perf_counter() - started
 
     def compare(self, publication: Publication) -> Remembered:
         if self._sink is not None:

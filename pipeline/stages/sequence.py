@@ -53,11 +53,18 @@ class StageClock:
         self._last = time.perf_counter()
 
     def lap(
-        self, name: str, rows_in: int, rows_out: int, stats: DataclassInstance | None = None
+        self,
+        name: str,
+        rows_in: int,
+        rows_out: int,
+        stats: DataclassInstance | None = None,
+        lent: float = 0.0,
     ) -> None:
+        """The stage since the last lap, less *lent* seconds it spent on the next stage's
+        work (the history's, done batch by batch while writing): those count for the next."""
         now = time.perf_counter()
-        self.add(name, rows_in, rows_out, now - self._last, stats)
-        self._last = now
+        self.add(name, rows_in, rows_out, now - self._last - lent, stats)
+        self._last = now - lent
 
     def add(
         self,
@@ -161,7 +168,7 @@ async def run_stages(
         with pin.reading():
             tally = way.write(job, reader, facts, publication, stack)
         rejects.stage(publication)
-        clock.lap("write", scan.rows, scan.rows)
+        clock.lap("write", scan.rows, scan.rows, lent=memory.seconds if memory else 0.0)
         remembered = memory.compare(publication) if memory is not None else None
         clock.lap("history", scan.rows, scan.rows)
         counts = Counts(

@@ -203,6 +203,7 @@ class DaskMemory:
         self._start = start
         self._kept = False
         self._addresses = 0
+        self.seconds = 0.0  # the parts' tables are made by the workers, as they decide
         self.parts: list[Any] = []  # futures of the parts' narrow tables, in input order
         self._marker = reach_marker(plan, start.run_id)
         if self._marker is not None:
