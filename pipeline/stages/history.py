@@ -10,7 +10,7 @@ in the history: its staged parts are removed (or, killed, by the list's next run
 
 Here is the local way (:class:`LocalMemory`): each batch's distinct addresses are hashed,
 compared with the last run's and added to the history as one part, as the batch is written,
-so memory holds the last run's table (about 21 MB per million addresses) and one batch. The
+so memory holds the last run's table (about 13 MB per million addresses) and one batch. The
 Dask way is :mod:`pipeline.stages.dask.history`'s.
 """
 

@@ -16,8 +16,8 @@ golden-ratio constant. It is no cryptographic hash: it keeps the history compact
 address) and lets an erasure find the address again. Among a million addresses, two share a
 hash with a probability of about 3 in 100 million (the birthday bound, n**2 / 2**65).
 
-It costs about 0.2 s per million distinct addresses on one core; the work is vectorized, one
-expression pass per word of the longest key.
+It costs about 0.15 s per million distinct addresses (on the 2-core development machine, when
+it is quiet); the work is vectorized, one expression pass per word of the longest key.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ def _xor_shift(h: pl.Expr, bits: int) -> pl.Expr:
 def address_hashes(keys: pl.Series) -> pl.Series:
     """The hash of each dedupe key in *keys* (UInt64, named :data:`HASH`); null stays null."""
     length = pl.col("k").str.len_bytes()
-    padding = (length + 7) // 8 * 8 - length
-    # pad_end counts characters: each NUL added is one byte, so the bytes reach the padding.
-    padded = pl.col("k").str.pad_end(pl.col("k").str.len_chars() + padding, "\0")
+    # Seven zero bytes after every key: its last word, if it started one, reads as 8 bytes
+    # padded with zeros, and a word it did not start reads short of 8 (null, left out).
+    padded = pl.col("k") + pl.lit("\0" * 7)
     frame = pl.DataFrame({"k": keys.cast(pl.String)}).select(
         padded.cast(pl.Binary).alias("b"), length.cast(pl.UInt64).alias("n")
     )
