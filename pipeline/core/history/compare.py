@@ -38,7 +38,8 @@ _ISO: Final = "%Y-%m-%dT%H:%M:%SZ"
 
 @dataclass(frozen=True)
 class Previous:
-    """The list's last run and what it kept of each address (HASH, VERDICT, REASON)."""
+    """The list's last run and what it kept of each address (:func:`previous_table`, sorted
+    by HASH)."""
 
     run: PastRun
     kept: pl.DataFrame
@@ -50,14 +51,14 @@ class Previous:
 
 
 def previous_table(kept: pl.DataFrame) -> pl.DataFrame:
-    """A run's kept table as a comparison holds it: sorted by hash (each stretch of rows is
-    merged with it, not hashed into it again), no SCORE, REASON as a category (a million
-    addresses in about 13 MB)."""
+    """A run's kept table (HASH, VERDICT, REASON) as a comparison holds it: no SCORE, REASON
+    as a category (a million addresses in about 13 MB). :class:`Previous` holds it sorted by
+    hash: each stretch of rows is merged with it, not hashed into it again."""
     return kept.select(
         HASH,
         pl.col("VERDICT").alias("_BEFORE"),
         pl.col("REASON").cast(pl.Categorical).alias("_REASON_BEFORE"),
-    ).sort(HASH)
+    )
 
 
 def remembered(work: pl.DataFrame) -> pl.DataFrame:

@@ -201,7 +201,14 @@ class RunHistory(OwnsDatabase):
         """The last finished run of *run*'s list before it, with what it kept (for
         :func:`~pipeline.core.history.compare.compare`); None on the list's first run."""
         last = self.last(run.list_name, run.sandbox, run.started_at)
-        return None if last is None else Previous(last, previous_table(self.kept(last.run_id)))
+        if last is None:
+            return None
+        # Part by part, each made compact as it is read: a run of millions never sits in
+        # memory whole as it was stored.
+        blobs = [blob for (blob,) in self._db.query(self._sql.parts, (last.run_id,))]
+        parts = [previous_table(_unpacked(b, (HASH, "VERDICT", "REASON"))) for b in blobs]
+        empty = previous_table(pl.DataFrame(schema=KEPT))
+        return Previous(last, pl.concat([empty, *parts]).sort(HASH))
 
     def runs(self, list_name: str, sandbox: bool = False) -> list[PastRun]:
         """The list's finished runs, oldest first."""
@@ -210,10 +217,8 @@ class RunHistory(OwnsDatabase):
     def kept(self, run_id: str) -> pl.DataFrame:
         """What the run kept of each of its addresses (:data:`KEPT`), its parts in order."""
         blobs = [blob for (blob,) in self._db.query(self._sql.parts, (run_id,))]
-        frames = [pl.read_parquet(io.BytesIO(bytes(b))) for b in blobs]
-        if not frames:
-            return pl.DataFrame(schema=KEPT)
-        return pl.concat(frames, how="vertical").cast(KEPT)  # type: ignore[arg-type]
+        frames = [_unpacked(b, tuple(KEPT)) for b in blobs]
+        return pl.concat([pl.DataFrame(schema=KEPT), *frames], how="vertical")
 
     def forget(self, keys: Iterable[str]) -> int:
         """Take the addresses *keys* (dedupe keys) out of every run; how many (run, address)
@@ -231,7 +236,7 @@ class RunHistory(OwnsDatabase):
             rows = self._db.query(self._sql.one_part, (run_id, part))
             if not rows:
                 return 0
-            kept = pl.read_parquet(io.BytesIO(bytes(rows[0][0])))
+            kept = _unpacked(rows[0][0], tuple(KEPT))
             left = kept.filter(~pl.col(HASH).is_in(hashes.implode()))
             removed = kept.height - left.height
             if removed:
@@ -254,6 +259,12 @@ class RunHistory(OwnsDatabase):
 
 def _list_of(run: PastRun) -> tuple[str, int, float]:
     return run.list_name, int(run.sandbox), run.started_at
+
+
+def _unpacked(blob: bytes | memoryview, columns: tuple[str, ...]) -> pl.DataFrame:
+    """*columns* of a part's Parquet bytes, typed as :data:`KEPT` types them."""
+    frame = pl.read_parquet(io.BytesIO(bytes(blob)), columns=list(columns))
+    return frame.cast({c: KEPT[c] for c in columns})
 
 
 def _packed(kept: pl.DataFrame) -> bytes:

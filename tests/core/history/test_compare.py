@@ -39,7 +39,7 @@ def work(*rows: tuple[str, bool, str, str, float | None]) -> pl.DataFrame:
 def previous(*rows: tuple[str, bool, str, str, float | None]) -> Previous:
     kept = kept_of(remembered(work(*rows)))
     run = PastRun("r0", "crm", False, AT - 86400, AT - 86000, kept.height, "d", "1")
-    return Previous(run, previous_table(kept))
+    return Previous(run, previous_table(kept).sort("HASH"))
 
 
 def test_one_row_per_distinct_address_its_first() -> None:
