@@ -37,6 +37,7 @@ from pipeline.stages.write.publish import Publication
 from pipeline.version import __version__
 
 _ISO = "%Y-%m-%dT%H:%M:%SZ"
+PART_ROWS = 131_072  # rows of a batch remembered at a time, each the history's part
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ class LocalMemory:
         self._kept = False
         self._parts = 0
         self.addresses = 0
-        self.seconds = 0.0
+        started = time.perf_counter()
         try:
             if plan.where is not None:
                 self._store = RunHistory(plan.where, plan.retention_days)
@@ -159,13 +160,20 @@ class LocalMemory:
         except BaseException:
             self.close()
             raise
+        self.seconds = time.perf_counter() - started  # the last run read: the history's time
 
     def add(self, work: pl.DataFrame) -> None:
         """A batch of decided rows (work columns): its distinct addresses compared, listed
-        when new or changed, and added to the staged run as one part."""
+        when new or changed, and added to the staged run, a part per :data:`PART_ROWS`
+        rows (what the history holds beside the batch stays small)."""
         if self._store is None:  # not recorded: nothing to compare with, nothing kept
             return
         started = time.perf_counter()
+        for offset in range(0, work.height, PART_ROWS):
+            self._add(work.slice(offset, PART_ROWS))
+        self.seconds += time.perf_counter() - started
+
+    def _add(self, work: pl.DataFrame) -> None:
         decided = remembered(work)
         counted, rows = compare(decided, self._previous, self._start.started_at)
         if self._changes is not None and counted is not None:
@@ -176,7 +184,6 @@ class LocalMemory:
             self._store.add_part(self._start.run_id, self._parts, kept_of(decided))
         self._parts += 1
         self.addresses += decided.height
-        self.seconds += time.perf_counter() - started
 
     def compare(self, publication: Publication) -> Remembered:
         if self._sink is not None:
