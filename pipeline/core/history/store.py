@@ -11,10 +11,10 @@ the only kind several machines may write at once: a Dask run's workers).
     :meth:`RunHistory.finish` on, which the run calls once its files are published; a staged run
     is never anyone's "last run", and the next run of the list to finish removes it.
 ``parts``
-    The run's addresses, a part at a time (a batch of a local run, an input part of a Dask
-    run: each writer adds its own): the hash of each distinct address
+    The run's addresses, a part at a time (up to 131,072 rows of a local run's batch, an
+    input part of a Dask run: each writer adds its own): the hash of each distinct address
     (:mod:`pipeline.core.history.keys`), its VERDICT, REASON and SCORE, as one Parquet blob
-    (zstd). A million addresses take about 9 MB a run: the 8-byte hashes, which do not
+    (zstd). A million addresses take about 8.4 MB a run: the 8-byte hashes, which do not
     compress, and a few bits for the rest.
 
 Retention (``[history] retention_days``) is applied when a run finishes: runs of any list that
