@@ -230,7 +230,9 @@ def test_consent_is_kept_by_the_dask_engine(cluster: Client, tmp_path: Path) -> 
     assert pl.read_parquet(tmp_path / "dask2.parquet").equals(expected)
 
 
-ROW_TASKS = ("scan_part", "mark_part", "decide_partition")  # the tasks that hold a part's rows
+# The tasks that hold a part's rows (a run is recorded in its list's history by default, so its
+# parts are decided by decide_remembering, which keeps their narrow table beside the rows).
+ROW_TASKS = ("scan_part", "mark_part", "decide_remembering")
 
 
 def test_one_domain_stays_in_the_input_parts(
