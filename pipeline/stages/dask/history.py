@@ -147,11 +147,11 @@ def compare_part(
     plan: HistoryPlan, start: RunStart, index: int, decided: pl.DataFrame, previous: Any
 ) -> PartCompared:
     counted, rows = compare(decided, previous, start.started_at)
-    kept: pl.DataFrame | None = kept_of(decided)
+    kept = kept_of(decided)
     if plan.where is not None and is_url(plan.where):  # each part's worker writes its own
         with _history(plan, start.run_id) as history:
-            history.add_part(start.run_id, index, kept)  # type: ignore[arg-type]
-        kept = None
+            history.add_part(start.run_id, index, kept)
+        return PartCompared(counted, rows, None, decided.height)
     return PartCompared(counted, rows, kept, decided.height)
 
 
