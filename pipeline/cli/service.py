@@ -16,10 +16,8 @@ import platformdirs
 
 from pipeline.cli.common import (
     cache_path,
-    common_options,
     config_file,
     sandbox_world,
-    utf8_text,
     with_resolvers,
 )
 from pipeline.core.bounces.ledger import BounceLedger
@@ -31,46 +29,7 @@ from pipeline.service.accounts.store import ServiceStore
 from pipeline.service.settings import ServiceConfig, load_service_config, with_shared_state
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = commands.add_parser("serve", help="run the HTTP verification service")
-    serve.add_argument(
-        "--host", type=utf8_text, help="address to listen on (default from [service] host)"
-    )
-    serve.add_argument("--port", type=int, help="TCP port (default from [service] port)")
-    serve.add_argument(
-        "--db",
-        type=utf8_text,
-        metavar="PATH|URL",
-        help="keys, quota counters, contacts, bounces: a SQLite file or a postgresql:// URL",
-    )
-    common_options(serve)
-    serve.set_defaults(handler=_serve, quiet=True)
-
-    keys = commands.add_parser("keys", help="create, list and revoke API keys")
-    key_commands = keys.add_subparsers(required=True, metavar="ACTION")
-    create = key_commands.add_parser("create", help="create a key; prints its secret once")
-    create.add_argument(
-        "--plan", required=True, type=utf8_text, metavar="NAME", help="plan the key is on"
-    )
-    create.add_argument("--label", type=utf8_text, default="", help="a note for whom the key is")
-    create.set_defaults(handler=_keys_create)
-    listing = key_commands.add_parser("list", help="list keys (never their secrets)")
-    listing.set_defaults(handler=_keys_list)
-    revoke = key_commands.add_parser("revoke", help="revoke a key by its id")
-    revoke.add_argument("key_id", type=utf8_text, metavar="KEY_ID")
-    revoke.set_defaults(handler=_keys_revoke)
-    database = commands.add_parser("db", help="the service's database")
-    db_commands = database.add_subparsers(required=True, metavar="ACTION")
-    migrate = db_commands.add_parser(
-        "migrate", help="create or upgrade the tables of every store the service uses"
-    )
-    migrate.set_defaults(handler=_db_migrate)
-    for sub in (create, listing, revoke, migrate):
-        sub.add_argument("--db", type=utf8_text, metavar="PATH|URL", help="keys and quota counters")
-        sub.add_argument("--config", type=Path, metavar="FILE", help="service settings (TOML)")
-
-
-def _serve(args: argparse.Namespace) -> int:
+def command_serve(args: argparse.Namespace) -> int:
     return serve(args)
 
 
@@ -115,7 +74,7 @@ def _db_path(args: argparse.Namespace, service: ServiceConfig) -> Where:
     return Path(platformdirs.user_data_dir("listclean")) / "service.sqlite"
 
 
-def _keys_create(args: argparse.Namespace) -> int:
+def command_keys_create(args: argparse.Namespace) -> int:
     service = load_service_config(config_file(args), os.environ)
     if args.plan not in service.plans:
         raise UsageError(
@@ -129,7 +88,7 @@ def _keys_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _keys_list(args: argparse.Namespace) -> int:
+def command_keys_list(args: argparse.Namespace) -> int:
     with _state(args) as store:
         keys = store.list_keys()
     print(f"{'KEY_ID':<12} {'PLAN':<10} {'CREATED (UTC)':<20} {'STATUS':<8} LABEL")
@@ -140,14 +99,14 @@ def _keys_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _keys_revoke(args: argparse.Namespace) -> int:
+def command_keys_revoke(args: argparse.Namespace) -> int:
     with _state(args) as store:
         key = store.revoke_key(args.key_id)
     print(f"API key {key.key_id} is revoked.")
     return 0
 
 
-def _db_migrate(args: argparse.Namespace) -> int:
+def command_db_migrate(args: argparse.Namespace) -> int:
     """Open each store the service shares, which creates what is missing of its tables (each
     store also does so when it is opened, so this is the explicit step before a deploy)."""
     service = load_service_config(config_file(args), os.environ)
