@@ -3,7 +3,9 @@
     python bench/measure.py RESULT.json clean ...        # a `listclean` command line
     python bench/measure.py RESULT.json --email-validator LIST.csv
 
-Reports this process's peak RSS and that of its largest child process, if any (the worker
+Reports this process's CPU time (user and system, every thread's: a measure of the work done
+that other processes on a busy machine sway less than its wall time), its peak RSS and that
+of its largest child process, if any (the worker
 processes of ``--engine dask``'s LocalCluster, once they have exited), and the bytes this
 process read and wrote through system calls (``rchar``/``wchar`` of ``/proc/self/io``: files
 and sockets alike, so a Dask driver's network bytes are in them).
@@ -55,10 +57,17 @@ def main() -> None:
 
         code = listclean(args)
     seconds = time.perf_counter() - started
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    peak_kib = own.ru_maxrss
     # The largest child process waited for (a LocalCluster's workers; 0 when there were none).
     child_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    measured = {"exit": code, "seconds": seconds, "peak_rss_mib": peak_kib / 1024, **io()}
+    measured = {
+        "exit": code,
+        "seconds": seconds,
+        "cpu_seconds": own.ru_utime + own.ru_stime,  # every thread's: less swayed by other load
+        "peak_rss_mib": peak_kib / 1024,
+        **io(),
+    }
     result.write_text(json.dumps({**measured, "child_peak_rss_mib": child_kib / 1024}))
 
 

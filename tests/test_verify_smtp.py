@@ -287,3 +287,36 @@ def test_answers_received_mid_session_survive_a_kill(tmp_path: Path) -> None:
     in_flight = 2 * 2  # hosts x sessions_per_host, one RCPT each at a time
     assert set(counts) == set(addresses)
     assert sum(1 for n in counts.values() if n > 1) <= in_flight
+
+
+def test_due_answers_are_refreshed_oldest_first_within_the_budget(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every answer of the first run falls due (a one-second lifetime, no jitter); the second
+    run's budget refreshes some, says so before and after, and the rest keep their answer."""
+    config = tmp_path / "short.toml"
+    config.write_text(
+        Path(FAST).read_text() + "\nttl_good = 1\nttl_temporary = 1\nttl_floor = 1.0\n"
+    )  # appended to [verify], the file's last table
+    first = clean_smtp(tmp_path, "--config", str(config))
+    before = pl.read_parquet(tmp_path / "out.parquet")
+    time.sleep(1.2)
+    capsys.readouterr()
+    code = main(
+        ["clean", str(SAMPLE_CSV), "-o", str(tmp_path / "next.parquet"), "--sandbox",
+         "--config", str(config), "--cache-dir", str(tmp_path / "cache"), "--verify", "smtp",
+         "--helo", "probe.example.net", "--budget", "40"]
+    )  # fmt: skip
+    assert code == 0
+    summary = json.loads((tmp_path / "next.summary.json").read_text())
+    due, refreshed = summary["answers_due"], summary["answers_refreshed"]
+    assert due > 100 and 0 < refreshed <= 40 and summary["rcpts_sent"] <= 40
+    assert summary["runs_to_refresh_all"] == -(-due // 40)
+    assert f"{due:,} cached answers are due again" in capsys.readouterr().err
+    after = pl.read_parquet(tmp_path / "next.parquet")
+    kept = after.filter(pl.col("DETAIL").str.contains("due again"))
+    assert kept.height >= due - refreshed - 5  # duplicates of an address share its answer
+    assert not after["REASON"].str.contains("not_verified_budget").any()
+    # A due answer the budget did not reach keeps its last verdict.
+    assert after.select("VERDICT").equals(before.select("VERDICT"))
+    assert int(first["rcpts_sent"]) > 100  # type: ignore[call-overload]

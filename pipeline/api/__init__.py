@@ -59,6 +59,7 @@ from pipeline.core.engine import verify_many as verify_all
 from pipeline.core.errors import ListcleanError, UsageError
 from pipeline.core.files.encodings import Decoding, codec_name
 from pipeline.report import render_report
+from pipeline.stages.history import plan_history
 from pipeline.stages.job import CleanRequest, open_job
 from pipeline.stages.runner import run_clean
 from pipeline.stages.summary import RunSummary
@@ -142,6 +143,7 @@ def clean(
     cache_dir: str | Path | None = None,
     offline: bool = False,
     api_key: str | None = None,
+    list_name: str | None = None,
 ) -> CleanResult:
     """Clean a list: the path (or ``s3://`` URL) of a list file, a polars or pandas DataFrame,
     a polars LazyFrame, a pyarrow Table, or an iterable of address strings (a column named
@@ -156,7 +158,11 @@ def clean(
     a workbook's sheet. *config* is a settings file or a Config (default: the defaults and
     ``LISTCLEAN_`` variables). *cache_dir* holds the caches the command line shares (default:
     the user's cache directory); *offline* skips DNS. *api_key* is the key of ``verify.mode =
-    "api"`` or a paid verifier (default: ``LISTCLEAN_API_KEY``). Raises
+    "api"`` or a paid verifier (default: ``LISTCLEAN_API_KEY``). A list read from a path is
+    recorded in the run history, as the command line records it (under *list_name*, else
+    ``[history] list_name``, else its file name without dates), and
+    ``summary.since_last_run`` says what changed since its last run; a list given as data is
+    recorded only under a *list_name* (it has no name of its own). Raises
     :class:`~pipeline.core.errors.ListcleanError` subclasses for what must be fixed first (an
     unreadable list, no email column, a bad setting, an unhealthy resolver).
     """
@@ -170,7 +176,7 @@ def clean(
     if kind is Kind.ADDRESSES:
         named = named or [ADDRESS_COLUMN]
     first = named[0] if named else None
-    asked = _Asked(first, decoding, member, sheet, header_row, tuple(named[1:]))
+    asked = _Asked(first, decoding, member, sheet, header_row, tuple(named[1:]), list_name)
     access = _Access(cache_dir, offline, api_key)
     return _blocking(lambda: _clean(data, kind, asked, settings, access))
 
@@ -247,6 +253,7 @@ class _Asked:
     sheet: str | None
     header_row: int | None = None
     further: tuple[str, ...] = ()
+    list_name: str | None = None  # the list's name in the run history
 
 
 @dataclass(frozen=True)
@@ -279,7 +286,11 @@ def _clean(data: Any, kind: Kind, asked: _Asked, config: Config, access: _Access
         )
         job = stack.enter_context(open_job(request, config.storage, config.read))
         engine = _engine(stack, config, access)
-        summary = run_clean(job, engine, folder)
+        history = None
+        if label is None or asked.list_name:  # data given as such has no name of its own
+            where = _domain_cache(config, access.cache_dir)
+            history = plan_history(config, source, where, list_name=asked.list_name)
+        summary = run_clean(job, engine, folder, history)
         frame = pl.read_parquet(job.output)
         rejects = pl.read_csv(job.paths.rejects, infer_schema=False)
     rejects = rejects.with_columns(pl.col("line").cast(pl.Int64))

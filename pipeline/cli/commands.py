@@ -125,6 +125,20 @@ def _list_commands(commands: Commands) -> None:
         "else detected",
     )
     clean.add_argument(
+        "--list-name",
+        type=utf8_text,
+        metavar="NAME",
+        help="the list's name in the run history (default [history] list_name, else the input's "
+        "file name without dates and times)",
+    )
+    clean.add_argument(
+        "--changes",
+        type=utf8_text,
+        metavar="PATH",
+        help="write the addresses new since the list's last run or whose VERDICT changed "
+        "(.csv, .parquet, .jsonl, .xlsx)",
+    )
+    clean.add_argument(
         "--engine",
         choices=("local", "dask"),
         default="local",

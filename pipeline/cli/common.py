@@ -207,6 +207,23 @@ def _show_plan(log: Log, plan: Plan, config: Config) -> None:
 
 
 def plan_text(plan: Plan, config: Config | None = None) -> str:
+    return _plan_text(plan, config) + refresh_text(plan)
+
+
+def refresh_text(plan: Plan) -> str:
+    """What the pre-flight line says of the cached answers due again; "" when none is."""
+    refresh = plan.refresh
+    if refresh is None or not refresh.due:
+        return ""
+    runs = "this run refreshes" if refresh.runs == 1 else f"{refresh.runs:,} runs refresh"
+    return (
+        f" {refresh.due:,} cached answers are due again (oldest first, after the addresses "
+        f"never answered); this budget refreshes {refresh.refreshed:,} of them, and at this "
+        f"budget {runs} them all."
+    )
+
+
+def _plan_text(plan: Plan, config: Config | None = None) -> str:
     if plan.kind == "vendor":
         return vendor_plan_text(plan)
     budget = "no limit" if plan.budget is None else f"{plan.budget:,} RCPTs"

@@ -26,6 +26,7 @@ from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
 from pipeline.core.verdict import RULES, Reason, Verdict
+from pipeline.stages.history import HistoryPlan, plan_history
 from pipeline.stages.job import CleanJob, CleanRequest, open_job
 from pipeline.stages.objects import is_object_url, local_path
 from pipeline.stages.runner import run_clean
@@ -59,6 +60,7 @@ def command_clean(args: argparse.Namespace) -> int:
         with contextlib.ExitStack() as stack:
             job = stack.enter_context(open_job(request, config.storage, config.read))
             named = job.named
+            history = _history(args, config, job)
             directory = args.work_dir or _work_dir(job, args, config)
             folder = stack.enter_context(work_folder(directory))
             if addressed:
@@ -66,7 +68,7 @@ def command_clean(args: argparse.Namespace) -> int:
                 run_id = fingerprint(source, named, args.budget, args.config)
                 work = stack.enter_context(WorkDir(folder, run_id))
             engine = stack.enter_context(open_engine(args, work))
-            summary = _run(args, job, engine, folder.path)
+            summary = _run(args, job, engine, folder.path, history)
             if work is not None:
                 work.finish()
     except Interrupted as exc:
@@ -76,6 +78,27 @@ def command_clean(args: argparse.Namespace) -> int:
     log: Log = args.log
     tell(log, summary, quiet=args.quiet)
     return judge(log, summary, args.fail_on_invalid, args.fail_on_rejected)
+
+
+def _history(args: argparse.Namespace, config: Config, job: CleanJob) -> HistoryPlan:
+    """Where the run is recorded and under which list name; --changes checked before any
+    work: it may be none of the run's other files."""
+    plan = plan_history(
+        config,
+        args.input,
+        cache_path(args, config),
+        list_name=args.list_name,
+        sandbox=args.sandbox,
+        changes=args.changes,
+    )
+    if plan.changes is not None:
+        others = [*job.paths.files(job.split).values(), Path(local_path(args.input))]
+        if any(plan.changes.resolve() == p.resolve() for p in others):
+            raise UsageError(
+                f"--changes {args.changes} is also the input or one of the run's files; "
+                "name a file of its own, such as list.changes.csv."
+            )
+    return plan
 
 
 def _work_dir(job: CleanJob, args: argparse.Namespace, config: Config) -> Path:
@@ -94,7 +117,9 @@ def _check_engine(args: argparse.Namespace) -> None:
         raise UsageError(f"--dask-workers must be at least 1, got {args.dask_workers}.")
     if args.engine != "dask" or not args.scheduler:
         return
-    for role, text in (("input", args.input), ("output", args.output)):
+    places = [("input", args.input), ("output", args.output)]
+    places += [("--changes file", args.changes)] if args.changes else []
+    for role, text in places:
         if text is None or not (is_object_url(text) or text.startswith("file://")):
             shown = text if text is not None else "(the default, in this folder)"
             raise UsageError(
@@ -105,14 +130,16 @@ def _check_engine(args: argparse.Namespace) -> None:
             )
 
 
-def _run(args: argparse.Namespace, job: CleanJob, engine: Engine, folder: Path) -> RunSummary:
+def _run(
+    args: argparse.Namespace, job: CleanJob, engine: Engine, folder: Path, history: HistoryPlan
+) -> RunSummary:
     if args.engine == "local":
-        return run_clean(job, engine, folder)
+        return run_clean(job, engine, folder, history)
     from pipeline.stages.dask.cluster import connect
     from pipeline.stages.dask.engine import run_clean_dask
 
     with connect(args.scheduler, args.dask_workers) as cluster:
-        return run_clean_dask(job, engine, folder, cluster)
+        return run_clean_dask(job, engine, folder, cluster, history)
 
 
 def _identity(text: str) -> str:

@@ -121,8 +121,29 @@ def _business(summary: RunSummary) -> list[str]:
         ),
         _row("rows rejected", summary.rows_rejected, f"of {summary.rows_in:,} input rows"),
         "",
+        *_since(summary),
         *_members(summary),
     ]
+
+
+def _since(summary: RunSummary) -> list[str]:
+    """The list's name in the run history, and what changed since its last run."""
+    if not summary.list_name:
+        return []
+    lines = [f"{'list':<{_WIDTH}}{summary.list_name}"]
+    since = summary.since_last_run
+    if summary.history is None or not summary.history.get("run_id"):
+        return [*lines, f"{'since the last run':<{_WIDTH}}not recorded ([history] record)", ""]
+    if since is None:
+        return [*lines, f"{'since the last run':<{_WIDTH}}none: the list's first run", ""]
+    lines.append(f"{'since the last run':<{_WIDTH}}{since['previous_run_at']}")
+    lines += [
+        _row("  new", since["new"], "distinct addresses not in the last run"),
+        _row("  gone", since["gone"], "in the last run, not in this one"),
+        _row("  unchanged", since["unchanged"], "in both runs, whatever their VERDICT"),
+    ]
+    lines += [_row(f"  {pair}", n) for pair, n in since["transitions"].items()]
+    return [*lines, ""]
 
 
 def _members(summary: RunSummary) -> list[str]:
@@ -156,6 +177,7 @@ def _technical(summary: RunSummary) -> list[str]:
         _row("SMTP sessions", summary.smtp_sessions),
         _row("API requests", summary.sent("api")),
         *_vendor_rows(summary),
+        *_refresh_rows(summary),
         "seconds per stage",
         *(f"  {s.name:<{_WIDTH - 2}}{s.seconds:>12.3f}" for s in summary.stages),
         "",
@@ -164,6 +186,19 @@ def _technical(summary: RunSummary) -> list[str]:
         *(f"  {role:<10}{name}" for role, name in summary.files.items()),
     ]
     return lines
+
+
+def _refresh_rows(summary: RunSummary) -> list[str]:
+    """The cached answers due again, when there are any."""
+    checks = summary.checks
+    if checks is None or not checks.refresh.due:
+        return []
+    refresh = checks.refresh
+    return [
+        _row("answers due", refresh.due, "cached answers past their lifetime"),
+        _row("answers refreshed", refresh.refreshed, "asked again within the budget"),
+        _row("runs to refresh all", refresh.runs, "at this budget"),
+    ]
 
 
 def _vendor_rows(summary: RunSummary) -> list[str]:

@@ -18,6 +18,7 @@ from pipeline.core.config import Config
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.database import Where, cache_where, exists, is_url, store_where
 from pipeline.core.errors import UsageError
+from pipeline.core.history.store import RunHistory
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.vendors.store import PaidAnswers
 
@@ -106,16 +107,19 @@ def command_contacts_forget(args: argparse.Namespace) -> int:
         )
         bought = store_where(cache_path(args, config), "vendor-answers", config.vendor.db)
         paid = stack.enter_context(PaidAnswers(bought, config.vendor)) if exists(bought) else None
+        runs = store_where(cache_path(args, config), "history", config.history.db)
+        history = stack.enter_context(RunHistory(runs)) if exists(runs) else None
         done = forget(
             Request(args.request), contacts, cache, ledger, email=args.email, phone=args.phone,
-            name=args.name, paid=paid,
+            name=args.name, paid=paid, history=history,
         )  # fmt: skip
     reached = done.contacts
     verb = "Erased" if Request(args.request) is Request.ERASE else "Suppressed"
     print(
         f"{verb}: {reached.records} record(s) of the person, {reached.lookalikes} more that may "
         f"be theirs hidden; {reached.audit} audit record(s), {done.mailbox_answers} cached "
-        f"mailbox answer(s) and {done.bounce_events} bounce event(s) no longer about them. "
+        f"mailbox answer(s), {done.bounce_events} bounce event(s) and {done.history_entries} "
+        "run history entries no longer about them. "
         "They are suppressed from any later import."
     )
     return 0

@@ -33,14 +33,35 @@ def command_serve(args: argparse.Namespace) -> int:
     return serve(args)
 
 
+@contextlib.contextmanager
+def _service_log() -> Iterator[None]:
+    """The service's log lines on standard error while it serves, as ``logging.basicConfig``
+    sets them up, and taken away when it stops: ``serve`` called within a process that goes on
+    (a test, a program that embeds it) leaves no handler on the root logger bound to a stream
+    that may be closed by then. A root logger that has handlers already is left as it is."""
+    root = logging.getLogger()
+    if root.handlers:
+        yield
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
 def serve(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int:
     """``listclean serve``; *clock* is the quota windows' time (a test moves it)."""
     from pipeline.service.app import Paths, create_app
     from pipeline.service.connections.protocol import serve as serve_app
 
     service = load_service_config(config_file(args), os.environ)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    with contextlib.ExitStack() as stack:
+    with _service_log(), contextlib.ExitStack() as stack:
         engine = sandbox_world(stack, args, with_resolvers(service.engine, args.resolver))
         service = dataclasses.replace(service, engine=engine)
         paths = Paths(db=_db_path(args, service), cache=cache_path(args, engine))

@@ -8,15 +8,18 @@ the one exception is a stacked bar's total when the summary gives none (the sum 
 
 Keys read (``summary.json``): the counts ``rows_in``, ``rows_out``, ``rows_rejected``,
 ``distinct_addresses``, ``duplicates``, ``distinct_domains``, ``dns_queries``, ``cache_hits``,
-``rcpts_sent``, ``smtp_sessions``, ``api_requests``, ``safe_to_send`` and
-``safe_to_send_share``; the breakdowns ``verdicts``, ``verdicts_unique``, ``reasons``,
-``top_domains``, ``typo_fixes``, ``repairs``, ``rejects_by_reason`` and ``stages``; the facts
-``input``, ``output``, ``rejects_file``, ``email_column`` (with ``email_column_why``),
-``encoding``, ``delimiter``, ``files`` and ``run``; and ``warnings``.
+``rcpts_sent``, ``smtp_sessions``, ``api_requests``, ``answers_due``, ``answers_refreshed``,
+``runs_to_refresh_all``, ``safe_to_send`` and ``safe_to_send_share``; the breakdowns
+``verdicts``, ``verdicts_unique``, ``reasons``, ``top_domains``, ``typo_fixes``, ``repairs``,
+``rejects_by_reason`` and ``stages``; the facts ``input``, ``list_name``, ``output``,
+``rejects_file``, ``email_column`` (with ``email_column_why``), ``encoding``, ``delimiter``,
+``files`` and ``run``; what changed since the list's last run, ``since_last_run`` (its
+``previous_run_at``, ``new``, ``gone``, ``unchanged`` and ``transitions``); and ``warnings``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -104,6 +107,16 @@ class Fact:
 
 
 @dataclass(frozen=True)
+class Since:
+    """What changed since the list's last run: when it ran, the counts, the transitions."""
+
+    list_name: str  # "" when the summary does not say
+    previous_run_at: str | None  # None: the list's first run
+    figures: tuple[Figure, ...]
+    transitions: Chart
+
+
+@dataclass(frozen=True)
 class Report:
     title: str
     headline: tuple[Headline, ...]
@@ -112,6 +125,7 @@ class Report:
     counters: tuple[Figure, ...]
     warnings: tuple[str, ...]
     sandbox: bool = False  # the run answered from the sandbox's made-up world
+    since: Since | None = None
 
 
 def read_summary(summary: Mapping[str, Any]) -> Report:
@@ -124,7 +138,39 @@ def read_summary(summary: Mapping[str, Any]) -> Report:
         counters=counters(summary),
         warnings=tuple(w for w in map(text_of, list_of(summary.get("warnings"))) if w),
         sandbox=summary.get("sandbox") is True,
+        since=since_of(summary),
     )
+
+
+def since_of(summary: Mapping[str, Any]) -> Since | None:
+    """The changes since the list's last run; None when the summary names no list and has
+    no changes (a run not in a history)."""
+    name = text_of(summary.get("list_name")) or ""
+    found_since = summary.get("since_last_run")
+    if not name and not isinstance(found_since, Mapping):
+        return None
+    since = mapping_of(found_since)
+    named = [
+        ("new", "New addresses"),
+        ("gone", "Gone addresses"),
+        ("unchanged", "In both runs"),
+    ]
+    found = [(key, title, count_of(since.get(key))) for key, title in named]
+    shown = tuple(
+        Figure(f"since_last_run.{key}", title, n, Unit.ADDRESSES)
+        for key, title, n in found
+        if n is not None
+    )
+    transitions = simple_chart(
+        "transitions",
+        "VERDICT changes",
+        counts_of(since.get("transitions")),
+        "Before → after",
+        "Addresses in both runs whose VERDICT changed.",
+    )
+    at = text_of(since.get("previous_run_at"))
+    chart = dataclasses.replace(transitions, series=("addresses",), unit=Unit.ADDRESSES)
+    return Since(name, at, shown, chart)
 
 
 def headline(summary: Mapping[str, Any]) -> tuple[Headline, ...]:
@@ -150,6 +196,9 @@ def counters(summary: Mapping[str, Any]) -> tuple[Figure, ...]:
         ("smtp_sessions", "SMTP sessions", Unit.ROWS),
         ("rcpts_sent", "RCPT commands sent", Unit.ROWS),
         ("api_requests", "API requests", Unit.ROWS),
+        ("answers_due", "Cached answers due again", Unit.ADDRESSES),
+        ("answers_refreshed", "Due answers refreshed", Unit.ADDRESSES),
+        ("runs_to_refresh_all", "Runs at this budget to refresh all", Unit.ROWS),
     ]
     found = (figure(summary, key, title, unit) for key, title, unit in named)
     return tuple(f for f in found if f is not None)
@@ -259,6 +308,12 @@ def facts(summary: Mapping[str, Any]) -> tuple[Fact, ...]:
     run = mapping_of(summary.get("run"))
     found = [
         fact("input", "Input", summary.get("input")),
+        fact("list_name", "List (run history)", summary.get("list_name") or None),
+        fact(
+            "since_last_run.previous_run_at",
+            "Last run of the list",
+            mapping_of(summary.get("since_last_run")).get("previous_run_at"),
+        ),
         fact(
             "email_column",
             "Email column",

@@ -16,7 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from pipeline.report.figures import Chart, Fact, Figure, Headline, Report, read_summary
+from pipeline.report.figures import (
+    Chart,
+    Fact,
+    Figure,
+    Headline,
+    Report,
+    Since,
+    read_summary,
+)
 from pipeline.report.format import attrs, esc, number
 from pipeline.report.style import CSS
 from pipeline.report.svg import bar_chart
@@ -39,6 +47,7 @@ def render_report(summary: Mapping[str, Any]) -> str:
         _header(report),
         _sandbox(report.sandbox),
         _headline(report.headline),
+        _since(report.since),
         *(_chart(chart) for chart in report.charts),
         _facts(report.facts),
         _counters(report.counters),
@@ -87,6 +96,27 @@ def _card(card: Headline) -> str:
     return (
         f'<div class="{kind}"><span class="title">{esc(main.title)}</span>'
         f'<span class="value">{_figure(main)}</span>{share}</div>'
+    )
+
+
+def _since(since: Since | None) -> str:
+    """What changed since the list's last run: the counts as cards, the VERDICT changes as
+    a chart (when there are any)."""
+    if since is None:
+        return ""
+    heading = "title-since"
+    if since.previous_run_at is None:
+        note = "The list's first run in the history: nothing to compare with yet."
+    else:
+        note = f"Since the last run of the list, at {since.previous_run_at}."
+    cards = "".join(_card(Headline(f)) for f in since.figures)
+    named = f" of {since.list_name}" if since.list_name else ""
+    chart = _chart(since.transitions) if since.transitions.bars else ""
+    return (
+        f'<section id="since" aria-labelledby="{heading}">'
+        f'<h2 id="{heading}">Since the last run{esc(named)}</h2>'
+        f'<p class="note">{esc(note)}</p>'
+        f'<div class="cards">{cards}</div>{chart}</section>'
     )
 
 

@@ -38,9 +38,11 @@ from pipeline.core.addresses.syntax import Syntax
 from pipeline.core.bounces.step import BounceScope, attach_bounces
 from pipeline.core.domains.step import DomainStats, check_domains
 from pipeline.core.engine import Engine
+from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.base import Batch
+from pipeline.stages.history import HistoryPlan, LocalMemory
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest
 from pipeline.stages.read.csv_source import ReadAgain
@@ -50,11 +52,12 @@ from pipeline.stages.state.dedupe import DuplicateMarker
 from pipeline.stages.state.spill import Spill, named_failures, spill_folder
 from pipeline.stages.steps import (
     answer_table,
-    decide_rows,
+    decide_work,
     held_keys,
     list_domains,
     normalize,
     probe_candidates,
+    rows_of,
 )
 from pipeline.stages.summary import NormalizeStats, RunSummary, Tally
 from pipeline.stages.write.formats import check_capacity
@@ -93,20 +96,29 @@ class _Scan:
 
 
 def run_clean(
-    job: CleanJob, engine: Engine, spill_parent: Path, admit: Admit | None = None
+    job: CleanJob,
+    engine: Engine,
+    spill_parent: Path,
+    history: HistoryPlan | None = None,
+    admit: Admit | None = None,
 ) -> RunSummary:
-    """Clean one list in one event loop; *spill_parent* holds the run's spill folder; *admit*
-    (see the module's doc) is asked before anything is checked."""
-    return asyncio.run(_clean(job, engine, spill_parent, admit))
+    """Clean one list in one event loop; *spill_parent* holds the run's spill folder; with
+    *history*, the run is recorded in the list's history (:mod:`pipeline.stages.history`);
+    *admit* (see the module's doc) is asked before anything is checked."""
+    return asyncio.run(_clean(job, engine, spill_parent, history, admit))
 
 
 async def _clean(
-    job: CleanJob, engine: Engine, spill_parent: Path, admit: Admit | None
+    job: CleanJob,
+    engine: Engine,
+    spill_parent: Path,
+    history: HistoryPlan | None,
+    admit: Admit | None,
 ) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
             way = LocalWay(engine, folder, job.memory_mb, admit)
-            return await run_stages(job, engine, folder, way)
+            return await run_stages(job, engine, folder, way, history)
     finally:
         await engine.dns.close()
 
@@ -129,6 +141,7 @@ class LocalWay:
         self._answers: pl.DataFrame | None = None  # the address checker's
         self._scan: _Scan | None = None
         self._rejects: RejectsSink | None = None
+        self._memory: LocalMemory | None = None  # where the decided rows are remembered
 
     def open(self, job: CleanJob, folder: Path) -> ListReader:
         reader = open_reader(job, folder)
@@ -177,13 +190,19 @@ class LocalWay:
         )
         sink.note(facts)
         tables = (self._table, self._answers)
-        tally = _decide_all(self._engine, self._scan, reader, self._rows, tables, sink)
+        sinks = (sink, self._memory)
+        tally = _decide_all(self._engine, self._scan, reader, self._rows, tables, sinks)
         sink.stage(publication)
         self._rejects.stage(publication)
         return tally, self._rejects.reasons
 
     def queries(self, engine: Engine) -> int:
         return engine.dns.queries_sent
+
+    def remembering(self, plan: HistoryPlan, start: RunStart) -> LocalMemory:
+        """Each batch's addresses remembered as the batch is written."""
+        self._memory = LocalMemory(plan, start)
+        return self._memory
 
 
 def batch_rows(memory_mb: int, bytes_per_row: float) -> int:
@@ -282,11 +301,12 @@ def _decide_all(
     reader: ListReader,
     rows: int,
     tables: tuple[pl.DataFrame, pl.DataFrame | None],
-    sink: Sink,
+    sinks: tuple[Sink, LocalMemory | None],
 ) -> Tally:
     """Pass 2: every batch read again (the original columns: cheaper to read than to keep),
-    joined with its spilled work columns, decided, written and counted."""
+    joined with its spilled work columns, decided, written, counted and remembered."""
     table, answers = tables
+    sink, memory = sinks
     held = held_keys(pl.concat(scan.held)) if scan.held else None
     tally = Tally()
     scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
@@ -298,9 +318,12 @@ def _decide_all(
                 raise AssertionError(f"batch {index} read back with other rows than the first")
             marked = Batch(read.frame, _marked(scan, work, offset))
             offset += work.height
-            more = (reader.further, engine.lists)
-            decided = decide_rows(marked, table, engine.bounces, scope, answers, held, more)
+            work = decide_work(marked, table, engine.bounces, scope, answers, held)
+            answered = (table, engine.bounces, scope, answers)
+            decided = rows_of(marked, work, answered, (reader.further, engine.lists))
             sink.write(decided)
+            if memory is not None:
+                memory.add(work)
             tally.add(decided)
             scan.spill.drop(index)
             bar.update(work.height)

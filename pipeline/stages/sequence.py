@@ -22,8 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pipeline.core.domains.step import DomainStats
 from pipeline.core.engine import Engine
+from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.stages.base import StageSummary
+from pipeline.stages.history import HistoryPlan, Memory, run_start
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest, RunRecord
 from pipeline.stages.read.pin import InputPin
@@ -52,11 +54,18 @@ class StageClock:
         self._last = time.perf_counter()
 
     def lap(
-        self, name: str, rows_in: int, rows_out: int, stats: DataclassInstance | None = None
+        self,
+        name: str,
+        rows_in: int,
+        rows_out: int,
+        stats: DataclassInstance | None = None,
+        lent: float = 0.0,
     ) -> None:
+        """The stage since the last lap, less *lent* seconds it spent on the next stage's
+        work (the history's, done batch by batch while writing): those count for the next."""
         now = time.perf_counter()
-        self.add(name, rows_in, rows_out, now - self._last, stats)
-        self._last = now
+        self.add(name, rows_in, rows_out, now - self._last - lent, stats)
+        self._last = now - lent
 
     def add(
         self,
@@ -127,9 +136,17 @@ class Way(Protocol):
         """The DNS queries the run sent, wherever they were sent from."""
         ...
 
+    def remembering(self, plan: HistoryPlan, start: RunStart) -> Memory:
+        """The run's history, kept its way (:mod:`pipeline.stages.history`): opened before
+        :meth:`write`, which hands it the decided rows."""
+        ...
 
-async def run_stages(job: CleanJob, engine: Engine, folder: Path, way: Way) -> RunSummary:
-    """One clean of *job*, its way: the files written and published, the summary."""
+
+async def run_stages(
+    job: CleanJob, engine: Engine, folder: Path, way: Way, history: HistoryPlan | None = None
+) -> RunSummary:
+    """One clean of *job*, its way: the files written and published, the summary; with
+    *history*, the run recorded under its list's name and compared with the list's last."""
     clock = StageClock()
     pin = InputPin(job.input, job.name or str(job.input), job.storage)
     with pin.reading():
@@ -149,9 +166,15 @@ async def run_stages(job: CleanJob, engine: Engine, folder: Path, way: Way) -> R
         checks = await way.addresses(engine)
         clock.lap("verify", scan.rows, scan.rows, checks)
         facts = provenance_of(job, reader, record.facts())
+        memory = None
+        if history is not None:
+            opened = way.remembering(history, run_start(history, engine.config))
+            memory = stack.enter_context(contextlib.closing(opened))
         with pin.reading():
             tally, rejected = way.write(job, reader, facts, publication, stack)
-        clock.lap("write", scan.rows, scan.rows)
+        clock.lap("write", scan.rows, scan.rows, lent=memory.seconds if memory else 0.0)
+        remembered = memory.compare(publication) if memory is not None else None
+        clock.lap("history", scan.rows, scan.rows)
         counts = Counts(
             scan.rows,
             scan.rejected,
@@ -163,10 +186,18 @@ async def run_stages(job: CleanJob, engine: Engine, folder: Path, way: Way) -> R
             rejected,
         )
         run = record.facts()
-        summary = summarize(
-            job, reader, counts, clock.stages, run, paths, sandbox=engine.routing.sandbox
-        )
+        sandbox = engine.routing.sandbox
+        summary = summarize(job, reader, counts, clock.stages, run, paths, sandbox, remembered)
         stage_summaries(summary, paths, publication)
         pin.check()  # the hash in the summary is of these bytes too
         publication.commit()
+        if memory is not None:
+            memory.keep(kept_counts(summary))
     return summary
+
+
+def kept_counts(summary: RunSummary) -> dict[str, Any]:
+    """The run's own figures, as the history keeps them beside the run."""
+    record = summary.as_dict()
+    names = ("input", "rows_in", "distinct_addresses", "verdicts_unique", "since_last_run")
+    return {name: record.get(name) for name in names}

@@ -77,20 +77,48 @@ def decide_rows(
     held: pl.DataFrame | None = None,
     further: tuple[Further, DomainLists] | None = None,
 ) -> pl.DataFrame:
-    """The output rows of *batch* (work with DUPLICATE): domain answers, bounce flags and
-    address answers joined by DOMAIN and KEY, the consent of every row of an address (*held*:
-    the whole list's held-back addresses; None: those of *batch*, when it holds every row of
-    its addresses; empty: none, CONSENT being already the whole list's, as in a Dask part),
-    then decided; with *further* (the further columns of addresses, and the shipped lists),
-    each further column's fields after them."""
+    """The output rows of *batch* (work with DUPLICATE): see :func:`decide_work`; with
+    *further* (the further columns of addresses, and the shipped lists), each further
+    column's fields after them (:func:`rows_of`)."""
+    work = decide_work(batch, table, bounces, scope, answers, held)
+    return rows_of(batch, work, (table, bounces, scope, answers), further)
+
+
+Answered = tuple[pl.DataFrame, BounceSource | None, BounceScope | None, pl.DataFrame | None]
+
+
+def rows_of(
+    batch: Batch,
+    work: pl.DataFrame,
+    answered: Answered,
+    further: tuple[Further, DomainLists] | None = None,
+) -> pl.DataFrame:
+    """The output rows of *batch* whose decided work columns are *work*; with *further*, each
+    further column's fields after them, from the same answers (*answered*: the domain table,
+    the bounce source and scope, the address answers)."""
+    rows = output_frame(Batch(batch.originals, work))
+    if further is None or not further[0]:
+        return rows
+    columns, lists = further
+    fields = further_columns(batch.originals, columns, lists, answered)
+    return pl.concat([rows, fields], how="horizontal")
+
+
+def decide_work(
+    batch: Batch,
+    table: pl.DataFrame,
+    bounces: BounceSource | None,
+    scope: BounceScope | None,
+    answers: pl.DataFrame | None,
+    held: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The decided work columns of *batch* (work with DUPLICATE; :func:`rows_of` makes its
+    output rows): domain answers, bounce flags and address answers joined by DOMAIN and KEY,
+    the consent of every row of an address (*held*: the whole list's held-back addresses;
+    None: those of *batch*, when it holds every row of its addresses; empty: none, CONSENT
+    being already the whole list's, as in a Dask part), then decided."""
     work = with_held(batch.work, held_keys(batch.work) if held is None else held)
     work = attach_bounces(bounces, attach_domains(work, table), scope)
     if answers is not None:
         work = join_answers(work, answers)
-    decided = decide(with_address_columns(work))
-    rows = output_frame(Batch(batch.originals, decided))
-    if further is None or not further[0]:
-        return rows
-    columns, lists = further
-    fields = further_columns(batch.originals, columns, lists, (table, bounces, scope, answers))
-    return pl.concat([rows, fields], how="horizontal")
+    return decide(with_address_columns(work))

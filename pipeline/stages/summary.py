@@ -30,6 +30,7 @@ from pipeline.core.schema import SCHEMA_VERSION, SOURCE_COLUMN
 from pipeline.core.verdict import Reason, Verdict
 from pipeline.report import render_report
 from pipeline.stages.base import StageSummary
+from pipeline.stages.history import Remembered
 from pipeline.stages.provenance import RunFacts
 from pipeline.stages.read.reader import SourceInfo
 from pipeline.stages.write.outputs import OutputPaths, stage_summary, sweep_stale
@@ -198,6 +199,11 @@ class RunSummary:
     header_row: int = 0  # the line (a sheet's row) the header starts on; 0: none (Parquet)
     further: list[str] = field(default_factory=list)  # further address columns checked
     others: list[str] = field(default_factory=list)  # other columns holding addresses, unchecked
+    list_name: str = ""  # the list's name in the run history ("": not recorded)
+    # What changed since the list's last run (None: its first, or not recorded): previous_run_at,
+    # new, gone, unchanged (distinct addresses) and transitions ("Valid->Invalid": n).
+    since_last_run: dict[str, Any] | None = None
+    history: dict[str, Any] | None = None  # the run's id in the history, its settings' digest
 
     @property
     def output(self) -> str:
@@ -231,6 +237,7 @@ class RunSummary:
     def as_dict(self) -> dict[str, Any]:
         return {
             "input": self.input,
+            "list_name": self.list_name,
             "sandbox": self.sandbox,
             "output": self.output,
             "rejects_file": self.rejects_file,
@@ -247,6 +254,7 @@ class RunSummary:
             "rows_rejected": self.rows_rejected,
             "verdicts": self.verdicts,
             "verdicts_unique": self.verdicts_unique,
+            "since_last_run": self.since_last_run,
             "reasons": self.reasons,
             "top_domains": self.top_domains,
             "typo_fixes": self.typo_fixes,
@@ -256,10 +264,12 @@ class RunSummary:
             "stages": [dataclasses.asdict(s) for s in self.stages],
             "warnings": self.warnings,
             **self._described(),
+            "history": self.history,
             "run": self.run.as_dict(),
         }
 
     def _counters(self) -> dict[str, int]:
+        refresh = self.checks.refresh if self.checks else None
         return {
             "distinct_domains": self.domains.distinct_domains,
             "dns_queries": self.dns_queries,
@@ -269,6 +279,11 @@ class RunSummary:
             "api_requests": self.sent("api"),
             "vendor_requests": self.checks.vendor_requests if self.checks else 0,
             "vendor_credits": self.checks.credits if self.checks else 0,
+            # Cached address answers past their lifetime, those this run's budget asked
+            # again (oldest first), and the runs at this budget that refresh them all.
+            "answers_due": refresh.due if refresh else 0,
+            "answers_refreshed": refresh.refreshed if refresh else 0,
+            "runs_to_refresh_all": refresh.runs if refresh else 0,
         }
 
     def _described(self) -> dict[str, Any]:
@@ -316,15 +331,21 @@ def summarize(
     run: RunFacts,
     paths: OutputPaths | None = None,
     sandbox: bool = False,
+    remembered: Remembered | None = None,
 ) -> RunSummary:
     """The run's summary, the same way for every engine; *paths* are the files written when
     they are not the job's own (the Dask engine's, see :meth:`OutputPaths.in_parts`);
-    *sandbox*: the run answered from the sandbox's made-up world."""
+    *sandbox*: the run answered from the sandbox's made-up world; *remembered*: what the
+    history step found (None: the run was not recorded)."""
     paths = paths or job.paths
     tally = counts.tally
+    history = remembered or Remembered("", None)
+    files = {role: paths.name(path) for role, path in paths.files(job.split).items()}
+    if history.changes is not None:
+        files["changes"] = str(history.changes)
     return RunSummary(
         input=job.name or str(job.input),
-        files={role: paths.name(path) for role, path in paths.files(job.split).items()},
+        files=files,
         rows_in=counts.rows + counts.rejected,
         rows_out=counts.rows,
         rows_rejected=counts.rejected,
@@ -344,9 +365,16 @@ def summarize(
         rejects_by_reason=_ranked(counts.rejects_by_reason),
         stages=stages,
         run=run,
-        warnings=[*reader.warnings, *(counts.checks.warnings if counts.checks else ())],
+        warnings=[
+            *reader.warnings,
+            *(counts.checks.warnings if counts.checks else ()),
+            *history.warnings,
+        ],
         sandbox=sandbox,
         **described(reader, job),
+        list_name=history.list_name,
+        since_last_run=history.since_last_run,
+        history=history.as_dict() if remembered is not None else None,
     )
 
 

@@ -49,6 +49,16 @@ def test_clean_a_file_gives_its_rejects(config: Config, tmp_path: Path) -> None:
     assert summary["rows_in"] == summary["rows_out"] + summary["rows_rejected"] == 2
 
 
+def test_clean_remembers_a_named_list(config: Config) -> None:
+    """A DataFrame is recorded under the name it is given, and its next run says what changed."""
+    assert clean(FRAME, config=config).summary.list_name == ""  # a frame without a name
+    first = clean(FRAME, config=config, list_name="signups").summary
+    assert first.list_name == "signups" and first.since_last_run is None
+    more = pl.concat([FRAME, pl.DataFrame({"id": [4], "email": ["bob@gmail.com"]})])
+    since = clean(more, config=config, list_name="signups").summary.since_last_run
+    assert since is not None and (since["new"], since["unchanged"]) == (1, 3)
+
+
 def test_clean_refuses_what_the_command_line_refuses(config: Config) -> None:
     with pytest.raises(InputError, match="no column named 'mail'"):
         clean(FRAME, email_column="mail", config=config)

@@ -158,6 +158,7 @@ def test_summary_and_rejects_files(tmp_path: Path, sample_dns: SandboxDNS) -> No
         "domains",
         "verify",
         "write",
+        "history",
     ]
     assert (tmp_path / "out.rejects.csv").read_text().splitlines() == ["line,reason,raw"]
 

@@ -29,13 +29,19 @@ FIGURES = (
     "smtp_sessions",
     "rcpts_sent",
     "api_requests",
+    "answers_due",
+    "answers_refreshed",
+    "runs_to_refresh_all",
 )
 SIMPLE = ("reasons", "repairs", "rejects_by_reason")
+SINCE = ("new", "gone", "unchanged")  # since_last_run's counts, shown as figures
 BarKey = tuple[str, str, str]
 
 
 def figures(summary: Mapping[str, Any]) -> dict[str, float]:
     found = {k: summary[k] for k in FIGURES if k in summary}
+    since = summary.get("since_last_run") or {}
+    found.update({f"since_last_run.{k}": since[k] for k in SINCE if k in since})
     if "safe_to_send" not in found:
         found.pop("safe_to_send_share", None)  # the share is shown beside the count
     return found
@@ -60,6 +66,8 @@ def bars(summary: Mapping[str, Any]) -> dict[BarKey, float]:
         _single(found, "typo_fixes", label, "rows", item["rows"])
     for stage in summary.get("stages", []):
         _single(found, "stages", stage["name"], "seconds", stage["seconds"])
+    for pair, n in (summary.get("since_last_run") or {}).get("transitions", {}).items():
+        _single(found, "transitions", pair, "addresses", n)
     return found
 
 
@@ -70,6 +78,10 @@ def cells(summary: Mapping[str, Any]) -> dict[BarKey, float]:
 
 def facts(summary: Mapping[str, Any]) -> dict[str, str]:
     found = {k: summary[k] for k in ("input", "encoding") if k in summary}
+    if summary.get("list_name"):
+        found["list_name"] = summary["list_name"]
+    if (summary.get("since_last_run") or {}).get("previous_run_at"):
+        found["since_last_run.previous_run_at"] = summary["since_last_run"]["previous_run_at"]
     if not summary.get("files"):  # the files written are listed instead, when the summary has them
         found.update({k: summary[k] for k in ("output", "rejects_file") if k in summary})
     if "delimiter" in summary:

@@ -17,6 +17,14 @@ from tests.report.expected import Markers, numeric, shown
 # A sample run's summary (sample_data/list.csv in the sandbox), with every key the page reads.
 FULL: dict[str, Any] = {
     "input": "sample_data/list.csv",
+    "list_name": "list",
+    "since_last_run": {
+        "previous_run_at": "2025-05-31T02:00:00Z",
+        "new": 310,
+        "gone": 122,
+        "unchanged": 19_524,
+        "transitions": {"Valid->Invalid": 41, "Risky->Valid": 7},
+    },
     "output": "build/demo/list.clean.parquet",
     "rejects_file": "build/demo/list.clean.rejects.csv",
     "rows_in": 23_744,
@@ -30,6 +38,9 @@ FULL: dict[str, Any] = {
     "rcpts_sent": 0,
     "smtp_sessions": 0,
     "api_requests": 0,
+    "answers_due": 1_204,
+    "answers_refreshed": 500,
+    "runs_to_refresh_all": 3,
     "safe_to_send": 17_020,
     "safe_to_send_share": 0.8581224160532419,
     "verdicts": {"Valid": 20_210, "Invalid": 2_100, "Risky": 1_431},

@@ -164,7 +164,8 @@ class _Made:
     def paid(self) -> PaidAnswers:
         if self._paid is None:
             where = store_where(self.domain_cache, "vendor-answers", self.config.vendor.db)
-            store = PaidAnswers(where, self.config.vendor, self.options.clock)
+            floor = self.config.verify.ttl_floor
+            store = PaidAnswers(where, self.config.vendor, self.options.clock, floor)
             self._paid = self.stack.enter_context(store)
         return self._paid
 

@@ -18,6 +18,7 @@ mailbox cache      cached SMTP and remote answers for the addresses deleted (the
                    again)
 paid-answer cache  the paid verifiers' answers for the addresses deleted
 bounce ledger      the addresses' bounce events deleted
+run history        the addresses' hashes, VERDICT, REASON and SCORE taken out of every run
 =================  ==========================================  ===============================
 
 An opt-out is an objection to the service processing the person's data at all, so it reaches
@@ -34,6 +35,7 @@ from enum import StrEnum
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.contacts.types import Reached
+from pipeline.core.history.store import RunHistory
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.vendors.store import PaidAnswers
 
@@ -48,6 +50,7 @@ class Forgotten:
     contacts: Reached
     mailbox_answers: int  # cached answers deleted (SMTP, remote and paid)
     bounce_events: int  # ledger events deleted
+    history_entries: int = 0  # (run, address) entries taken out of the run history
 
 
 def forget(
@@ -60,6 +63,7 @@ def forget(
     phone: str | None = None,
     name: str | None = None,
     paid: PaidAnswers | None = None,
+    history: RunHistory | None = None,
 ) -> Forgotten:
     """Carry out *request* for the person named by *email* / *phone* (and *name*). A store that
     does not exist yet (None) holds nothing to forget."""
@@ -69,4 +73,5 @@ def forget(
     answers = mailboxes.forget(keys) if mailboxes is not None else 0
     answers += paid.forget(keys) if paid is not None else 0
     events = ledger.forget(keys) if ledger is not None else 0
-    return Forgotten(reached, answers, events)
+    entries = history.forget(keys) if history is not None else 0
+    return Forgotten(reached, answers, events, entries)

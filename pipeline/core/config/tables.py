@@ -38,6 +38,13 @@ def known_region(code: str, where: str = "contacts.region") -> str:
     return region
 
 
+def share(value: float, where: str) -> float:
+    """*value* as a share of a whole: at most 1."""
+    if value > 1:
+        raise ConfigError(f"{where} is a share (0 to 1, e.g. 0.1 for 10%), got {value!r}.")
+    return value
+
+
 @dataclass(frozen=True)
 class DnsConfig:
     nameservers: tuple[str, ...] = setting(
@@ -132,6 +139,14 @@ class VerifyConfig:
     )
     ttl_good: int = setting(30 * 86400, "Seconds a mailbox answer (exists / does not) is kept.")
     ttl_temporary: int = setting(3600, "Seconds a blocked / timed-out / greylisted answer is kept.")
+    ttl_floor: float = setting(
+        0.5,
+        "Shortest lifetime of a kept address answer (SMTP, API or a paid verifier's) as a share "
+        "of its TTL: each answer gets a lifetime between ttl_floor x TTL and the TTL when it is "
+        "learned, so answers learned in one night fall due over many; 1.0: the whole TTL.",
+        minimum=0,
+        check=share,
+    )
 
 
 @dataclass(frozen=True)
@@ -327,6 +342,32 @@ def _codec(name: str, where: str) -> str:
 
 
 @dataclass(frozen=True)
+class HistoryConfig:
+    record: bool = setting(
+        True,
+        "Record each clean in the run history, to tell what changed since the list's last run; "
+        "false: since_last_run is null and --changes holds only its header.",
+    )
+    list_name: str = setting(
+        "",
+        "The list's name in the run history (--list-name); empty: the input's file name without "
+        "its date and time parts, so each night's export is one list.",
+    )
+    db: str = setting(
+        "",
+        "The run history: a SQLite file or a postgresql:// URL; empty: history.sqlite in the cache "
+        "(sandbox-history.sqlite for --sandbox). With --engine dask the workers write it: a "
+        "postgresql:// URL, or a file every worker reaches.",
+    )
+    retention_days: int = setting(
+        180,
+        "Days a run stays in the history (its addresses' VERDICT, REASON and SCORE); the run "
+        "that just finished is always kept; 0: forever.",
+        minimum=0,
+    )
+
+
+@dataclass(frozen=True)
 class InputConfig:
     encoding: str = setting(
         "",
@@ -356,13 +397,6 @@ class RunConfig:
         "0: none. On a terminal, progress bars.",
         minimum=0,
     )
-
-
-def share(value: float, where: str) -> float:
-    """*value* as a share of a whole: at most 1."""
-    if value > 1:
-        raise ConfigError(f"{where} is a share (0 to 1, e.g. 0.1 for 10%), got {value!r}.")
-    return value
 
 
 @dataclass(frozen=True)
@@ -421,6 +455,7 @@ class Config:
     routing: RoutingConfig = field(default_factory=RoutingConfig)
     bounces: BouncesConfig = field(default_factory=BouncesConfig)
     contacts: ContactsConfig = field(default_factory=ContactsConfig)
+    history: HistoryConfig = field(default_factory=HistoryConfig)
 
 
 def settings_table(cls: type[Any] = Config, prefix: str = "") -> Iterator[tuple[str, Any, str]]:

@@ -25,7 +25,9 @@ Every row carries the time it was written (``_at``) and an identity (``_id``). A
 its latest (``combine="last"``: answers, which a later one replaces) or the sum of all of its
 rows (``combine="sum"``: counters, each row a delta); a row may be a tombstone (``_gone``,
 written by :meth:`BucketTable.delete`). A table with an ``expires_at`` column forgets rows
-past it. A reader that finds many segments in a bucket joins them into one and deletes those
+past it (unless it keeps them: ``forget_expired=False``, a cache whose answers past their
+lifetime are still handed out as due). A segment written before a value column was added reads
+it as null. A reader that finds many segments in a bucket joins them into one and deletes those
 it read: only what it read, so a segment written meanwhile survives, and a reader listing the
 folder between the two steps sees rows twice, which their ``_id`` makes harmless.
 """
@@ -172,12 +174,14 @@ class BucketTable:
         *,
         combine: Literal["last", "sum"] = "last",
         clock: Callable[[], float] = time.time,
+        forget_expired: bool = True,
     ) -> None:
         self.shelf = shelf / name
         self.key = key
         self.schema: dict[str, Any] = {**dict.fromkeys(key, pl.String), **values, **_SYSTEM}
         self._combine = combine
         self._clock = clock
+        self._expires = forget_expired and "expires_at" in self.schema
 
     def get(self, keys: Iterable[str]) -> pl.DataFrame:
         """The rows whose first key column is one of *keys*, as :meth:`rows` gives them."""
@@ -284,7 +288,10 @@ class BucketTable:
     def _segment(self, folder: Shelf, name: str) -> pl.DataFrame:
         try:
             with folder.reading(name) as handle:
-                return pl.read_parquet(handle).cast(self.schema)  # type: ignore[arg-type]
+                frame = pl.read_parquet(handle)
+                missing = [c for c in self.schema if c not in frame.columns]
+                frame = frame.with_columns(pl.lit(None).alias(c) for c in missing)
+                return frame.cast(self.schema).select(list(self.schema))  # type: ignore[arg-type]
         except FileNotFoundError:
             raise
         except (OSError, pl.exceptions.PolarsError) as exc:
@@ -320,7 +327,7 @@ class BucketTable:
         return latest if keep_tombstones else latest.filter(~pl.col("_gone"))
 
     def _unexpired(self, frame: pl.DataFrame) -> pl.DataFrame:
-        if "expires_at" not in self.schema:
+        if not self._expires:
             return frame
         # A tombstone has no expiry: it holds until a later row of its key.
         return frame.filter(pl.col("_gone") | (pl.col("expires_at") > self._clock()))

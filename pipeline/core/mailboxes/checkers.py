@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import polars as pl
@@ -32,9 +32,10 @@ from pipeline.core.mailboxes.step import (
     mail_hosts,
     plan,
     probe_order,
+    refresh_order,
     runs_of,
     share_out,
-    unanswered,
+    stale_note,
 )
 from pipeline.core.mailboxes.types import (
     Budget,
@@ -42,8 +43,10 @@ from pipeline.core.mailboxes.types import (
     Mailbox,
     MailboxResult,
     Plan,
+    Refresh,
     RemoteAnswer,
     Target,
+    refresh_of,
 )
 from pipeline.core.progress import Progress, ProgressFactory, meter
 
@@ -67,13 +70,16 @@ class AddressChecker(Protocol):
 class Assignment:
     """Who gets a request, decided before any is sent: the cached answers, the targets the
     budget reaches (in priority order) and those it does not, the known catch-alls, and what
-    each reached domain may spend (None: no limit)."""
+    each reached domain may spend (None: no limit); the kept answers that are due again
+    (shown when the budget does not reach them), and their figures."""
 
     answers: dict[str, MailboxResult]
     reached: list[Target]
     skipped: list[Target]
     known_catch_all: dict[str, bool]
     allowances: dict[str, int] | None = None
+    due: dict[str, MailboxResult] = field(default_factory=dict)
+    refresh: Refresh = field(default_factory=Refresh)
 
 
 @dataclass
@@ -100,8 +106,8 @@ class SmtpChecker:
             with contextlib.closing(self.meter(len(work.reached))) as self._bar:
                 found, stats = await self._probe(work, dns, lists)
             answers.update(found)
-        answers.update(not_verified(work.skipped))
-        return attach_mailbox_answers(rows, answers), stats
+        answers.update(unreached(work, self.cache.now()))
+        return attach_mailbox_answers(rows, answers), replace(stats, refresh=work.refresh)
 
     async def _probe(
         self, work: Assignment, dns: SharedResolver, lists: DomainLists
@@ -127,18 +133,22 @@ class SmtpChecker:
         return meter(self.progress, total, "SMTP", "address")
 
     def assign(self, rows: pl.DataFrame, lists: DomainLists) -> Assignment:
-        """The cached answers and the budget's share-out, in the global priority order."""
+        """The cached answers and the budget's share-out, in the global priority order: the
+        addresses never answered first, then the due answers, oldest first."""
         ordered = probe_order(rows)
-        answers = self.cache.get_many(ordered.get_column("KEY").to_list())
-        targets = unanswered(ordered, answers)
+        answers, due = self.cache.with_due(ordered.get_column("KEY").to_list())
+        targets, stale = refresh_order(ordered, answers, {k: a.at for k, a in due.items()})
         known = self.cache.catch_all({t.domain for t in targets})
         reached, skipped = allocate(targets, self.budget, set(known))
+        refreshed = sum(1 for t in reached if t.key in due)
+        refresh = refresh_of(stale, refreshed, len(targets), self.budget)
         if self.on_plan is not None:
             pace = pace_of(runs_of(reached), known, mail_hosts(rows), self.config, lists)
             need, cached = len(targets), len(answers)
-            self.on_plan(plan("smtp", rows, need, cached, self.budget, len(reached), pace))
+            shown = plan("smtp", rows, need, cached, self.budget, len(reached), pace, refresh)
+            self.on_plan(shown)
         shares = allowances(runs_of(reached), self.budget.left, set(known))
-        return Assignment(answers, reached, skipped, known, shares)
+        return Assignment(answers, reached, skipped, known, shares, due, refresh)
 
     def _remember(self, key: str, result: MailboxResult) -> None:
         self.cache.put(key, result)
@@ -160,6 +170,28 @@ async def probe_targets(
 def not_verified(skipped: list[Target]) -> dict[str, MailboxResult]:
     """The answer of each target the budget did not reach."""
     return {t.key: _NOT_VERIFIED for t in skipped}
+
+
+def unreached(work: Assignment, now: float) -> dict[str, MailboxResult]:
+    """The answer of each target the budget did not reach: its kept answer when it has one
+    (due again: its age in DETAIL), else not verified."""
+    answers = not_verified([t for t in work.skipped if t.key not in work.due])
+    for target in work.skipped:
+        kept = work.due.get(target.key)
+        if kept is not None:
+            answers[target.key] = stale_mailbox(kept, now)
+    return answers
+
+
+def stale_mailbox(kept: MailboxResult, now: float) -> MailboxResult:
+    """A due answer the budget did not reach again, as it is shown: its age in DETAIL."""
+    note = stale_note(kept.at, now)
+    return MailboxResult(kept.outcome, f"{kept.reply} ({note})" if kept.reply else note, kept.at)
+
+
+def stale_remote(kept: RemoteAnswer, now: float) -> RemoteAnswer:
+    """:func:`stale_mailbox` for a remote API's answer."""
+    return replace(kept, note=stale_note(kept.at, now))
 
 
 async def outbound_hosts(dns: SharedResolver, settings: SmtpSettings) -> list[tuple[str, str]]:
@@ -187,6 +219,8 @@ class RemoteAssignment:
     answers: dict[str, RemoteAnswer]
     reached: list[Target]
     skipped: list[Target]
+    due: dict[str, RemoteAnswer] = field(default_factory=dict)
+    refresh: Refresh = field(default_factory=Refresh)
 
 
 @dataclass
@@ -211,7 +245,8 @@ class ApiChecker:
         if work.reached:
             with contextlib.closing(self.meter(len(work.reached))) as self._bar:
                 answers = {**work.answers, **await verifier.run(work.reached)}
-        return self.finish(rows, work, answers), CheckStats("api", verifier.requests)
+        stats = CheckStats("api", verifier.requests, refresh=work.refresh)
+        return self.finish(rows, work, answers), stats
 
     def meter(self, total: int) -> Progress:
         """A progress meter of *total* addresses being asked about."""
@@ -239,17 +274,24 @@ class ApiChecker:
         """The cached answers and the requests shared out in the global priority order."""
         api = self.config.url.rstrip("/")
         ordered = probe_order(rows)
-        known = self.cache.remote_answers(ordered.get_column("KEY").to_list(), api)
-        targets = unanswered(ordered, known)
+        known, due = self.cache.remote_with_due(ordered.get_column("KEY").to_list(), api)
+        targets, stale = refresh_order(ordered, known, {k: a.at for k, a in due.items()})
         reached, skipped = share_out(targets, self.budget, quota_left)
+        refreshed = sum(1 for t in reached if t.key in due)
+        refresh = refresh_of(stale, refreshed, len(targets), self.budget)
         if self.on_plan is not None:
-            self.on_plan(plan("api", rows, len(targets), len(known), self.budget, len(reached)))
-        return RemoteAssignment(api, known, reached, skipped)
+            need, covered = len(targets), len(reached)
+            shown = plan("api", rows, need, len(known), self.budget, covered, refresh=refresh)
+            self.on_plan(shown)
+        return RemoteAssignment(api, known, reached, skipped, due, refresh)
 
     def finish(
         self, rows: pl.DataFrame, work: RemoteAssignment, answers: dict[str, RemoteAnswer]
     ) -> pl.DataFrame:
         answers = {**work.answers, **answers}
+        now = self.cache.now()
         for target in work.skipped:
-            answers[target.key] = NOT_VERIFIED_REMOTE
+            kept = work.due.get(target.key)
+            # due again, not refreshed: shown with its age
+            answers[target.key] = NOT_VERIFIED_REMOTE if kept is None else stale_remote(kept, now)
         return attach_remote_answers(rows, answers)

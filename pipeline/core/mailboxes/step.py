@@ -1,27 +1,33 @@
 """The address-level step on frames: which rows to check, in what order, and joining answers back.
 
 Only distinct addresses that still need an answer are probed: not duplicates, not malformed,
-not on dead domains, not already answered in the mailbox cache. Within the budget, addresses on
-domains that look good (a working MX, not disposable, not a suspected typo) come first, largest
-domains first, so a limited budget goes where it tells the most. The budget is shared out before
-any probe is sent, in that order, so which addresses a run reaches does not depend on timing:
-a run killed and started again reaches the same ones.
+not on dead domains, not answered in the mailbox cache within the answer's lifetime. The budget
+goes first to the addresses never answered, and among them to those on domains that look good
+(a working MX, not disposable, not a suspected typo), largest domains first, so a limited budget
+goes where it tells the most; then to the answers that are due again, the oldest first
+(:func:`refresh_order`). A due answer the budget does not reach is still shown, its age in
+DETAIL (:func:`stale_note`). The budget is shared out before any probe is sent, in that order,
+so which addresses a run reaches does not depend on timing: a run killed and started again
+reaches the same ones.
 
-The order and the share-out are rules on domains: addresses are ranked by their domain
-(:data:`RANK`) and then by row, so the addresses of one domain are always next to each other,
-and the budget reaches a prefix of that order (:func:`cut`). Both can be computed from one
-tally per domain (how many addresses, its first row, how many the cache does not answer),
-which is how a Dask run shares out its budget without gathering its addresses anywhere.
-During probing each reached domain may spend what the share-out gave it, and its share of
-what the share-out left over (:func:`allowances`): what a domain spends beyond its addresses
-(a 452 that sends the rest to a new session, a greylisting retry) never takes what another
-domain was given, so which addresses get an answer does not depend on which domain is faster,
-nor on which process probes which domain.
+The order and the share-out are rules on domains: addresses never answered are ranked by their
+domain (:data:`RANK`) and then by row; the due answers by their domain's oldest due answer
+(then :data:`RANK`), and within a domain by when each was learned, then by row. So the
+addresses of one domain are next to each other in either part, and the budget reaches a
+prefix of that order (:func:`cut`). Both can be computed from one tally per domain (how many
+addresses, its first row, how many the cache does not answer, how many are due and the oldest
+of them), which is how a Dask run shares out its budget without gathering its addresses
+anywhere. During probing each reached domain may spend what the share-out gave it, and its
+share of what the share-out left over (:func:`allowances`): what a domain spends beyond its
+addresses (a 452 that sends the rest to a new session, a greylisting retry) never takes what
+another domain was given, so which addresses get an answer does not depend on which domain is
+faster, nor on which process probes which domain.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import datetime as dt
+from collections.abc import Collection, Mapping, Sequence
 
 import polars as pl
 
@@ -34,6 +40,7 @@ from pipeline.core.mailboxes.types import (
     MailboxResult,
     Pace,
     Plan,
+    Refresh,
     RemoteAnswer,
     Target,
 )
@@ -95,13 +102,43 @@ def mail_hosts(rows: pl.DataFrame) -> dict[str, str]:
     return dict(rows.select("DOMAIN", "MX").unique("DOMAIN").iter_rows())
 
 
-def unanswered(ordered: pl.DataFrame, answered: Mapping[str, object]) -> list[Target]:
-    """The rows of :func:`probe_order` still without an answer, as targets, in that order."""
-    return [
-        Target(key, email, domain, DnsStatus(status), known_to_exist=delivered)
-        for key, email, domain, status, delivered in ordered.iter_rows()
-        if key not in answered
-    ]
+def refresh_order(
+    ordered: pl.DataFrame, fresh: Collection[str], due: Mapping[str, float | None]
+) -> tuple[list[Target], int]:
+    """The rows of :func:`probe_order` that a run may ask about, in the order its budget goes
+    to them, and how many of them have a due answer: every address without an answer (in
+    probe order), then those whose kept answer is past its lifetime (*due*: key -> when it
+    was learned), domain by domain, the domain with the oldest due answer first (ties in
+    probe order), and within a domain the oldest first (ties by row). An answer within its
+    lifetime (*fresh*) is never asked again."""
+    never: list[Target] = []
+    stale: list[tuple[float, int, Target]] = []
+    for key, email, domain, status, delivered in ordered.iter_rows():
+        if key in fresh:
+            continue
+        target = Target(key, email, domain, DnsStatus(status), known_to_exist=delivered)
+        if key in due:
+            stale.append((due[key] or 0.0, len(stale), target))
+        else:
+            never.append(target)
+    oldest: dict[str, tuple[float, int]] = {}
+    for at, place, target in stale:  # in probe order: a domain's place is its first's
+        held = oldest.get(target.domain)
+        oldest[target.domain] = (min(at, held[0]), held[1]) if held else (at, place)
+    stale.sort(key=lambda item: (*oldest[item[2].domain], item[0], item[1]))
+    return never + [target for _, _, target in stale], len(stale)
+
+
+def stale_note(learned: float | None, now: float) -> str:
+    """What DETAIL says of a due answer shown because the budget did not reach it again."""
+    if learned is None:
+        return "a kept answer past its lifetime; this run's budget did not refresh it"
+    days = max(0, int((now - learned) // 86400))
+    when = dt.datetime.fromtimestamp(learned, dt.UTC).strftime("%Y-%m-%d")
+    return (
+        f"answered {when}, {days} day{'s' if days != 1 else ''} ago: due again, and this "
+        "run's budget did not refresh it"
+    )
 
 
 def runs_of(targets: Sequence[Target]) -> list[tuple[str, int]]:
@@ -193,6 +230,7 @@ def plan(
     budget: Budget,
     covered: int,
     pace: Pace | None = None,
+    refresh: Refresh | None = None,
 ) -> Plan:
     return Plan(
         kind=kind,
@@ -202,6 +240,7 @@ def plan(
         budget=budget.left,
         covered=covered,
         pace=pace,
+        refresh=refresh,
     )
 
 
@@ -215,7 +254,7 @@ def remote_table(answers: Mapping[str, RemoteAnswer]) -> pl.DataFrame:
         {
             "KEY": list(answers),
             "MAILBOX": [_failure(a) for a in answers.values()],
-            "MAILBOX_REPLY": [a.error for a in answers.values()],
+            "MAILBOX_REPLY": [a.error or a.note for a in answers.values()],
             "API_VERDICT": [a.verdict.value if a.verdict else None for a in answers.values()],
             "API_SCORE": [a.score if a.verdict else None for a in answers.values()],
             "API_KNOWN_BOUNCES": [a.known_bounces for a in answers.values()],

@@ -7,6 +7,8 @@ client, the cache, the frame step) builds on these; none of them imports another
 from __future__ import annotations
 
 import enum
+import hashlib
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -74,6 +76,8 @@ class RemoteAnswer:
     known_bounces: bool = False
     suspected_bounces: bool = False
     error: str = ""  # "": answered; otherwise api_error / not_verified_budget with detail
+    at: float | None = None  # when it was answered (Unix time), when known
+    note: str = ""  # what DETAIL says of a kept answer shown past its lifetime
 
 
 class Budget:
@@ -116,6 +120,7 @@ class Plan:
     vendor: str = ""  # the paid verifier asked (kind "vendor")
     balance: int | None = None  # its credits left, asked before anything is spent
     settled: int = 0  # addresses the bounce ledger settles: no request is spent on them
+    refresh: Refresh | None = None  # the cached answers that are due again, and their share
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,42 @@ class Pace:
 
 
 @dataclass(frozen=True)
+class Refresh:
+    """The cached answers of a run's addresses that are due again (past their lifetime), and
+    what the budget does about them: the budget goes to addresses never answered first, then
+    to the due answers, oldest first; a due answer it does not reach is still shown, with its
+    age in DETAIL."""
+
+    due: int = 0  # cached answers of the run's addresses past their lifetime
+    refreshed: int = 0  # of them, those the run's budget reaches
+    # Runs at this budget that refresh every due answer (the never-answered addresses taking
+    # their share first); 0: none is due. Counts one request an address.
+    runs: int = 0
+
+
+def refresh_of(due: int, refreshed: int, need: int, budget: Budget) -> Refresh:
+    """The figures of :class:`Refresh` for *due* answers of which *refreshed* are reached,
+    *need* addresses in all wanting a request (never answered, and due)."""
+    if not due:
+        return Refresh()
+    if budget.limit is None:
+        return Refresh(due, refreshed, 1)
+    return Refresh(due, refreshed, max(1, math.ceil(need / budget.limit)))
+
+
+def lifetime(ttl: float, key: str, at: float, floor: float) -> float:
+    """How long an answer about *key* learned at *at* is kept: a share of *ttl* between *floor*
+    and 1, drawn once, from the key and the moment (the same in every process). Answers
+    learned in one night so fall due over many nights, never before their own lifetime ends;
+    *floor* 1 keeps every answer its whole *ttl*."""
+    if floor >= 1:
+        return ttl
+    digest = hashlib.blake2b(f"{key}\0{at!r}".encode(), digest_size=8).digest()
+    drawn = int.from_bytes(digest, "big") / 2**64
+    return ttl * (floor + (1 - floor) * drawn)
+
+
+@dataclass(frozen=True)
 class CheckStats:
     """What one pass of an address checker sent."""
 
@@ -142,6 +183,7 @@ class CheckStats:
     vendor_requests: int = 0  # HTTP requests to paid verifiers
     credits: int = 0  # the paid verifiers' credits this run spent (answers they bill)
     warnings: tuple[str, ...] = ()  # what the run's user must be told (an empty balance)
+    refresh: Refresh = field(default_factory=Refresh)  # due answers, and those refreshed
 
 
 def combined(parts: list[CheckStats]) -> CheckStats:
@@ -157,4 +199,9 @@ def combined(parts: list[CheckStats]) -> CheckStats:
         sum(p.vendor_requests for p in parts),
         sum(p.credits for p in parts),
         tuple(w for p in parts for w in p.warnings),
+        Refresh(
+            sum(p.refresh.due for p in parts),
+            sum(p.refresh.refreshed for p in parts),
+            max((p.refresh.runs for p in parts), default=0),
+        ),
     )

@@ -178,7 +178,7 @@ def _clean(spec: dict[str, Any], channel: Channel) -> dict[str, Any]:
             engine = dataclasses.replace(engine, checker=unpaid(engine.checker))
         work = Path(spec["work"])
         work.mkdir(parents=True, exist_ok=True)
-        summary = run_clean(job, engine, work, admit)
+        summary = run_clean(job, engine, work, admit=admit)
     return summary.as_dict()
 
 

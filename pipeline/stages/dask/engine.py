@@ -62,6 +62,7 @@ from typing import Any
 from pipeline.core.config import StorageConfig
 from pipeline.core.domains.step import DomainStats
 from pipeline.core.engine import Engine
+from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.dask.checks.spread import Found, check_on_cluster
@@ -76,6 +77,7 @@ from pipeline.stages.dask.domains import (
     resolve_bucket,
     table_piece,
 )
+from pipeline.stages.dask.history.memory import DaskMemory, decide_parts
 from pipeline.stages.dask.reading import Cluster as Reaching
 from pipeline.stages.dask.reading import Planned, Report, plan, read_ranges
 from pipeline.stages.dask.shuffle import (
@@ -99,13 +101,13 @@ from pipeline.stages.dask.stores import Stores, run_stores
 from pipeline.stages.dask.tasks import (
     Converted,
     convert,
-    decide_partition,
     one,
     read_rejects,
     same,
     scan_batch,
     scan_part,
 )
+from pipeline.stages.history import HistoryPlan
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest, InputDigest, input_digest
 from pipeline.stages.read.csv_source import ReadAgain
@@ -125,31 +127,36 @@ from pipeline.stages.write.publish import Publication
 BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 100 MB)
 
 _log = logging.getLogger(__name__)
+Plan = HistoryPlan | None  # the run's history plan; None: not recorded
 
 
 def run_clean_dask(
-    job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster
+    job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster, history: Plan = None
 ) -> RunSummary:
     """Clean one list on *cluster*; same files and summary as :func:`run_clean`."""
-    return asyncio.run(_clean(job, engine, spill_parent, cluster))
+    return asyncio.run(_clean(job, engine, spill_parent, cluster, history))
 
 
-async def _clean(job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster) -> RunSummary:
+async def _clean(
+    job: CleanJob, engine: Engine, spill_parent: Path, cluster: Cluster, history: Plan
+) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
-            return await _attempts(job, engine, folder, cluster)
+            return await _attempts(job, engine, folder, cluster, history)
     finally:
         await engine.dns.close()
 
 
-async def _attempts(job: CleanJob, engine: Engine, folder: Path, cluster: Cluster) -> RunSummary:
+async def _attempts(
+    job: CleanJob, engine: Engine, folder: Path, cluster: Cluster, history: Plan
+) -> RunSummary:
     """The run, from the read again when a worker was lost with what cannot be computed again
     (see :mod:`pipeline.stages.dask.cluster`); whatever ends it cancels its tasks."""
     lost, killed = lost_work()
     for attempt in range(1, ATTEMPTS + 1):
         run = DaskRun(cluster, engine, folder)
         try:
-            return await run_stages(job, engine, folder, run)
+            return await run_stages(job, engine, folder, run, history)
         except killed as exc:
             run.cancel()
             raise give_up(0, exc) from exc
@@ -196,6 +203,7 @@ class DaskRun:
         self._found: Found | None = None  # the address checker's answers, if any
         self._rejects: list[Any] = []  # futures of the parts' rejects (frames), in input order
         self._stores: Stores | None = None  # where the workers find the caches and stores
+        self._memory: DaskMemory | None = None  # the run's history, when it is recorded
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Any:
         """*function* on the cluster, wherever the scheduler places it: no task is tied to a
@@ -319,20 +327,14 @@ class DaskRun:
     ) -> tuple[Tally, Counter[str]]:
         """Each part decided where it is, with the answers' table and the bounce ledger's
         flags, and written by the workers with its rejects
-        (:mod:`pipeline.stages.dask.staging`): no row of the output passes through here."""
+        (:mod:`pipeline.stages.dask.staging`): no row of the output passes through here; when
+        the run is recorded, each part's narrow table is kept for the history."""
         found, further = self._found, reader.further
-        decided = [
-            self.submit(
-                decide_partition,
-                part,
-                self._tables[p],
-                self.stores,
-                None if found is None else found.of_part(self, p),
-                further,
-                self.lists,
-            )
-            for p, part in enumerate(self._parts)
-        ]
+        answers = [found.of_part(self, p) if found else None for p in range(len(self._parts))]
+        common = (self.stores, further, self.lists)
+        decided = decide_parts(
+            self.submit, self._parts, self._tables, answers, common, self._memory
+        )
         staging = Staging(self.submit, self.files(job), stack, publication, self.cancel)
         schema = output_schema(reader.schema, further.fields)
         output = Output(schema, facts, job.split, job.csv_bom)
@@ -341,6 +343,11 @@ class DaskRun:
 
     def queries(self, engine: Engine) -> int:
         return engine.dns.queries_sent + self.remote_queries
+
+    def remembering(self, plan: HistoryPlan, start: RunStart) -> DaskMemory:
+        """The run's history, written by the workers (:mod:`pipeline.stages.dask.history`)."""
+        self._memory = DaskMemory(self.submit, plan, start)
+        return self._memory
 
     def _hear_reads(self, futures: list[Any]) -> list[Report]:
         """The ranges' reports, in order; the rows read shown as each range is done."""

@@ -141,9 +141,10 @@ def mailbox_store(stores: Stores) -> MailboxStore:
 
 @functools.lru_cache(maxsize=4)
 def paid_store(stores: Stores) -> PaidStore:
+    floor = stores.verify.ttl_floor
     if stores.paid:
-        return PaidAnswers(stores.paid, stores.vendor)
-    return PaidBuckets(stores.shelf, stores.vendor)
+        return PaidAnswers(stores.paid, stores.vendor, floor=floor)
+    return PaidBuckets(stores.shelf, stores.vendor, floor=floor)
 
 
 @functools.lru_cache(maxsize=4)

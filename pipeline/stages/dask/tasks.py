@@ -33,7 +33,7 @@ from pipeline.stages.read.reader import ListReader, PartRead
 from pipeline.stages.runner import open_reader
 from pipeline.stages.steps import decide_rows, normalize
 
-_NOTHING_HELD = pl.DataFrame()  # decide_rows: CONSENT is already the whole list's
+NOTHING_HELD = pl.DataFrame()  # decide_rows: CONSENT is already the whole list's
 
 
 @functools.cache
@@ -123,7 +123,7 @@ def decide_partition(
     source = bounce_source(stores)
     scope = source.scope() if source is not None else None
     more = (further, worker_lists(lists))
-    return decide_rows(part, table, source, scope, answers, _NOTHING_HELD, more)
+    return decide_rows(part, table, source, scope, answers, NOTHING_HELD, more)
 
 
 def same(value: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 from pipeline.core.addresses.syntax import parse_address
@@ -13,6 +14,9 @@ from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.bounces.types import BounceEvent, BounceKind
 from pipeline.core.config import BouncesConfig, ContactsConfig, VerifyConfig
 from pipeline.core.contacts.store import ContactStore
+from pipeline.core.history.keys import hashes_of
+from pipeline.core.history.store import RunHistory
+from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.types import Mailbox, MailboxResult, RemoteAnswer
 from pipeline.core.verdict import Verdict
@@ -74,3 +78,23 @@ def test_forget_by_phone_and_name(zoe_everywhere: Path) -> None:
         done = forget(Request.ERASE, store, answers, ledger, phone="+1 206 555 0105", name="Zoë")
         assert (done.contacts.records, done.mailbox_answers, done.bounce_events) == (1, 2, 1)
         assert done.contacts.email_keys == (ZOE,)
+
+
+def test_an_erasure_reaches_the_run_history(zoe_everywhere: Path) -> None:
+    """Zoë, named by her phone number, is taken out of every run that decided her address."""
+    contacts = stores(zoe_everywhere)[0]
+    kept = pl.DataFrame(
+        {"HASH": hashes_of([ZOE, OTHER]), "VERDICT": ["Valid"] * 2, "REASON": ["", ""],
+         "SCORE": [0.9, 0.9]},
+        schema_overrides={"HASH": pl.UInt64},
+    )  # fmt: skip
+    with RunHistory(zoe_everywhere / "history.sqlite") as history:
+        history.begin(RunStart("r1", "crm", False, 1.0, "d", "1"))
+        history.add_part("r1", 0, kept)
+        history.finish("r1", 2, {})
+        with ContactStore(contacts, ContactsConfig()) as store:
+            done = forget(
+                Request.ERASE, store, None, None, phone="+1 206 555 0105", history=history
+            )
+        assert done.history_entries == 1
+        assert history.kept("r1")["HASH"].to_list() == hashes_of([OTHER])

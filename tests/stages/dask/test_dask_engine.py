@@ -21,13 +21,14 @@ from pipeline.core.config import CacheConfig, ReadConfig
 from pipeline.core.db.buckets import Shelf
 from pipeline.core.domains.cache import DomainBuckets
 from pipeline.core.domains.dns import DnsAnswer, DnsStatus, HostStatus
+from pipeline.core.history.store import RunHistory
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
 from pipeline.stages.dask import engine as dask_engine
 from pipeline.stages.dask.stores import SHELF
 from pipeline.stages.read.reader import Choice, open_list
 from pipeline.stages.runner import batch_rows
-from tests.conftest import SAMPLE_CSV
+from tests.conftest import SAMPLE_CSV, StoreAt
 from tests.exports import salesforce_report
 from tests.stages.read.test_consent import (
     CLEANED,
@@ -106,7 +107,8 @@ def share_domains(cache: Path, output_folder: Path) -> None:
 def same(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     # DNS queries are compared as the questions the server heard (see below): a UDP answer
     # lost on a busy machine is asked again, in either engine.
-    drop = ("stages", "output", "rejects_file", "files", "run", "dns_queries")
+    drop = ("stages", "output", "rejects_file", "files", "run", "dns_queries", "history")
+    drop += ("since_last_run",)  # each run is the next of the same list (the same history)
     assert {k: v for k, v in a.items() if k not in drop} == {
         k: v for k, v in b.items() if k not in drop
     }
@@ -239,7 +241,9 @@ def test_consent_is_kept_by_the_dask_engine(cluster: Client, tmp_path: Path) -> 
     assert pl.read_parquet(tmp_path / "dask2.parquet").equals(expected)
 
 
-ROW_TASKS = ("scan_part", "mark_part", "decide_partition")  # the tasks that hold a part's rows
+# The tasks that hold a part's rows (a run is recorded in its list's history by default, so its
+# parts are decided by decide_remembering, which keeps their narrow table beside the rows).
+ROW_TASKS = ("scan_part", "mark_part", "decide_remembering")
 
 
 def test_one_domain_stays_in_the_input_parts(
@@ -341,6 +345,61 @@ def test_a_paid_verifier_has_one_owner(cluster: Client, tmp_path: Path) -> None:
     columns = ["EMAIL", "VERDICT", "SCORE", "REASON", "DETAIL"]
     expected = pl.read_parquet(tmp_path / "local.parquet").select(columns)
     assert pl.read_parquet(tmp_path / "dask.parquet").select(columns).equals(expected)
+
+
+def test_the_workers_write_the_history(
+    cluster: Client, tmp_path: Path, store_at: StoreAt, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two nights of one list through the cluster, the history in a SQLite file (one worker
+    task writes it) or in PostgreSQL (each part's worker writes its part): the same changes as
+    the local engine finds, and the driver never opens the history."""
+    last, tonight = tmp_path / "crm-2026-11-26.csv", tmp_path / "crm-2026-11-27.csv"
+    messy_list(last, rows=20_000)  # several input parts at --memory 64
+    rows = pl.read_csv(last, infer_schema=False)
+    added = pl.DataFrame({"id": ["n1", "n2"], "email": ["new.one@gmail.com", "new.two@gmail.com"]})
+    pl.concat([rows.slice(500), added]).write_csv(tonight)
+    where = store_at("history.sqlite")
+    config = tmp_path / "history.toml"
+    config.write_text(Path(SANDBOX).read_text() + f'\n[history]\ndb = "{where}"\n')
+    local = tmp_path / "local.toml"
+    local.write_text(Path(SANDBOX).read_text() + f'\n[history]\ndb = "{tmp_path / "l.sqlite"}"\n')
+    expected = []
+    for night in (last, tonight):
+        summary = clean(
+            tmp_path, night, f"l-{night.stem}.parquet", "cache", "--config", str(local),
+            "--changes", str(tmp_path / f"l-{night.stem}.csv"),
+        )  # fmt: skip
+        expected.append(summary)
+    monkeypatch.setattr(RunHistory, "__init__", _not_on_the_driver)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, "--config", str(config))
+    got = []
+    for night in (last, tonight):
+        summary = clean(
+            tmp_path, night, f"d-{night.stem}.parquet", "cache", *dask,
+            "--changes", f"file://{tmp_path / f'd-{night.stem}.csv'}",
+        )  # fmt: skip
+        got.append(summary)
+    monkeypatch.undo()
+    assert got[0]["since_last_run"] is None and got[1]["list_name"] == "crm"
+    since, wanted = got[1]["since_last_run"], expected[1]["since_last_run"]
+    assert {**since, "previous_run_at": ""} == {**wanted, "previous_run_at": ""}
+    assert since["new"] == 2 and since["gone"] > 0
+    changed = pl.read_csv(tmp_path / "d-crm-2026-11-27.csv", infer_schema=False)
+    local_changed = pl.read_csv(tmp_path / "l-crm-2026-11-27.csv", infer_schema=False)
+    assert (
+        changed.drop("learned_at")
+        .sort("address")
+        .equals(local_changed.drop("learned_at").sort("address"))
+    )
+    with RunHistory(where) as dask_runs, RunHistory(tmp_path / "l.sqlite") as local_runs:
+        runs = dask_runs.runs("crm", sandbox=True)
+        assert len(runs) == 2 and runs[1].addresses == expected[1]["distinct_addresses"]
+        kept = dask_runs.kept(runs[1].run_id).sort("HASH")
+        assert kept.equals(local_runs.kept(local_runs.runs("crm", True)[1].run_id).sort("HASH"))
+
+
+def _not_on_the_driver(*args: object, **kwargs: object) -> None:
+    raise AssertionError("the driver opened the run history")
 
 
 def test_a_report_with_title_rows_gives_the_local_rows_and_rejects(

@@ -35,10 +35,18 @@ from pipeline.core.mailboxes.step import (
     mail_hosts,
     plan,
     probe_order,
+    refresh_order,
     share_out,
-    unanswered,
+    stale_note,
 )
-from pipeline.core.mailboxes.types import Budget, CheckStats, Target, combined
+from pipeline.core.mailboxes.types import (
+    Budget,
+    CheckStats,
+    Refresh,
+    Target,
+    combined,
+    refresh_of,
+)
 from pipeline.core.mailboxes.vendors.bouncer import Bouncer
 from pipeline.core.mailboxes.vendors.emailable import Emailable
 from pipeline.core.mailboxes.vendors.http import Adapter
@@ -72,8 +80,15 @@ class VendorAssignment:
 
     answers: dict[str, VendorAnswer]  # from the paid-answer cache
     reached: list[Target]  # to ask, in priority order (a killed run's jobs' first)
-    skipped: dict[str, VendorAnswer]  # beyond the budget or the balance
+    skipped: dict[str, VendorAnswer]  # beyond the budget or the balance (a due answer: kept)
     warnings: tuple[str, ...] = ()
+    refresh: Refresh = field(default_factory=Refresh)
+
+
+def stale_vendor(kept: VendorAnswer, now: float) -> VendorAnswer:
+    """A due answer the budget (or the balance) did not reach again, as it is shown: its age
+    in DETAIL."""
+    return dataclasses.replace(kept, status=f"{kept.status} ({stale_note(kept.at, now)})")
 
 
 def attach_vendor_answers(rows: pl.DataFrame, answers: Mapping[str, VendorAnswer]) -> pl.DataFrame:
@@ -224,16 +239,17 @@ class VendorChecker:
             self.on_spent(self.budget.spent)
 
     async def assign(self, rows: pl.DataFrame, verifier: VendorVerifier) -> VendorAssignment:
-        """The cached answers, then the share-out of the budget and the balance."""
+        """The cached answers, then the share-out of the budget and the balance: the addresses
+        never answered first, then the answers due again, oldest first."""
         ordered = probe_order(rows)
         bounced = known_bounces(rows)
         ordered = ordered.filter(~pl.col("KEY").is_in(list(bounced))) if bounced else ordered
         keys = ordered.get_column("KEY").to_list()
         if self.store.remote:  # a round trip to a database leaves the loop (the service)
-            cached = await asyncio.to_thread(self.store.answers, keys)
+            cached, due = await asyncio.to_thread(self.store.with_due, keys)
         else:
-            cached = self.store.answers(keys)
-        targets = unanswered(ordered, cached)
+            cached, due = self.store.with_due(keys)
+        targets, stale = refresh_order(ordered, cached, {k: a.at for k, a in due.items()})
         balance = await self._balance_of(verifier) if targets else None
         held = {k for job in verifier.open_jobs() for k, _ in job.targets}
         resumed = [t for t in targets if t.key in held]
@@ -242,13 +258,19 @@ class VendorChecker:
         short: list[Target] = []
         if balance is not None and len(reached) > balance:
             reached, short = reached[: max(0, balance)], reached[max(0, balance) :]
+        now = self.store.now()
         skipped = {
             **{t.key: beyond_budget(self.vendor) for t in over_budget},
             **{t.key: beyond_balance(self.vendor, balance) for t in short},
         }
+        # A due answer the run does not buy again is shown as it was, with its age.
+        skipped |= {k: stale_vendor(due[k], now) for k in skipped if k in due}
         warnings = short_of_balance(self.vendor, balance, len(reached), len(short))
-        self._show_plan(rows, targets, cached, resumed + reached, balance, len(bounced))
-        return VendorAssignment(cached, resumed + reached, skipped, warnings)
+        covered = resumed + reached
+        refreshed = sum(1 for t in covered if t.key in due)
+        refresh = refresh_of(stale, refreshed, len(targets), self.budget)
+        self._show_plan(rows, targets, cached, covered, balance, len(bounced), refresh)
+        return VendorAssignment(cached, covered, skipped, warnings, refresh)
 
     def finish(
         self, rows: pl.DataFrame, work: VendorAssignment, found: Mapping[str, VendorAnswer]
@@ -258,7 +280,8 @@ class VendorChecker:
     def stats(
         self, work: VendorAssignment, found: Mapping[str, VendorAnswer], verifier: VendorVerifier
     ) -> CheckStats:
-        return vendor_stats(self.vendor, work.warnings, found, verifier)
+        stats = vendor_stats(self.vendor, work.warnings, found, verifier)
+        return dataclasses.replace(stats, refresh=work.refresh)
 
     async def balance(self) -> int | None:
         """The vendor's balance, as :meth:`assign` reads it (asked at most once a minute)."""
@@ -287,10 +310,12 @@ class VendorChecker:
         covered: list[Target],
         balance: int | None,
         settled: int,
+        refresh: Refresh,
     ) -> None:
         if self.on_plan is None:
             return
-        shown = plan("vendor", rows, len(targets), len(cached), self.budget, len(covered))
+        need, budget = len(targets), self.budget
+        shown = plan("vendor", rows, need, len(cached), budget, len(covered), refresh=refresh)
         self.on_plan(
             dataclasses.replace(shown, vendor=self.vendor, balance=balance, settled=settled)
         )

@@ -8,9 +8,13 @@ the worker owning the vendor writes as each answer and each job id arrives.
 
 ``answers``
     One row per address (its dedupe key): the latest vendor's answer as a reason code, the
-    vendor's own words, and when it expires (``[vendor] ttl``; ``ttl_unknown`` for an answer
-    that could not decide). Any vendor's answer serves: an address is paid for once, whichever
-    vendor a route sends it to. Failures are never kept: the next run asks again.
+    vendor's own words, and when it expires: a lifetime drawn when it is bought, between
+    ``verify.ttl_floor`` and 1 times ``[vendor] ttl`` (``ttl_unknown`` for an answer that could
+    not decide), so answers bought in one night fall due over many. Any vendor's answer
+    serves: an address is paid for once per lifetime, whichever vendor a route sends it to.
+    An answer past its lifetime stays, handed out as due (:meth:`PaidAnswers.with_due`), so a
+    run whose budget does not buy it again still shows it. Failures are never kept: the next
+    run asks again.
 ``jobs``
     Each bulk job from the moment the vendor gives its id, with the addresses it holds, until
     its answers are in. A run killed while a job runs finds it here and collects it instead of
@@ -29,6 +33,7 @@ import polars as pl
 from pipeline.core.config import VendorConfig
 from pipeline.core.db.buckets import BucketTable, OnShelf, Shelf
 from pipeline.core.db.database import Dialect, OwnsDatabase, Where, dialect_of, open_database
+from pipeline.core.mailboxes.types import lifetime
 from pipeline.core.mailboxes.vendors.types import UNDECIDED, Job, VendorAnswer
 from pipeline.core.verdict import Reason
 
@@ -75,6 +80,10 @@ class _Statements:
             "SELECT key, vendor, reason, status, billed, answered_at FROM answers "
             f"WHERE key IN {d.values()} AND expires_at > {q}"
         )
+        self.with_due = (
+            "SELECT key, vendor, reason, status, billed, answered_at, expires_at FROM answers "
+            f"WHERE key IN {d.values()}"
+        )
         self.put = (
             "INSERT INTO answers (key, vendor, reason, status, billed, answered_at, expires_at) "
             f"VALUES ({q}, {q}, {q}, {q}, {q}, {q}, {q}) ON CONFLICT (key) DO UPDATE SET "
@@ -96,6 +105,9 @@ class _Statements:
         self.forget = f"DELETE FROM answers WHERE key IN {d.values()}"
 
 
+Kept = tuple[dict[str, VendorAnswer], dict[str, VendorAnswer]]  # (fresh, due) by key
+
+
 class PaidStore(Protocol):
     """The paid-answer cache and its jobs, wherever they live."""
 
@@ -103,6 +115,8 @@ class PaidStore(Protocol):
     remote: bool  # a database across a socket: callers on an event loop call it off the loop
 
     def answers(self, keys: Iterable[str]) -> dict[str, VendorAnswer]: ...
+    def with_due(self, keys: Iterable[str]) -> Kept: ...
+    def now(self) -> float: ...
     def put(self, key: str, answer: VendorAnswer) -> None: ...
     def open_jobs(self, vendor: str, key_fp: str) -> list[Job]: ...
     def add_job(self, job: Job) -> None: ...
@@ -118,8 +132,14 @@ class PaidAnswers(OwnsDatabase):
     """The paid-answer cache and the bulk jobs' ledger (SQLite file or PostgreSQL)."""
 
     def __init__(
-        self, where: Where, config: VendorConfig, clock: Callable[[], float] = time.time
+        self,
+        where: Where,
+        config: VendorConfig,
+        clock: Callable[[], float] = time.time,
+        floor: float = 1.0,
     ) -> None:
+        """*floor*: ``verify.ttl_floor``, the shortest lifetime of an answer as a share of its
+        TTL (1.0: every answer lives its whole TTL)."""
         self._db = open_database(
             where,
             what="the paid-answer cache",
@@ -132,6 +152,7 @@ class PaidAnswers(OwnsDatabase):
         self._sql = _Statements(dialect_of(self._db))
         self._config = config
         self._clock = clock
+        self._floor = floor
         self.where = self._db.where
         # A database across a socket: callers on an event loop call it off the loop.
         self.remote = self._db.dialect != "sqlite"
@@ -145,14 +166,31 @@ class PaidAnswers(OwnsDatabase):
             for key, vendor, reason, status, billed, at in rows
         }
 
+    def with_due(self, keys: Iterable[str]) -> Kept:
+        """The answers kept for *keys*: within their lifetime, and past it (due)."""
+        wanted = json.dumps(sorted(set(keys)))
+        now = self._clock()
+        fresh: dict[str, VendorAnswer] = {}
+        due: dict[str, VendorAnswer] = {}
+        for key, vendor, reason, status, billed, at, expires in self._db.query(
+            self._sql.with_due, (wanted,)
+        ):
+            answer = VendorAnswer(Reason(reason), status, vendor, bool(billed), at)
+            (fresh if expires > now else due)[key] = answer
+        return fresh, due
+
+    def now(self) -> float:
+        return self._clock()
+
     def put(self, key: str, answer: VendorAnswer) -> None:
         """Keep an answer now (each is committed as it comes: a killed run keeps it)."""
         if not answer.answered:
             return
         ttl = _ttl(self._config, answer)
         now = self._clock()
+        lasts = lifetime(ttl, key, now, self._floor)
         row = (key, answer.vendor, answer.reason.value, answer.status, int(answer.billed))
-        self._db.execute(self._sql.put, (*row, answer.at, now + ttl))
+        self._db.execute(self._sql.put, (*row, answer.at, now + lasts))
 
     def open_jobs(self, vendor: str, key_fp: str) -> list[Job]:
         rows = self._db.query(self._sql.open_jobs, (vendor, key_fp))
@@ -184,31 +222,49 @@ class PaidBuckets(OnShelf):
     remote = False
 
     def __init__(
-        self, shelf: Shelf, config: VendorConfig, clock: Callable[[], float] = time.time
+        self,
+        shelf: Shelf,
+        config: VendorConfig,
+        clock: Callable[[], float] = time.time,
+        floor: float = 1.0,
     ) -> None:
+        """*floor*: as :class:`PaidAnswers`'s."""
         self.where = shelf.shown()
         self._config = config
         self._clock = clock
+        self._floor = floor
         s, f = pl.String, pl.Float64
         values = {"vendor": s, "reason": s, "status": s, "billed": pl.Boolean, "answered_at": f}
+        # Answers past their lifetime are kept (due), as the database keeps them.
         self._answers = BucketTable(
-            shelf, "paid_answers", ("key",), {**values, "expires_at": f}, clock=clock
-        )
+            shelf, "paid_answers", ("key",), {**values, "expires_at": f}, clock=clock,
+            forget_expired=False,
+        )  # fmt: skip
         job = {"targets": s, "created_at": f, "state": s}
         self._jobs = BucketTable(shelf, "paid_jobs", ("vendor", "key_fp", "job_id"), job)
 
     def answers(self, keys: Iterable[str]) -> dict[str, VendorAnswer]:
-        columns = ("key", "reason", "status", "vendor", "billed", "answered_at")
+        return self.with_due(keys)[0]
+
+    def with_due(self, keys: Iterable[str]) -> Kept:
+        columns = ("key", "reason", "status", "vendor", "billed", "answered_at", "expires_at")
         found = self._answers.get(sorted(set(keys))).select(columns)
-        return {
-            key: VendorAnswer(Reason(reason), status, vendor, bool(billed), at)
-            for key, reason, status, vendor, billed, at in found.iter_rows()
-        }
+        now = self._clock()
+        fresh: dict[str, VendorAnswer] = {}
+        due: dict[str, VendorAnswer] = {}
+        for key, reason, status, vendor, billed, at, expires in found.iter_rows():
+            answer = VendorAnswer(Reason(reason), status, vendor, bool(billed), at)
+            (fresh if expires > now else due)[key] = answer
+        return fresh, due
+
+    def now(self) -> float:
+        return self._clock()
 
     def put(self, key: str, answer: VendorAnswer) -> None:
         if not answer.answered:
             return
-        expires = self._clock() + _ttl(self._config, answer)
+        now = self._clock()
+        expires = now + lifetime(_ttl(self._config, answer), key, now, self._floor)
         row: dict[str, object] = {"key": key, "vendor": answer.vendor}
         row |= {"reason": answer.reason.value, "status": answer.status, "billed": answer.billed}
         self._answers.put(pl.DataFrame([row | {"answered_at": answer.at, "expires_at": expires}]))

@@ -5,7 +5,8 @@ The candidates stay on the workers, in key buckets (:mod:`.plan`); the driver ge
 per domain, ranked by the local engine's rule, and shares the budget out over it with the
 local engine's :func:`~pipeline.core.mailboxes.step.cut` (and, for SMTP, gives each reached
 domain its :func:`~pipeline.core.mailboxes.step.allowances`): a Dask run reaches the
-addresses a local run reaches. Where a domain is reached only in part, the workers tell the
+addresses a local run reaches, the never answered first, then the answers due again
+(:func:`_runs`). Where a domain is reached only in part, the workers tell the
 row it is reached up to. Then each owner (:mod:`.owners`) gets its targets straight from the
 buckets: one per group of mail providers for SMTP, one for a remote API, one per paid
 verifier. The driver hears what each owner spends (events), for the meter and the work
@@ -34,7 +35,7 @@ from pipeline.core.mailboxes.checkers import (
 from pipeline.core.mailboxes.pacing import pace_of, provider_of
 from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier, key_fingerprint
 from pipeline.core.mailboxes.step import allowances, cut
-from pipeline.core.mailboxes.types import Budget, CheckStats, Plan, combined
+from pipeline.core.mailboxes.types import Budget, CheckStats, Plan, Refresh, combined, refresh_of
 from pipeline.core.mailboxes.vendors.checker import (
     RoutedChecker,
     VendorChecker,
@@ -57,6 +58,7 @@ from pipeline.stages.dask.checks.plan import (
     answer_table,
     answers_for,
     candidate_pieces,
+    first_due,
     first_rows,
     fixed,
     key_pieces_of,
@@ -179,21 +181,21 @@ class _Method:
     async def _smtp(
         self, inner: SmtpChecker, ranked: pl.DataFrame
     ) -> tuple[list[list[Any]], CheckStats]:
-        domains = ranked.get_column("DOMAIN").to_list()
-        opened = ranked.get_column("_open").to_list()
+        runs = _runs(ranked)
         known = set(ranked.filter("_known").get_column("DOMAIN").to_list())
         left = inner.budget.left
-        taken = cut(list(zip(domains, opened, strict=True)), left, known)
-        reached = [(d, n) for d, n in zip(domains, taken, strict=True) if n]
+        taken = cut(runs, left, known)
+        reached = [(d, n) for (d, _), n in zip(runs, taken, strict=True) if n]
         shares = allowances(reached, left, known)
         names = [d for d, _ in reached]
         mx = dict(ranked.filter(pl.col("DOMAIN").is_in(names)).select("DOMAIN", "MX").iter_rows())
         lists = self.engine.lists
+        refresh = _refresh(ranked, taken, inner.budget)
         if inner.on_plan is not None:
             pace = pace_of(reached, known, mx, inner.config, lists)
-            inner.on_plan(_plan("smtp", ranked, inner.budget, sum(taken), pace))
+            inner.on_plan(_plan("smtp", ranked, inner.budget, sum(taken), pace, refresh))
         owners = max(1, self.run.size)
-        owner_of = {d: _owner(provider_of(mx[d] or d, lists), owners) for d, _ in reached}
+        owner_of = {d: _owner(provider_of(mx[d] or d, lists), owners) for d in names}
         reach = self._reach(ranked, [taken], owner_of)
         hosts: list[tuple[str, str]] = []
         if reached:
@@ -206,15 +208,16 @@ class _Method:
         ]
         asked = (inner.budget, inner.on_spent, inner.meter(sum(taken)))
         tables, stats = self._ask(probe_group, orders, reach, *asked)
-        return tables, _smtp_total(stats)
+        return tables, dataclasses.replace(_smtp_total(stats), refresh=refresh)
 
     def _api(self, inner: ApiChecker, ranked: pl.DataFrame) -> tuple[list[list[Any]], CheckStats]:
         quota = self.run.submit(api_quota_left, self.run.stores, inner.config, inner.key).result()
         limits = [n for n in (quota, inner.budget.left) if n is not None]
         limit = min(limits) if limits else None
         taken = self._prefix(ranked, limit)
+        refresh = _refresh(ranked, taken, inner.budget)
         if inner.on_plan is not None:
-            inner.on_plan(_plan("api", ranked, inner.budget, sum(taken)))
+            inner.on_plan(_plan("api", ranked, inner.budget, sum(taken), refresh=refresh))
         reach = self._reach(ranked, [taken], {})
         order = ApiOrder(
             None if inner.budget.limit is None else sum(taken),
@@ -222,21 +225,22 @@ class _Method:
         )  # fmt: skip
         asked = (inner.budget, inner.on_spent, inner.meter(sum(taken)))
         tables, stats = self._ask(ask_api, [order], reach, *asked)
-        return tables, CheckStats("api", sum(s.requests for s in stats))
+        return tables, CheckStats("api", sum(s.requests for s in stats), refresh=refresh)
 
     async def _vendor(
         self, inner: VendorChecker, ranked: pl.DataFrame
     ) -> tuple[list[list[Any]], CheckStats]:
-        wanted = int(ranked.get_column("_open").sum()) + int(ranked.get_column("_held").sum())
+        wanted = sum(int(ranked.get_column(c).sum()) for c in ("_open", "_held", "_due"))
         balance = await inner.balance() if wanted else None
         by_budget = self._prefix(ranked, inner.budget.left)
         limits = [n for n in (inner.budget.left, balance) if n is not None]
         taken = self._prefix(ranked, min(limits) if limits else None)
         covered, short = sum(taken), sum(by_budget) - sum(taken)
         warnings = short_of_balance(inner.vendor, balance, covered, short)
+        refresh = _refresh(ranked, taken, inner.budget)
         if inner.on_plan is not None:
             held = int(ranked.get_column("_held").sum())
-            shown = _plan("vendor", ranked, inner.budget, covered + held)
+            shown = _plan("vendor", ranked, inner.budget, covered + held, refresh=refresh)
             bounced = int(ranked.get_column("_bounced").sum())
             inner.on_plan(dataclasses.replace(
                 shown, need_checks=wanted, vendor=inner.vendor, balance=balance, settled=bounced
@@ -250,40 +254,58 @@ class _Method:
         asked = (inner.budget, lambda _: inner.spent(), inner.meter(covered + held))
         tables, stats = self._ask(ask_vendor, [order], reach, *asked)
         told = stats[0]
-        return tables, dataclasses.replace(told, warnings=warnings + told.warnings)
+        return tables, dataclasses.replace(told, warnings=warnings + told.warnings, refresh=refresh)
 
     # --- the share-out's places, and the owners -----------------------------------------
 
     def _prefix(self, ranked: pl.DataFrame, limit: int | None) -> list[int]:
         """One request per address: the first *limit* open addresses in priority order."""
-        runs = list(zip(ranked.get_column("DOMAIN"), ranked.get_column("_open"), strict=True))
+        runs = _runs(ranked)
         return cut(runs, limit, {d for d, _ in runs})
 
     def _reach(
         self, ranked: pl.DataFrame, cuts: list[list[int]], owner_of: dict[str, int]
     ) -> Reach:
-        """Per domain reached by any cut: its rank, its owner, and the row each cut reaches
-        it up to (None: all of it; -1: none)."""
+        """Per domain reached by any cut (*cuts*: each over :func:`_runs`): its rank, its
+        owner, the row each cut reaches its never answered up to (None: all of them; -1:
+        none), its place among the due, and the (learned, row) each cut reaches those up to."""
         domains = ranked.get_column("DOMAIN").to_list()
         ranks = ranked.get_column(RANK).to_list()
         opened = ranked.get_column("_open").to_list()
-        entries: dict[str, tuple[int, int, tuple[int | None, ...]]] = {}
+        due = dict(zip(domains, ranked.get_column("_due").to_list(), strict=True))
+        places = {d: place for place, d in enumerate(_due_order(ranked))}
+        width = len(domains)
+        entries: dict[str, Any] = {}
         for i, domain in enumerate(domains):
             counts = [taken[i] for taken in cuts]
-            if not any(counts):
+            place = places.get(domain)
+            later = [0 if place is None else taken[width + place] for taken in cuts]
+            if not any(counts) and not any(later):
                 continue
             limits = tuple(
                 None if n == opened[i] else -1 if n == 0 else self._boundary(domain, n)
                 for n in counts
             )
-            entries[domain] = (ranks[i], owner_of.get(domain, 0), limits)
+            due_limits = tuple(
+                None if n == due[domain] else _NONE if n == 0 else self._due_boundary(domain, n)
+                for n in later
+            )
+            rank = -1 if place is None else place
+            entries[domain] = (ranks[i], owner_of.get(domain, 0), limits, rank, due_limits)
         return Reach(entries)
 
     def _boundary(self, domain: str, count: int) -> int:
-        """The row of the *count*-th open address of *domain*, in input order."""
+        """The row of the *count*-th never answered open address of *domain*, in input order."""
         run = self.run
         found = run.gather([run.submit(first_rows, s, domain, count) for s in self.settled])
         return int(sorted(r for rows in found for r in rows)[count - 1])
+
+    def _due_boundary(self, domain: str, count: int) -> tuple[float, int]:
+        """(learned, row) of the *count*-th due address of *domain*, oldest first."""
+        run = self.run
+        found = run.gather([run.submit(first_due, s, domain, count) for s in self.settled])
+        at, row = sorted(r for rows in found for r in rows)[count - 1]
+        return float(at), int(row)
 
     def _ask(
         self,
@@ -343,11 +365,44 @@ def _owner(provider: str, owners: int) -> int:
     return zlib.crc32(provider.encode()) % owners
 
 
-def _plan(kind: Any, ranked: pl.DataFrame, budget: Budget, covered: int, pace: Any = None) -> Plan:
+_NONE = (float("-inf"), -1)  # a due limit that reaches none of a domain
+
+
+def _due_order(ranked: pl.DataFrame) -> list[str]:
+    """The domains with due answers, in the order the budget reaches those: the domain with
+    the oldest due answer first, then in rank order (as the local engine's
+    :func:`~pipeline.core.mailboxes.step.refresh_order`)."""
+    due = ranked.filter(pl.col("_due") > 0).sort("_oldest", RANK)
+    return due.get_column("DOMAIN").to_list()
+
+
+def _runs(ranked: pl.DataFrame) -> list[tuple[str, int]]:
+    """The share-out's runs of one domain, in the budget's order: each domain's never
+    answered addresses in rank order, then each domain's due ones (:func:`_due_order`)."""
+    never = list(zip(ranked.get_column("DOMAIN"), ranked.get_column("_open"), strict=True))
+    due = dict(zip(ranked.get_column("DOMAIN"), ranked.get_column("_due"), strict=True))
+    return never + [(d, due[d]) for d in _due_order(ranked)]
+
+
+def _refresh(ranked: pl.DataFrame, taken: list[int], budget: Budget) -> Refresh:
+    """The due answers and those the cut *taken* (over :func:`_runs`) reaches."""
+    due = int(ranked.get_column("_due").sum())
+    need = int(ranked.get_column("_open").sum()) + due
+    return refresh_of(due, sum(taken[ranked.height :]), need, budget)
+
+
+def _plan(
+    kind: Any,
+    ranked: pl.DataFrame,
+    budget: Budget,
+    covered: int,
+    pace: Any = None,
+    refresh: Refresh | None = None,
+) -> Plan:
     size = int(ranked.get_column("_size").sum())
-    opened = int(ranked.get_column("_open").sum())
+    need = int(ranked.get_column("_open").sum()) + int(ranked.get_column("_due").sum())
     cached = int(ranked.get_column("_cached").sum())
-    return Plan(kind, size, opened, cached, budget.left, covered, pace)
+    return Plan(kind, size, need, cached, budget.left, covered, pace, refresh=refresh)
 
 
 def _smtp_total(parts: list[CheckStats]) -> CheckStats:
