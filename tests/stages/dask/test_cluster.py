@@ -197,7 +197,8 @@ def test_an_awkward_csv_gives_the_local_rows_and_rejects(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Cut into byte ranges of *range_bytes* (cuts inside quoted newlines, between a CR and
-    its LF), read by both workers: the local rows, rejects and line numbers."""
+    its LF), each range read by a task of its own on the workers (which worker takes which is
+    the scheduler's choice): the local rows, rejects and line numbers."""
     source = tmp_path / "list.csv"
     awkward_csv(source, encoding, end, bom)
     local = clean_to_folder(tmp_path, source, "local")
@@ -207,7 +208,6 @@ def test_an_awkward_csv_gives_the_local_rows_and_rejects(
         spread = clean_to_folder(tmp_path, source, "dask", *dask)
     reads = [t for t in stream.data if str(t["key"]).startswith("read_range")]
     assert len(reads) >= source.stat().st_size // range_bytes
-    assert len({t["worker"] for t in reads}) == 2
     same(local, spread)
     assert local["rows_rejected"] == 6
     expected = pl.read_parquet(tmp_path / "local")
