@@ -2,7 +2,7 @@
 
 Exports and hand-kept lists carry the same few wrappings over and over: a space before or after
 the ``@``, a display name (``Anna Smith <anna@gmail.com>``), a ``mailto:`` link, quotes or
-brackets around the address, a trailing comma. Each such cell is invalid, and what
+brackets around the address, a trailing comma, a doubled ``@``. Each such cell is invalid, and what
 :func:`~pipeline.core.addresses.syntax.parse_address` and
 :func:`~pipeline.core.addresses.repairs.repair` say of it depends only on its *shape* — which
 wrapping, whether the spaces are there, whether the domain ends in a dot — as long as the address
@@ -40,19 +40,19 @@ __all__ = ["STAND_IN_ADDRESS", "cut_shapes", "settle_shapes", "stand_in"]
 _ATEXT: Final = r"A-Za-z0-9!#$%&'*+/=?^_`{|}~\-"
 _WORD: Final = r"[A-Za-z0-9]+(?:['\-][A-Za-z0-9]+)*"
 # One cell, cut into its parts: a display name before "<" or another opening wrapper, the
-# local part and the spaces after it, the "@", the spaces before the host, the host, a root
-# dot, and a closing wrapper. No "(" or ")" anywhere: comments take the precise parser's
-# own path.
+# local part and the spaces after it, the "@" (sometimes typed twice), the spaces before the
+# host, the host, a root dot, and a closing wrapper. No "(" or ")" anywhere: comments take
+# the precise parser's own path.
 _CUT: Final = (
     rf"^(?:(?P<name>(?:{_WORD} +)*{_WORD} *)?(?P<angle><)"
     r"|(?P<wrap>[Mm][Aa][Ii][Ll][Tt][Oo]:|\"|'|\[))?"
     rf"(?P<local>[{_ATEXT}]+(?:\.[{_ATEXT}]+)*)"
-    r"(?P<s1> *)@(?P<s2> *)"
+    r"(?P<s1> *)(?P<twice>@?)@(?P<s2> *)"
     r"(?P<host>[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?)"
     r"(?P<dot>\.?)"
     r"(?P<close>>|\"|'|\]|,|;)?$"
 )
-_PARTS: Final = ("name", "angle", "wrap", "local", "s1", "s2", "host", "dot", "close")
+_PARTS: Final = ("name", "angle", "wrap", "local", "s1", "twice", "s2", "host", "dot", "close")
 _STAND_IN_LOCAL: Final = "a"
 _STAND_IN_HOST: Final = "b.com"
 STAND_IN_ADDRESS: Final = f"{_STAND_IN_LOCAL}@{_STAND_IN_HOST}"
@@ -96,7 +96,7 @@ def settle_shapes(text: pl.Series) -> pl.DataFrame:
         .select(
             "_settled",
             EMAIL=pl.col("_text"),
-            LOCAL=pl.concat_str("name", "angle", "wrap", "local", "s1"),
+            LOCAL=pl.concat_str("name", "angle", "wrap", "local", "s1", "twice"),
             DOMAIN=pl.when("_keeps").then(pl.col("host").str.to_lowercase()).otherwise(pl.lit("")),
             KEY=pl.col("_text").str.to_lowercase(),
             SYNTAX=pl.lit(Syntax.INVALID.value),
@@ -129,6 +129,7 @@ def cut_shapes(text: pl.Series) -> pl.DataFrame:
         pl.col("wrap"),
         pl.lit("\x00"),
         pl.col("s1").str.head(1),
+        pl.col("twice"),
         pl.lit("\x00"),
         pl.col("s2").str.head(1),
         pl.lit("\x00"),
