@@ -1,20 +1,15 @@
 """Benchmark `listclean clean` on a generated 1,000,000-row list over ~50,000 domains.
 
     python bench/bench_clean.py [--rows N] [--domains N] [--out bench/out] [--messy]
-                                [--rounds N] [--before TREE]
 
 Measures, in one run on this machine: the whole clean cold (empty domain cache, every domain
 resolved against the loopback DNS server) and warm (cache filled by the cold run), and
 python-email-validator's syntax-only loop over the same addresses as the baseline. Each is a
 fresh process, timed from the command line's start (imports included) to its exit. Prints a
-Markdown table for bench/RESULTS.md and writes ``results.json`` beside the list.
-
-``--messy`` makes the list as real exports are (``generate.py --messy``: 2% of the rows with a
-space before the ``@``, 3% with an upper-case domain). ``--rounds N`` times the warm clean and
-the loop N times, interleaved (warm, loop, warm, loop, ...), and reports the median of each and
-of the ratios pair by pair. ``--before TREE`` also times, in each round, the warm clean of the
-code in another checkout (``git worktree add TREE main``, say) on the same list and cache, so a
-change is measured against what it changes in the same run.
+Markdown table for bench/RESULTS.md and writes ``results.json`` beside the list. ``--messy``
+makes the list as real exports are (``generate.py --messy``: 2% of the rows with a space before
+the ``@``, 3% with an upper-case domain). ``bench/bench_before.py`` times the same runs for this
+code and an earlier checkout, round by round.
 """
 
 from __future__ import annotations
@@ -22,9 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -35,20 +28,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 
 
-def run(
-    out: Path,
-    name: str,
-    args: list[str],
-    wrapper: tuple[str, ...] = (),
-    tree: Path | None = None,
-) -> dict[str, Any]:
-    """*args* run by measure.py (under *wrapper*, a command such as strace, when given; with
-    the code of the checkout *tree*, when given)."""
+def run(out: Path, name: str, args: list[str], wrapper: tuple[str, ...] = ()) -> dict[str, Any]:
+    """*args* run by measure.py (under *wrapper*, a command such as strace, when given)."""
     result = out / f"{name}.json"
-    env = {**os.environ, "PYTHONPATH": str(tree)} if tree is not None else None
     started = time.perf_counter()
     command = [*wrapper, sys.executable, str(HERE / "measure.py"), str(result), *args]
-    subprocess.run(command, check=True, env=env)
+    subprocess.run(command, check=True)
     measured: dict[str, Any] = json.loads(result.read_text())
     measured["process_seconds"] = time.perf_counter() - started
     if measured["exit"] != 0:
@@ -56,7 +41,7 @@ def run(
     return measured
 
 
-def clean(out: Path, name: str, config: Path, tree: Path | None = None) -> dict[str, Any]:
+def clean(out: Path, name: str, config: Path) -> dict[str, Any]:
     args = [
         "clean",
         str(out / "list.csv"),
@@ -68,7 +53,7 @@ def clean(out: Path, name: str, config: Path, tree: Path | None = None) -> dict[
         str(out / "cache"),
         "--quiet",
     ]
-    measured = run(out, name, args, tree=tree)
+    measured = run(out, name, args)
     summary = json.loads((out / "list.clean.summary.json").read_text())
     measured.update(
         rows=summary["rows_in"],
@@ -106,59 +91,22 @@ def main() -> None:
     parser.add_argument("--domains", type=int, default=50_000)
     parser.add_argument("--out", type=Path, default=HERE / "out")
     parser.add_argument("--messy", action="store_true", help="the messy mix of real exports")
-    parser.add_argument("--rounds", type=int, default=1, help="interleaved warm/loop pairs")
-    parser.add_argument("--before", type=Path, help="a checkout whose warm clean is timed too")
     args = parser.parse_args()
     out: Path = args.out
     generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
     generate += ["--domains", str(args.domains), "--out", str(out)]
     subprocess.run([*generate, *(["--messy"] if args.messy else [])], check=True)
     shutil.rmtree(out / "cache", ignore_errors=True)
-    rounds: list[dict[str, Any]] = []
     with served_world(out / "world.json", out) as (_, config):
         cold = clean(out, "cold", config)
-        for _ in range(args.rounds):
-            measured = {"warm": clean(out, "warm", config)}
-            if args.before is not None:
-                measured["before"] = clean(out, "before", config, tree=args.before)
-            loop = ["--email-validator", str(out / "list.csv")]
-            measured["email_validator"] = run(out, "email_validator", loop)
-            rounds.append(measured)
-    results = {"cold": cold, **_medians(rounds), "rounds": rounds}
+        warm = clean(out, "warm", config)
+    baseline = run(out, "email_validator", ["--email-validator", str(out / "list.csv")])
+    results = {"cold": cold, "warm": warm, "email_validator": baseline}
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(table(results))
-    if args.rounds > 1 or args.before is not None:
-        print(pairs(rounds))
 
 
-def _medians(rounds: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each run's measurement of the median round (by its seconds)."""
-    medians = {}
-    for name in rounds[0]:
-        ordered = sorted((r[name] for r in rounds), key=lambda m: m["process_seconds"])
-        medians[name] = ordered[(len(ordered) - 1) // 2]
-    return medians
-
-
-def pairs(rounds: list[dict[str, Any]]) -> str:
-    """Round by round: seconds of each run, and the loop's seconds over each clean's."""
-    names = list(rounds[0])
-    cleans = [n for n in names if n != "email_validator"]
-    lines = [" | ".join(["round", *names, *(f"loop/{n}" for n in cleans)])]
-    ratios: dict[str, list[float]] = {n: [] for n in cleans}
-    for i, r in enumerate(rounds, 1):
-        base = r["email_validator"]["process_seconds"]
-        for n in cleans:
-            ratios[n].append(base / r[n]["process_seconds"])
-        cells = [f"{r[n]['process_seconds']:.2f}" for n in names]
-        lines.append(" | ".join([str(i), *cells, *(f"{ratios[n][-1]:.1f}x" for n in cleans)]))
-    medians = [f"{statistics.median(ratios[n]):.1f}x" for n in cleans]
-    seconds = [f"{statistics.median(r[n]['process_seconds'] for r in rounds):.2f}" for n in names]
-    lines.append(" | ".join(["median", *seconds, *medians]))
-    return "\n".join(lines)
-
-
-def table(r: dict[str, Any]) -> str:
+def table(r: dict[str, dict[str, Any]]) -> str:
     rows = r["cold"]["rows"]
     base = r["email_validator"]["process_seconds"]
     lines = [
@@ -166,9 +114,7 @@ def table(r: dict[str, Any]) -> str:
         "| peak RSS MiB | speed vs email-validator |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for name in ("cold", "warm", "before", "email_validator"):
-        if name not in r:
-            continue
+    for name in ("cold", "warm", "email_validator"):
         m = r[name]
         secs = m["process_seconds"]
         queries = m.get("dns_queries")
@@ -180,9 +126,7 @@ def table(r: dict[str, Any]) -> str:
         )
     lines.append("")
     lines.append(f"rows: {rows:,}; distinct domains: {r['cold']['distinct_domains']:,}")
-    for name in ("cold", "warm", "before"):
-        if name not in r:
-            continue
+    for name in ("cold", "warm"):
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in r[name]["stages"].items())
         lines.append(f"{name} stages: {stages}")
     return "\n".join(lines)
