@@ -142,7 +142,7 @@ def repair_column(raw: pl.Series, syntax: pl.Series) -> pl.DataFrame:
     )
     rest_rows = rows.filter(~settled)
     shaped_rows = rows.filter(settled)
-    empty = pl.Series([""] * text.len(), dtype=pl.String)
+    empty = pl.repeat("", text.len(), dtype=pl.String, eager=True)
     return pl.DataFrame(
         {
             column: empty.scatter(shaped_rows, shaped.filter(settled).get_column(column))
