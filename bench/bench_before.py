@@ -1,6 +1,7 @@
 """bench_clean's warm ratio to the email-validator loop, for this code and an earlier checkout.
 
     python bench/bench_before.py --before DIR [--rows N] [--domains N] [--rounds 5] [--out DIR]
+                                 [--messy]
 
 *DIR* is another checkout of the project with its own ``.venv`` (``git worktree add DIR REV``,
 then ``make venv`` there). One list is generated with this checkout's generator, its DNS world
@@ -11,6 +12,8 @@ same addresses. Each run is a fresh process started through that checkout's ``be
 and timed from start to exit, as ``bench/bench_clean.py`` times them, so on a machine shared with
 other work the ratios are taken round by round: each warm run against the loop run beside it.
 Prints a Markdown table and writes ``before.json`` beside the list, which it then deletes.
+``--messy``: the list as real exports are (``generate.py --messy``: 2% of the rows with a space
+before the ``@``, 3% with an upper-case domain).
 """
 
 from __future__ import annotations
@@ -62,11 +65,13 @@ def main() -> None:
     parser.add_argument("--domains", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=HERE / "out-before")
+    parser.add_argument("--messy", action="store_true", help="the messy mix of real exports")
     args = parser.parse_args()
     out: Path = args.out
     checkouts = {"before": args.before.resolve(), "after": ROOT}
     generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
-    subprocess.run([*generate, "--domains", str(args.domains), "--out", str(out)], check=True)
+    generate += ["--domains", str(args.domains), "--out", str(out)]
+    subprocess.run([*generate, *(["--messy"] if args.messy else [])], check=True)
     for name in checkouts:
         shutil.rmtree(out / f"cache-{name}", ignore_errors=True)
     with served_world(out / "world.json", out) as (_, config):

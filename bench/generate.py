@@ -150,29 +150,22 @@ def make_chunk(
     distinct: float,
     seed: int,
     known: int | None = None,
+    exports: bool = False,
 ) -> pl.DataFrame:
-    """Rows ``start .. start + rows - 1`` of the list; *known*: ``count_fresh(start, ...)``."""
+    """Rows ``start .. start + rows - 1`` of the list; *known*: ``count_fresh(start, ...)``;
+    *exports*: the messy mix of real exports (:func:`_exports_mess`) instead of the default."""
     if known is None:
         known = count_fresh(start, distinct, seed)
     person = pl.col("person")
-    email = pl.concat_str(
+    local = pl.concat_str(
         _pick(NAMES, person, seed + 5),
         pl.lit("."),
         _pick(SURNAMES, person, seed + 6),
         person.cast(pl.String),
-        pl.lit("@"),
-        _domain(person, domains, seed),
     )
+    domain = _domain(person, domains, seed)
     messy = _uniform(pl.col("row"), seed + 7)
-    email = (
-        pl.when(messy < 0.01)
-        .then(pl.concat_str(pl.lit("  "), email.str.to_uppercase(), pl.lit(" ")))
-        .when(messy < 0.015)
-        .then(email.str.replace("@", "@@", literal=True))
-        .when(messy < 0.02)
-        .then(pl.lit(""))
-        .otherwise(email)
-    )
+    email = (_exports_mess if exports else _default_mess)(local, domain, messy)
     return _people(start, rows, distinct, seed, known).select(
         id=pl.col("row"),
         email=email,
@@ -181,14 +174,45 @@ def make_chunk(
     )
 
 
+def _default_mess(local: pl.Expr, domain: pl.Expr, messy: pl.Expr) -> pl.Expr:
+    """About 2% messy: upper case and spaces, a doubled ``@`` (invalid) or an empty cell."""
+    email = pl.concat_str(local, pl.lit("@"), domain)
+    return (
+        pl.when(messy < 0.01)
+        .then(pl.concat_str(pl.lit("  "), email.str.to_uppercase(), pl.lit(" ")))
+        .when(messy < 0.015)
+        .then(email.str.replace("@", "@@", literal=True))
+        .when(messy < 0.02)
+        .then(pl.lit(""))
+        .otherwise(email)
+    )
+
+
+def _exports_mess(local: pl.Expr, domain: pl.Expr, messy: pl.Expr) -> pl.Expr:
+    """As real exports have it: 2% of the rows with a space before the ``@`` (invalid, with a
+    repair to suggest) and 3% with the domain in upper case (valid)."""
+    return (
+        pl.when(messy < 0.02)
+        .then(pl.concat_str(local, pl.lit(" @"), domain))
+        .when(messy < 0.05)
+        .then(pl.concat_str(local, pl.lit("@"), domain.str.to_uppercase()))
+        .otherwise(pl.concat_str(local, pl.lit("@"), domain))
+    )
+
+
 def chunks(
-    rows: int, domains: list[str], distinct: float, seed: int, chunk: int = CHUNK
+    rows: int,
+    domains: list[str],
+    distinct: float,
+    seed: int,
+    chunk: int = CHUNK,
+    exports: bool = False,
 ) -> Iterator[pl.DataFrame]:
     """The whole list, *chunk* rows at a time, in order; memory is one chunk."""
     known = 0
     for start in range(0, rows, chunk):
         stop = min(start + chunk, rows)
-        yield make_chunk(start, stop - start, domains, distinct, seed, known)
+        yield make_chunk(start, stop - start, domains, distinct, seed, known, exports)
         known += count_fresh(stop, distinct, seed, start=start)
 
 
@@ -209,12 +233,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--distinct", type=float, default=0.97, help="share of new people")
     parser.add_argument("--chunk", type=int, default=CHUNK, help="rows generated at a time")
+    parser.add_argument(
+        "--messy",
+        action="store_true",
+        help="messy as real exports: 2%% a space before the @, 3%% an upper-case domain",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     domains = company_domains(args.domains, rng)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "world.json").write_text(json.dumps(make_world(domains, rng)))
-    frames = chunks(args.rows, domains, args.distinct, args.seed, args.chunk)
+    frames = chunks(args.rows, domains, args.distinct, args.seed, args.chunk, args.messy)
     write_list(args.out / "list.csv", frames)
     print(f"wrote {args.rows:,} rows over {args.domains:,} domains to {args.out}")
 

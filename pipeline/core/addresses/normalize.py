@@ -10,8 +10,12 @@ identical results. Routing (see :mod:`pipeline.core.addresses.syntax` for the ru
 2. domain path: ASCII dot-atom local part @ anything else (IDN, punycode, upper-case
    ``XN--``, ...). Each *distinct domain* is validated once in Python; rows whose domain
    turns out valid are then finished vectorized.
-3. address path: everything left (invalid, quoted, literals, comments, non-ASCII local
-   parts, ...) goes through ``parse_address`` once per distinct trimmed value.
+3. shape path: the common messy shapes (spaces around the ``@``, display names, ``mailto:``,
+   quotes, brackets, trailing punctuation around an address the fast path would accept) are
+   invalid cells settled with expressions, one precise parse per distinct shape
+   (:mod:`pipeline.core.addresses.shapes`).
+4. address path: everything left (other invalid values, quoted, literals, comments, non-ASCII
+   local parts, ...) goes through ``parse_address`` once per distinct trimmed value.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from pipeline.core.addresses.shapes import settle_shapes
 from pipeline.core.addresses.syntax import (
     ADDRESS_MAX_OCTETS,
     DOMAIN_MAX_OCTETS,
@@ -55,7 +60,8 @@ def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = Non
     rest_rows = frame.get_column("_fast").not_().arg_true()
     rest = frame[rest_rows].with_columns(_row=rest_rows)
     via_domain, rest = _domain_path(rest)
-    decided = pl.concat([via_domain, _address_path(rest)])
+    via_shape, rest = _shape_path(rest)
+    decided = pl.concat([via_domain, via_shape, _address_path(rest)])
     rows = decided.get_column("_row")
     merged = pl.DataFrame(
         [frame.get_column(c).scatter(rows, decided.get_column(c)) for c in OUTPUT_COLUMNS]
@@ -154,6 +160,16 @@ def _domain_path(rest: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         )
     )
     return decided, rest.join(decided.select("_row"), on="_row", how="anti")
+
+
+def _shape_path(rest: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Decide the rows whose value has one of the common messy shapes with expressions."""
+    if rest.is_empty():
+        return rest.select("_row", *OUTPUT_COLUMNS), rest
+    shaped = settle_shapes(rest.get_column("_text")).with_columns(rest.get_column("_row"))
+    settled = shaped.get_column("_settled")
+    decided = shaped.filter(settled).select("_row", *OUTPUT_COLUMNS)
+    return decided, rest.filter(~settled)
 
 
 def _address_path(rest: pl.DataFrame) -> pl.DataFrame:

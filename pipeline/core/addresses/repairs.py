@@ -25,6 +25,7 @@ left, and kept only when the result is a valid address:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -32,7 +33,8 @@ from typing import Final
 
 import polars as pl
 
-from pipeline.core.addresses.syntax import Syntax, parse_address
+from pipeline.core.addresses.shapes import STAND_IN_ADDRESS, cut_shapes, stand_in
+from pipeline.core.addresses.syntax import WHITESPACE, Syntax, parse_address
 from pipeline.core.verdict import Reason
 
 
@@ -115,16 +117,74 @@ _STEPS: Final = (
 
 def repair_column(raw: pl.Series, syntax: pl.Series) -> pl.DataFrame:
     """REPAIR (a :class:`Repair` value or "") and REPAIRED (the address, or "") for each row;
-    only rows whose SYNTAX is invalid are looked at, once per distinct cell."""
-    text = raw.cast(pl.String).fill_null("")
-    broken = text.filter(syntax == Syntax.INVALID.value).unique().to_list()
-    found = {cell: repair(cell) for cell in broken}
-    kinds = {cell: r.repair.value if r.repair else "" for cell, r in found.items()}
-    addresses = {cell: r.address for cell, r in found.items()}
+    only rows whose SYNTAX is invalid are looked at: the common messy shapes with expressions
+    (one :func:`repair` per distinct shape, :mod:`pipeline.core.addresses.shapes`), the rest
+    once per distinct cell."""
     invalid = syntax == Syntax.INVALID.value
+    text = raw.cast(pl.String).fill_null("")
+    rows = invalid.arg_true()
+    broken = text.gather(rows)
+    shaped = _settle(broken.str.strip_chars(WHITESPACE))
+    settled = shaped.get_column("_settled")
+    rest = broken.filter(~settled)
+    cells = rest.unique().to_list()
+    found = [repair(cell) for cell in cells]
+    lookup = pl.DataFrame(
+        {
+            "_cell": cells,
+            "REPAIR": [r.repair.value if r.repair else "" for r in found],
+            "REPAIRED": [r.address for r in found],
+        },
+        schema={"_cell": pl.String, "REPAIR": pl.String, "REPAIRED": pl.String},
+    )
+    looked_up = pl.DataFrame({"_cell": rest}).join(
+        lookup, on="_cell", how="left", maintain_order="left"
+    )
+    rest_rows = rows.filter(~settled)
+    shaped_rows = rows.filter(settled)
+    empty = pl.repeat("", text.len(), dtype=pl.String, eager=True)
     return pl.DataFrame(
         {
-            "REPAIR": text.replace_strict(kinds, default="", return_dtype=pl.String),
-            "REPAIRED": text.replace_strict(addresses, default="", return_dtype=pl.String),
+            column: empty.scatter(shaped_rows, shaped.filter(settled).get_column(column))
+            .scatter(rest_rows, looked_up.get_column(column))
+            .alias(column)
+            for column in ("REPAIR", "REPAIRED")
         }
-    ).with_columns(pl.when(invalid).then(pl.all()).otherwise(pl.lit("")).name.keep())
+    )
+
+
+def _settle(text: pl.Series) -> pl.DataFrame:
+    """``_settled``, REPAIR and REPAIRED for trimmed invalid cells of a common messy shape."""
+    cut = cut_shapes(text)
+    kinds = cut.get_column("_kind").unique().to_list()
+    answers = [_shape_repair(kind) for kind in kinds]
+    table = pl.DataFrame(
+        {
+            "_kind": kinds,
+            "_known": [a is not None for a in answers],
+            "REPAIR": [a or "" for a in answers],
+        },
+        schema={"_kind": pl.String, "_known": pl.Boolean, "REPAIR": pl.String},
+    )
+    address = pl.concat_str("local", pl.lit("@"), pl.col("host").str.to_lowercase())
+    return cut.join(table, on="_kind", how="left", maintain_order="left").select(
+        # A "?" ends a mailto: link's address (RFC 6068): the stand-in has none.
+        _settled=pl.col("_known").fill_null(False)
+        & pl.col("_fits")
+        & ~pl.col("local").str.contains("?", literal=True).fill_null(True),
+        REPAIR="REPAIR",
+        REPAIRED=pl.when(pl.col("REPAIR") != "").then(address).otherwise(pl.lit("")),
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _shape_repair(kind: str | None) -> str | None:
+    """The repair of one shape's stand-in ("" none), or None when its answer is not the
+    stand-in's own address (then the shape's cells are repaired one by one)."""
+    made = stand_in(kind)
+    if made is None:
+        return None
+    found = repair(made[0])
+    if found.address not in ("", STAND_IN_ADDRESS):
+        return None
+    return found.repair.value if found.repair and found.address else ""

@@ -54,7 +54,9 @@ def _with_repairs(emails: pl.Series, parsed: pl.DataFrame) -> pl.DataFrame:
 
 
 def _NO_REPAIRS(rows: int) -> list[pl.Series]:
-    return [pl.Series(c, [""] * rows, dtype=pl.String) for c in ("REPAIR", "REPAIRED")]
+    return [
+        pl.repeat("", rows, dtype=pl.String, eager=True).alias(c) for c in ("REPAIR", "REPAIRED")
+    ]
 
 
 def with_check(rows: pl.DataFrame) -> pl.DataFrame:
