@@ -23,7 +23,7 @@ from pipeline.core.history.store import RunHistory
 from pipeline.core.lists import DomainLists
 
 OTHER: Final = "other"
-_TYPES: Final[dict[str, Any]] = {HASH: pl.UInt64(), **SENDS}
+_TYPES: Final[Any] = {HASH: pl.UInt64(), **SENDS}
 
 
 def providers_of(lists: DomainLists) -> dict[str, str]:
