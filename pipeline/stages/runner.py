@@ -267,7 +267,9 @@ def _decide_all(
                 raise AssertionError(f"batch {index} read back with other rows than the first")
             marked = Batch(read.frame, _marked(scan, work, offset))
             offset += work.height
-            work = decide_work(marked, table, engine.bounces, scope, answers, held)
+            work = decide_work(
+                marked, table, engine.bounces, scope, answers, held, engine.calibration
+            )
             decided = output_frame(Batch(read.frame, work))
             sink.write(decided)
             if memory is not None:

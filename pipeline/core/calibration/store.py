@@ -14,7 +14,7 @@ import json
 from typing import Final
 
 from pipeline.core.calibration.types import Calibration
-from pipeline.core.db.database import OwnsDatabase, Where, dialect_of, open_database
+from pipeline.core.db.database import OwnsDatabase, Where, dialect_of, exists, open_database
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS calibrations (
@@ -75,3 +75,12 @@ class CalibrationStore(OwnsDatabase):
         """Take the list's calibration away (its runs go back to the default SCORE); whether
         there was one."""
         return self._db.execute(self._drop, (list_name, int(sandbox))) > 0
+
+
+def calibration_of(where: Where | None, list_name: str, sandbox: bool) -> Calibration | None:
+    """The calibration runs of the list *list_name* apply, from the history at *where* (None,
+    a history never made, or no list name: none). A run and the service both ask this."""
+    if where is None or not list_name or not exists(where):
+        return None
+    with CalibrationStore(where) as store:
+        return store.get(list_name, sandbox)
