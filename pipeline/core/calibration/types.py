@@ -71,6 +71,17 @@ class Calibration:
             "list_name": self.list_name,
             "created_at": self.created_at,
             "levels_applied": sum(lv.applied for lv in self.levels),
+            # What the report draws: predicted (the rules' SCORE) against observed.
+            "levels": [
+                {
+                    "score": lv.score,
+                    "sends": lv.sends,
+                    "observed": lv.observed,
+                    "calibrated": lv.calibrated,
+                    "status": lv.status.value,
+                }
+                for lv in self.levels
+            ],
         }
 
 
