@@ -14,11 +14,20 @@ list, and deletes the list and the outputs.
 The driver's peak RSS is the ``listclean`` process's own; the largest worker's is the
 biggest of the LocalCluster's worker processes (``measure.py``'s children).
 
+``--processes-only`` leaves out the LocalCluster runs (for the larger lists); ``--trace``
+runs the process cluster's driver under strace and reports the bytes it read of the input, its
+network bytes and what it wrote to the output's files.
 ``--processes`` adds a run on a cluster started as a team would start one: ``dask scheduler``
 and two ``dask worker --nthreads 1 --memory-limit 2GiB`` processes (nannies on), joined with
 ``--scheduler`` and ``file://`` paths; its workers' peak RSS and whether any was restarted are
 asked of the workers themselves. ``--kill-after S`` adds one more such run in which one worker
 process is SIGKILLed S seconds after the run starts (its nanny starts a new one).
+
+``--smtp-budget N`` adds the driver's memory with address checks: on the same list and a
+LocalCluster of 2 workers, ``--verify none`` and then ``--verify smtp --budget N`` (each with
+empty caches), against one loopback mail server (in its own process) that serves every domain
+of the world and knows no mailbox; the driver's peak RSS of the second run is compared with the
+first's (the target: within 10%). ``--smtp-only`` runs only those two.
 """
 
 from __future__ import annotations
@@ -41,8 +50,10 @@ from typing import Any
 
 import polars as pl
 from bench_clean import run, served_world
+from bench_smtp import ServerProcess
 
 HERE = Path(__file__).resolve().parent
+SHELF = ".listclean-cache"  # where a Dask run keeps its caches, beside its output
 ENGINES = {"local": [], "dask, 1 worker": ["1"], "dask, 2 workers": ["2"]}
 BASELINE = "dask, 2 processes, the list's first 20,000 rows"
 _MIB = 2**20
@@ -55,8 +66,8 @@ _CALL = re.compile(r"^\d+\s+(\w+)\(\d+<([^>]*)>.*\)\s+=\s+(\d+)")
 
 def traced_bytes(trace: Path, source: Path, output: Path) -> dict[str, int]:
     """From an strace log of the driver: the bytes it read of the input file, read and
-    written on sockets (the network, the cluster's comms among them), and written to any
-    file of the output (its name or its temporary names beside it)."""
+    written on sockets (the network, the cluster's comms among them), and written to the
+    output's rows (its file, its temporary names, its parts; not the summary or the report)."""
     counts = {"input_read": 0, "socket_read": 0, "socket_written": 0, "output_written": 0}
     with trace.open() as lines:
         for line in lines:
@@ -69,7 +80,7 @@ def traced_bytes(trace: Path, source: Path, output: Path) -> dict[str, int]:
                 counts["socket_read" if reading else "socket_written"] += size
             elif reading and place == str(source):
                 counts["input_read"] += size
-            elif not reading and output.stem in place:
+            elif not reading and output.name in place:  # the rows' file, or its temporary
                 counts["output_written"] += size
     return counts
 
@@ -92,17 +103,19 @@ def clean(
     scheduler: str = "",
     source: str = "list.csv",
     traced: bool = False,
+    extra: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     cache = out / "cache"
     shutil.rmtree(cache, ignore_errors=True)
-    stem = name.replace(",", "").replace(" ", "-").replace("(", "").replace(")", "")
+    shutil.rmtree(out / SHELF, ignore_errors=True)  # a Dask run's caches, beside its output
+    stem = _stem(name)
     engine = ["--engine", "dask", "--dask-workers", *workers] if workers else []
     places = [str(out / source), str(out / f"{stem}.parquet")]
     if scheduler:
         engine = ["--engine", "dask", "--scheduler", scheduler]
         places = [f"file://{p}" for p in places]
     args = ["clean", places[0], "-o", places[1]]
-    args += ["--config", str(config), "--cache-dir", str(cache), "--quiet", *engine]
+    args += ["--config", str(config), "--cache-dir", str(cache), "--quiet", *engine, *extra]
     trace = out / f"{stem}.strace"
     wrapper = ("strace", "-f", "-qq", "-s", "0", "-y", "-e", f"trace={_IO}", "-o", str(trace))
     measured = run(out, stem, args, wrapper if traced else ())
@@ -136,17 +149,39 @@ def main() -> None:
     parser.add_argument("--processes", action="store_true", help="also a real 2-worker cluster")
     parser.add_argument("--kill-after", type=float, default=0.0, help="kill a worker after S s")
     parser.add_argument(
+        "--cluster-only",
+        action="store_true",
+        help="only the process cluster's run (no local run: memory and restarts, no comparison)",
+    )
+    parser.add_argument(
+        "--processes-only",
+        action="store_true",
+        help="with --processes: skip the LocalCluster runs (the local engine still runs)",
+    )
+    parser.add_argument(
         "--trace",
         action="store_true",
         help="run the process cluster's driver under strace: its input reads, network bytes",
     )
+    parser.add_argument(
+        "--smtp-budget", type=int, default=0, help="the driver's memory with --verify smtp"
+    )
+    parser.add_argument("--smtp-only", action="store_true", help="only the --smtp-budget runs")
     args = parser.parse_args()
     out: Path = args.out
     generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
     subprocess.run([*generate, "--domains", str(args.domains), "--out", str(out)], check=True)
+    if args.smtp_budget:
+        driver_memory(out, args.smtp_budget)
+    if args.smtp_only:
+        remove_outputs(out)
+        return
     with served_world(out / "world.json", out) as (server, config):
-        results = {name: clean(out, name, config, w, server) for name, w in ENGINES.items()}
-        if args.processes or args.kill_after:
+        engines = {"local": []} if args.processes_only else ENGINES
+        if args.cluster_only:
+            engines = {}
+        results = {name: clean(out, name, config, w, server) for name, w in engines.items()}
+        if args.processes or args.kill_after or args.cluster_only:
             runs = {"dask, 2 processes of 2 GiB": 0.0}
             if args.kill_after:
                 runs[f"dask, 2 processes, one killed at {args.kill_after:g}s"] = args.kill_after
@@ -161,12 +196,80 @@ def main() -> None:
                 results[BASELINE] = on_processes(
                     out, BASELINE, config, server, address, 0.0, small, args.trace
                 )
-    results["local"]["input_mib"] = (out / "list.csv").stat().st_size / _MIB
+    first = next(iter(results.values()))
+    first["input_mib"] = (out / "list.csv").stat().st_size / _MIB
     (out / "results.json").write_text(json.dumps(results, indent=2))
     print(table(results))
     check(results)
+    remove_outputs(out)
+
+
+def remove_outputs(out: Path) -> None:
+    """The list, the outputs and the caches gone; the results stay."""
     for path in [out / "list.csv", out / "small.csv", *out.glob("*.parquet"), out / "cache"]:
         shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+    shutil.rmtree(out / SHELF, ignore_errors=True)
+
+
+def mail_world(out: Path) -> Path:
+    """The list's world with one loopback mail server (127.0.0.2) for every MX host, serving
+    every domain, with no mailbox: each address asked is answered "no such user"."""
+    world = json.loads((out / "world.json").read_text())
+    zones: dict[str, Any] = world["zones"]
+    for zone in zones.values():
+        if zone.get("a") == ["203.0.114.25"]:  # an MX host (bench/generate.py)
+            zone["a"] = ["127.0.0.2"]
+    served = [d for d, z in zones.items() if z.get("mx") and z["mx"][0][1] != "."]
+    domains = {d: {"mailboxes": []} for d in served}
+    world["smtp"] = {"127.0.0.2": {"name": "mx.bench.example", "domains": domains}}
+    path = out / "mail_world.json"
+    path.write_text(json.dumps(world))
+    return path
+
+
+def driver_memory(out: Path, budget: int) -> None:
+    """The driver's peak RSS with ``--verify none`` and with ``--verify smtp --budget N``, on a
+    LocalCluster of 2 workers; prints them and whether the second is within 10% of the first."""
+    world = mail_world(out)
+    smtp = ServerProcess("smtp", world, 6 * 3600)
+    try:
+        with served_world(world, out) as (server, config):
+            config.write_text(
+                config.read_text()
+                + "[verify]\nrcpts_per_minute_per_host = 6000000\n"
+                + "rcpts_per_minute_per_provider = 6000000\ngreylist_delays = [0.1]\n"
+            )
+            probes = ("--verify", "smtp", "--budget", str(budget), "--helo", "probe.example.net")
+            probes += ("--smtp-port", str(smtp.ready["port"]))
+            runs = {
+                "dask, 2 workers, --verify none": ("--verify", "none"),
+                f"dask, 2 workers, --verify smtp --budget {budget}": probes,
+            }
+            results = {n: clean(out, n, config, ["2"], server, extra=x) for n, x in runs.items()}
+    finally:
+        smtp.stop()
+    none, smtp_run = results.values()
+    ratio = smtp_run["peak_rss_mib"] / none["peak_rss_mib"]
+    summary = json.loads((out / f"{_stem(list(runs)[1])}.summary.json").read_text())
+    lines = ["| run | seconds | driver peak RSS MiB | largest worker peak RSS MiB | RCPTs |"]
+    lines.append("|---|---:|---:|---:|---:|")
+    for name, m in results.items():
+        rcpts = summary["rcpts_sent"] if m is smtp_run else 0
+        lines.append(
+            f"| {name} | {m['process_seconds']:.1f} | {m['peak_rss_mib']:.0f} "
+            f"| {m.get('child_peak_rss_mib', 0):.0f} | {rcpts:,} |"
+        )
+    lines.append(
+        f"rows: {none['rows']:,}; the driver's peak with SMTP checks / without: {ratio:.3f}"
+    )
+    print("\n".join(lines))
+    (out / "driver_memory.json").write_text(json.dumps(results, indent=2))
+    if ratio > 1.10:
+        raise SystemExit(f"the driver's peak RSS grew by {ratio - 1:.1%} with --verify smtp")
+
+
+def _stem(name: str) -> str:
+    return name.replace(",", "").replace(" ", "-").replace("(", "").replace(")", "")
 
 
 @contextlib.contextmanager
@@ -255,6 +358,8 @@ def check(results: dict[str, dict[str, Any]]) -> None:
     host, so which of them are asked depends on which queries were lost. The run's own count of
     queries is reported, not compared either: it counts every question asked of its resolver,
     those c-ares answered from its cache and those sent again after a loss included."""
+    if "local" not in results:
+        return  # nothing to compare with
     local = results["local"]
     mx = {n: {q for q in m["asked"] if q.endswith(" MX")} for n, m in results.items()}
     for name in results.keys() - {BASELINE}:
@@ -300,7 +405,7 @@ def table(r: dict[str, dict[str, Any]]) -> str:
             f"| {worker} | {m['read_bytes'] / _MIB:,.0f} / {m['written_bytes'] / _MIB:,.0f} |"
         )
     lines.append("")
-    local = r["local"]
+    local = next(iter(r.values()))
     lines.append(
         f"rows: {local['rows']:,}; distinct domains: {local['distinct_domains']:,}; "
         f"the list: {local.get('input_mib', 0):,.0f} MiB of CSV"
@@ -321,7 +426,7 @@ def table(r: dict[str, dict[str, Any]]) -> str:
             lines.append(
                 f"{name} (driver under strace): read {t['input_read']:,.1f} MiB of the input; "
                 f"network {t['socket_read']:,.1f} MiB in, {t['socket_written']:,.1f} MiB out; "
-                f"wrote {t['output_written']:,.1f} MiB to the output's files"
+                f"wrote {t['output_written']:,.1f} MiB of the output's rows"
             )
     for name, m in r.items():
         if "restarted" in m:

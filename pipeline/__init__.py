@@ -2,10 +2,11 @@
 
 The Python API (see :mod:`pipeline.api`)::
 
-    from pipeline import clean, verify
+    from pipeline import clean, verify, verify_many
 
-    result = clean(frame)  # or clean("list.csv"): .frame, .rejects, .summary
+    result = clean(frame)  # polars, pandas, Arrow, a path, addresses: .frame, .rejects, .summary
     answer = verify("john.doe@gmial.com")  # the spec's fields, plus REASON
+    answers = verify_many(addresses)  # one engine, each distinct domain once
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from pipeline.version import __version__
 
 if TYPE_CHECKING:
-    from pipeline.api import CleanResult, Verification, clean, verify
+    from pipeline.api import CleanResult, Verification, clean, verify, verify_many
 
-__all__ = ["CleanResult", "Verification", "__version__", "clean", "verify"]
+__all__ = ["CleanResult", "Verification", "__version__", "clean", "verify", "verify_many"]
 
 
 def __getattr__(name: str) -> Any:

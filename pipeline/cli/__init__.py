@@ -27,11 +27,14 @@ Exit codes: 0 ok, 1 unexpected error or a failed ``doctor`` check, 2 bad usage o
 ``--fail-on-*`` share, 130 stopped by SIGINT, 143 stopped by SIGTERM
 (:mod:`pipeline.stages.signals`).
 
-One module per concern: :mod:`.common` holds the options and helpers the commands share,
-:mod:`.log` what a command writes on standard error (text or JSON, progress), :mod:`.outcome`
-what ``clean`` reports when it is done, :mod:`.lists` the list commands (clean, verify,
-doctor), :mod:`.records` the bounce ledger and the contact store, :mod:`.service` the HTTP
-service and its API keys. Each registers its own subcommands with ``add_commands``.
+One module per concern: :mod:`.commands` declares every command's arguments (with the light
+helpers of :mod:`.options`), importing nothing heavy, so that ``--help`` and ``--version``
+answer at once; each command's handler imports its module when the command runs:
+:mod:`.lists` the list commands (clean, verify, doctor), :mod:`.records` the bounce ledger and
+the contact store, :mod:`.service` the HTTP service and its API keys. :mod:`.common` holds
+what they share (the effective config, the sandbox, the engine), :mod:`.log` what a command
+writes on standard error (text or JSON, progress), :mod:`.outcome` what ``clean`` reports
+when it is done.
 """
 
 from __future__ import annotations
@@ -55,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             args = _parser().parse_args(argv)
             args.log = log = Log(LogFormat(getattr(args, "log_format", LogFormat.TEXT)))
+            # The command's module (the heavy imports), still part of starting.
+            args.handler = args.command()
         except Interrupted as exc:
             log.error("interrupted", f"stopped by {exc.name} while starting; nothing was done.")
             return exc.exit_code
@@ -121,15 +126,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    from pipeline.cli import lists, records, service
+    from pipeline.cli import commands
 
     parser = argparse.ArgumentParser(
         prog="listclean", description="Clean mailing lists and verify email addresses."
     )
     parser.add_argument("--version", action="version", version=f"listclean {__version__}")
-    commands = parser.add_subparsers(required=True, metavar="COMMAND")
-    # The order here is the order of `listclean --help`.
-    lists.add_commands(commands)
-    records.add_commands(commands)
-    service.add_commands(commands)
+    commands.add_commands(parser.add_subparsers(required=True, metavar="COMMAND"))
     return parser

@@ -10,24 +10,22 @@ from pathlib import Path
 
 from pipeline.cli.common import (
     cache_path,
-    common_options,
     decoding_of,
     effective_config,
     open_engine,
     sandbox_world,
     settings,
-    utf8_text,
     verify_config,
-    verify_options,
 )
-from pipeline.cli.log import Log, LogFormat
-from pipeline.cli.outcome import judge, share, tell
+from pipeline.cli.log import Log
+from pipeline.cli.outcome import FAILED_CHECK, judge, tell
 from pipeline.core.assembly.doctor import run_doctor
 from pipeline.core.config import Config, method_keys
 from pipeline.core.engine import Engine, verify_once
 from pipeline.core.errors import UsageError
 from pipeline.core.lists import load_lists
 from pipeline.core.mailboxes.smtp import smtp_settings
+from pipeline.core.verdict import RULES, Reason, Verdict
 from pipeline.stages.history import HistoryPlan, plan_history
 from pipeline.stages.job import CleanJob, CleanRequest, open_job
 from pipeline.stages.objects import is_object_url, local_path
@@ -35,129 +33,17 @@ from pipeline.stages.runner import run_clean
 from pipeline.stages.signals import Interrupted
 from pipeline.stages.state.workdir import WorkDir, fingerprint, work_folder
 from pipeline.stages.summary import RunSummary
-from pipeline.stages.write.formats import OutputFormat
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    clean = commands.add_parser(
-        "clean", help="clean a list (CSV, Parquet, xlsx, zip, gzip) into Parquet, CSV or xlsx"
-    )
-    # Strings, not Paths: a Path would fold the "//" of a URL into a local folder name.
-    clean.add_argument("input", metavar="INPUT", help="CSV or Parquet list; - reads stdin")
-    clean.add_argument(
-        "-o", "--output", help="default: <input stem>.clean.parquet beside the input"
-    )
-    clean.add_argument("--email-column", metavar="NAME", help="the column holding the addresses")
-    clean.add_argument(
-        "--quiet", action="store_true", help="no progress or summary (warnings still shown)"
-    )
-    clean.add_argument(
-        "--log-format",
-        choices=[f.value for f in LogFormat],
-        default=LogFormat.TEXT.value,
-        help="standard error as text lines (default) or one JSON record a line",
-    )
-    clean.add_argument(
-        "--split",
-        action="store_true",
-        help="also write the rows of each verdict to <stem>.valid/.risky/.invalid.<ext>",
-    )
-    clean.add_argument(
-        "--fail-on-invalid",
-        type=share,
-        metavar="SHARE",
-        help="exit 4 (after writing everything) when more than SHARE (0-1) of the input "
-        "rows are Invalid",
-    )
-    clean.add_argument(
-        "--fail-on-rejected",
-        type=share,
-        metavar="SHARE",
-        help="exit 4 (after writing everything) when more than SHARE (0-1) of the input "
-        "rows are rejected",
-    )
-    clean.add_argument("--work-dir", type=Path, metavar="DIR", help="default: <output>.work")
-    clean.add_argument(
-        "--memory", type=int, metavar="MiB", help="memory to stay within (default [run] memory)"
-    )
-    clean.add_argument(
-        "--output-format",
-        choices=[f.value for f in OutputFormat],
-        help="default: from -o's suffix (.parquet, .csv, .xlsx); dataset: a folder of "
-        "Parquet part files (also: -o DIR/)",
-    )
-    clean.add_argument(
-        "--csv-bom", action="store_true", help="start a CSV output with a UTF-8 BOM (for Excel)"
-    )
-    clean.add_argument(
-        "--member", metavar="NAME", help="zip input: read only this member (default: every CSV)"
-    )
-    clean.add_argument(
-        "--sheet", metavar="NAME", help="xlsx input: read this sheet (default: the first)"
-    )
-    clean.add_argument(
-        "--encoding",
-        metavar="NAME",
-        help="a text input's encoding (cp1251, cp932, utf-8...); default [input] encoding, "
-        "else detected",
-    )
-    clean.add_argument(
-        "--list-name",
-        type=utf8_text,
-        metavar="NAME",
-        help="the list's name in the run history (default [history] list_name, else the input's "
-        "file name without dates and times)",
-    )
-    clean.add_argument(
-        "--changes",
-        type=utf8_text,
-        metavar="PATH",
-        help="write the addresses new since the list's last run or whose VERDICT changed "
-        "(.csv, .parquet, .jsonl, .xlsx)",
-    )
-    clean.add_argument(
-        "--engine",
-        choices=("local", "dask"),
-        default="local",
-        help="local: stream on this machine (default); dask: spread over a Dask cluster",
-    )
-    clean.add_argument(
-        "--scheduler", metavar="tcp://HOST:PORT", help="with --engine dask: join this cluster"
-    )
-    clean.add_argument(
-        "--dask-workers",
-        type=int,
-        default=2,
-        metavar="N",
-        help="with --engine dask and no --scheduler: worker processes of a local cluster (2)",
-    )
-    common_options(clean)
-    verify_options(clean)
-    clean.set_defaults(handler=_clean)
-
-    verify = commands.add_parser("verify", help="verify one address; prints the spec's JSON")
-    verify.add_argument("address", type=utf8_text, metavar="ADDRESS")
-    verify.add_argument("--domain", action="store_true", help="ADDRESS is a bare domain")
-    common_options(verify)
-    verify_options(verify)
-    verify.set_defaults(handler=_verify, quiet=True)
-
-    doctor = commands.add_parser(
-        "doctor", help="can this host verify? resolver, port 25, EHLO, a paid verifier's key"
-    )
-    common_options(doctor)
-    verify_options(doctor)
-    doctor.set_defaults(handler=_doctor, quiet=True)
-
-
-def _clean(args: argparse.Namespace) -> int:
+def command_clean(args: argparse.Namespace) -> int:
     _check_engine(args)
     config = settings(args)
     addressed = verify_config(args, config).mode != "none" or bool(config.routing.routes)
+    columns = args.email_column or [None]
     request = CleanRequest(
         args.input,
         args.output,
-        args.email_column,
+        columns[0],
         args.output_format,
         args.split,
         args.csv_bom,
@@ -165,6 +51,8 @@ def _clean(args: argparse.Namespace) -> int:
         args.sheet,
         args.memory if args.memory is not None else config.run.memory,
         decoding_of(args.encoding, config.input),
+        header_row=args.header_row,
+        further=tuple(columns[1:]),
     )
     work: WorkDir | None = None
     named = args.output
@@ -258,14 +146,41 @@ def _identity(text: str) -> str:
     return text if is_object_url(text) else str(Path(text).resolve())
 
 
-def _verify(args: argparse.Namespace) -> int:
+def command_verify(args: argparse.Namespace) -> int:
+    """The spec's JSON on standard output; on standard error, the verdict's reasons in words,
+    and a hint when a bare domain was asked about as an address."""
     with open_engine(args) as engine:
         record = asyncio.run(verify_once(engine, args.address, domain_mode=args.domain))
     print(json.dumps(record, ensure_ascii=False, indent=2))
-    return 0
+    log: Log = args.log
+    log.info("verdict", verdict_words(record))
+    if not args.domain and _bare_domain(args.address):
+        log.warning(
+            "bare_domain",
+            f"{args.address!r} has no @: it is not an address. To ask about the domain, "
+            f"run: listclean verify {args.address} --domain",
+        )
+    invalid = record["VERDICT"] == Verdict.INVALID.value
+    return FAILED_CHECK if invalid and args.fail_on_invalid else 0
 
 
-def _doctor(args: argparse.Namespace) -> int:
+def verdict_words(record: dict[str, object]) -> str:
+    """A verify answer in words: the verdict, what each reason code means, and DETAIL."""
+    codes = [c for c in str(record["REASON"]).split(";") if c]
+    meanings = [
+        f"{code} ({RULES[Reason(code)].meaning})" if Reason(code) in RULES else code
+        for code in codes
+    ]
+    text = f"{record['VERDICT']}: " + ("; ".join(meanings) if meanings else "no reason to doubt it")
+    return text + (f". {record['DETAIL']}" if record.get("DETAIL") else "")
+
+
+def _bare_domain(value: str) -> bool:
+    text = value.strip()
+    return "@" not in text and "." in text.strip(".") and " " not in text
+
+
+def command_doctor(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         config = sandbox_world(stack, args, effective_config(args))
         settings = smtp_settings(config.verify, loopback_only=args.sandbox)

@@ -22,8 +22,6 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from tqdm import tqdm
-
 from pipeline.core.clock import now
 from pipeline.core.progress import Progress, ProgressFactory
 
@@ -77,6 +75,8 @@ class Log:
 
 
 def _bar(total: int | None, label: str, unit: str) -> Progress:
+    from tqdm import tqdm  # here: the parser imports this module (--help answers at once)
+
     bar: Progress = tqdm(
         total=total, desc=label, unit=f" {unit}", leave=False, file=sys.stderr, unit_scale=True
     )

@@ -5,7 +5,6 @@ be seen even with ``--quiet``, and the exit code a scheduled job can act on
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Final, TextIO
 
@@ -16,17 +15,6 @@ from pipeline.stages.summary import RunSummary
 
 FAILED_CHECK: Final = 4  # the exit code of a run whose results crossed a --fail-on-* share
 _WIDTH: Final = 24
-
-
-def share(text: str) -> float:
-    """A share of the input's rows, 0 to 1 (argparse ``type=``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a share between 0 and 1 (e.g. 0.2)")
-    return value
 
 
 def tell(log: Log, summary: RunSummary, *, quiet: bool) -> None:
@@ -118,7 +106,8 @@ def _business(summary: RunSummary) -> list[str]:
         _row(
             "unique addresses",
             unique,
-            f"in {rows:,} rows ({summary.normalized.duplicates:,} duplicate rows)",
+            f"in {rows:,} rows ({summary.normalized.duplicates:,} duplicate rows, "
+            f"{summary.empty_rows:,} without an address)",
         ),
         _row(
             "safe to send",
@@ -229,6 +218,16 @@ def _read_as(summary: RunSummary) -> list[str]:
     if described["encoding"]:
         kind += f", {described['encoding']}, delimiter {described['delimiter']!r}"
     lines = [f"read as     {kind}"]
+    if summary.header_row > 1:
+        above = summary.header_row - 1
+        lines.append(
+            f"header      row {summary.header_row}; the {above:,} rows above it (a report's "
+            "title) are in the rejects"
+        )
     if summary.email is not None:
         lines.append(f"email       {summary.email.name!r}: {summary.email.why}")
+    if summary.further:
+        lines.append(f"also        {', '.join(repr(c) for c in summary.further)}: --email-column")
+    if summary.others:
+        lines.append(f"unchecked   {', '.join(repr(c) for c in summary.others)} hold addresses too")
     return lines

@@ -11,89 +11,16 @@ import sys
 import time
 from pathlib import Path
 
-from pipeline.cli.common import bounce_ledger_path, cache_path, settings, utf8_path, utf8_text
+from pipeline.cli.common import bounce_ledger_path, cache_path, settings
 from pipeline.core.assembly.forget import Request, forget
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import Config
 from pipeline.core.contacts.store import ContactStore
-from pipeline.core.db.database import Where, exists, is_url, store_where
-from pipeline.core.db.sqlite import beside_domain_cache
+from pipeline.core.db.database import Where, cache_where, exists, is_url, store_where
 from pipeline.core.errors import UsageError
 from pipeline.core.history.store import RunHistory
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.vendors.store import PaidAnswers
-
-
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    bounces = commands.add_parser("bounces", help="the bounce ledger: import reports, list events")
-    bounce_commands = bounces.add_subparsers(required=True, metavar="ACTION")
-    importing = bounce_commands.add_parser(
-        "import", help="import CSV/Parquet bounce exports or RFC 3464 DSNs (.eml, mbox)"
-    )
-    importing.add_argument("files", nargs="+", type=utf8_path, metavar="FILE")
-    importing.set_defaults(handler=_bounces_import)
-    showing = bounce_commands.add_parser("list", help="list recorded events, newest first")
-    showing.add_argument(
-        "--email", type=utf8_text, metavar="ADDR", help="only this address (any spelling)"
-    )
-    showing.add_argument("--limit", type=int, default=100, metavar="N")
-    showing.set_defaults(handler=_bounces_list)
-    for sub in (importing, showing):
-        sub.add_argument(
-            "--db",
-            type=utf8_text,
-            metavar="PATH|URL",
-            help="ledger file or postgresql:// URL (default: cache)",
-        )
-        sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
-        sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
-        sub.add_argument("--sandbox", action="store_true", help="the sandbox's ledger")
-
-    contacts = commands.add_parser("contacts", help="the contact store behind /api/find")
-    contact_commands = contacts.add_subparsers(required=True, metavar="ACTION")
-    c_import = contact_commands.add_parser("import", help="import CSV/Parquet public records")
-    c_import.add_argument("file", type=utf8_path, metavar="FILE")
-    c_import.add_argument(
-        "--source", type=utf8_text, help="where the records come from (default: file name)"
-    )
-    c_import.set_defaults(handler=_contacts_import)
-    c_suppress = contact_commands.add_parser(
-        "suppress", help="opt-out: never return this person again (kept only hashed)"
-    )
-    c_erase = contact_commands.add_parser("erase", help="delete the person's records and suppress")
-    for sub, request in ((c_suppress, Request.SUPPRESS), (c_erase, Request.ERASE)):
-        sub.add_argument(
-            "--email", type=utf8_text, metavar="ADDR", help="the person's email address"
-        )
-        sub.add_argument(
-            "--phone", type=utf8_text, metavar="NUMBER", help="the person's phone number"
-        )
-        sub.add_argument(
-            "--name",
-            type=utf8_text,
-            metavar="NAME",
-            help="their name, to reach records only it leads to",
-        )
-        sub.set_defaults(handler=_contacts_forget, request=request)
-    c_audit = contact_commands.add_parser(
-        "audit", help="who looked up what, when, with what outcome"
-    )
-    c_audit.add_argument(
-        "--since", type=utf8_text, metavar="DATE", help="ISO date or date-time (UTC)"
-    )
-    c_audit.add_argument("--format", choices=("csv", "json"), default="csv")
-    c_audit.set_defaults(handler=_contacts_audit)
-    for sub in (c_import, c_suppress, c_erase, c_audit):
-        sub.add_argument(
-            "--db",
-            type=utf8_text,
-            metavar="PATH|URL",
-            help="contact store file or postgresql:// URL (default: cache)",
-        )
-        sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
-        sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
-        sub.add_argument("--sandbox", action="store_true", help="the sandbox's contact store")
-
 
 # --- bounces ----------------------------------------------------------------------------------
 
@@ -109,7 +36,7 @@ def _ledger(args: argparse.Namespace, config: Config) -> BounceLedger:
     return BounceLedger(_given(args.db) or bounce_ledger_path(args, config), config.bounces)
 
 
-def _bounces_import(args: argparse.Namespace) -> int:
+def command_bounces_import(args: argparse.Namespace) -> int:
     config = settings(args)
     with _ledger(args, config) as ledger:
         for path in args.files:
@@ -125,7 +52,7 @@ def _bounces_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bounces_list(args: argparse.Namespace) -> int:
+def command_bounces_list(args: argparse.Namespace) -> int:
     with _ledger(args, settings(args)) as ledger:
         events = ledger.events(args.email, args.limit)
     print(f"{'WHEN (UTC)':<20} {'KIND':<10} {'STATUS':<7} {'EMAIL':<40} REASON")
@@ -145,7 +72,7 @@ def _contact_store(args: argparse.Namespace) -> ContactStore:
     return ContactStore(where, config.contacts)
 
 
-def _contacts_import(args: argparse.Namespace) -> int:
+def command_contacts_import(args: argparse.Namespace) -> int:
     with _contact_store(args) as store:
         report = store.import_file(args.file, args.source or args.file.name)
     print(
@@ -157,13 +84,13 @@ def _contacts_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def _contacts_forget(args: argparse.Namespace) -> int:
+def command_contacts_forget(args: argparse.Namespace) -> int:
     """Suppress or erase a person in every store that holds them (see
     pipeline.core.assembly.forget)."""
     if not (args.email or args.phone):
         raise UsageError("Name the person by --email, by --phone or both (--name may follow).")
     config = settings(args)
-    answers = beside_domain_cache(cache_path(args, config), "mailboxes")
+    answers, family = cache_where(cache_path(args, config), "mailboxes", config.cache.db)
     # A database named by --db holds the ledger too, as it does for `serve --db URL`.
     shared = args.db if is_url(args.db) and not config.bounces.db else None
     events = shared or bounce_ledger_path(args, config)
@@ -171,7 +98,9 @@ def _contacts_forget(args: argparse.Namespace) -> int:
         contacts = stack.enter_context(_contact_store(args))
         # A store that was never made holds nothing about anyone: it is not made now.
         cache = (
-            stack.enter_context(MailboxCache(answers, config.verify)) if answers.exists() else None
+            stack.enter_context(MailboxCache(answers, config.verify, family=family))
+            if exists(answers)
+            else None
         )
         ledger = (
             stack.enter_context(BounceLedger(events, config.bounces)) if exists(events) else None
@@ -181,11 +110,11 @@ def _contacts_forget(args: argparse.Namespace) -> int:
         runs = store_where(cache_path(args, config), "history", config.history.db)
         history = stack.enter_context(RunHistory(runs)) if exists(runs) else None
         done = forget(
-            args.request, contacts, cache, ledger, email=args.email, phone=args.phone,
+            Request(args.request), contacts, cache, ledger, email=args.email, phone=args.phone,
             name=args.name, paid=paid, history=history,
         )  # fmt: skip
     reached = done.contacts
-    verb = "Erased" if args.request is Request.ERASE else "Suppressed"
+    verb = "Erased" if Request(args.request) is Request.ERASE else "Suppressed"
     print(
         f"{verb}: {reached.records} record(s) of the person, {reached.lookalikes} more that may "
         f"be theirs hidden; {reached.audit} audit record(s), {done.mailbox_answers} cached "
@@ -196,7 +125,7 @@ def _contacts_forget(args: argparse.Namespace) -> int:
     return 0
 
 
-def _contacts_audit(args: argparse.Namespace) -> int:
+def command_contacts_audit(args: argparse.Namespace) -> int:
     since = None
     if args.since:
         try:

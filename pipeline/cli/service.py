@@ -16,10 +16,8 @@ import platformdirs
 
 from pipeline.cli.common import (
     cache_path,
-    common_options,
     config_file,
     sandbox_world,
-    utf8_text,
     with_resolvers,
 )
 from pipeline.core.bounces.ledger import BounceLedger
@@ -31,47 +29,30 @@ from pipeline.service.accounts.store import ServiceStore
 from pipeline.service.settings import ServiceConfig, load_service_config, with_shared_state
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    serve = commands.add_parser("serve", help="run the HTTP verification service")
-    serve.add_argument(
-        "--host", type=utf8_text, help="address to listen on (default from [service] host)"
-    )
-    serve.add_argument("--port", type=int, help="TCP port (default from [service] port)")
-    serve.add_argument(
-        "--db",
-        type=utf8_text,
-        metavar="PATH|URL",
-        help="keys, quota counters, contacts, bounces: a SQLite file or a postgresql:// URL",
-    )
-    common_options(serve)
-    serve.set_defaults(handler=_serve, quiet=True)
-
-    keys = commands.add_parser("keys", help="create, list and revoke API keys")
-    key_commands = keys.add_subparsers(required=True, metavar="ACTION")
-    create = key_commands.add_parser("create", help="create a key; prints its secret once")
-    create.add_argument(
-        "--plan", required=True, type=utf8_text, metavar="NAME", help="plan the key is on"
-    )
-    create.add_argument("--label", type=utf8_text, default="", help="a note for whom the key is")
-    create.set_defaults(handler=_keys_create)
-    listing = key_commands.add_parser("list", help="list keys (never their secrets)")
-    listing.set_defaults(handler=_keys_list)
-    revoke = key_commands.add_parser("revoke", help="revoke a key by its id")
-    revoke.add_argument("key_id", type=utf8_text, metavar="KEY_ID")
-    revoke.set_defaults(handler=_keys_revoke)
-    database = commands.add_parser("db", help="the service's database")
-    db_commands = database.add_subparsers(required=True, metavar="ACTION")
-    migrate = db_commands.add_parser(
-        "migrate", help="create or upgrade the tables of every store the service uses"
-    )
-    migrate.set_defaults(handler=_db_migrate)
-    for sub in (create, listing, revoke, migrate):
-        sub.add_argument("--db", type=utf8_text, metavar="PATH|URL", help="keys and quota counters")
-        sub.add_argument("--config", type=Path, metavar="FILE", help="service settings (TOML)")
-
-
-def _serve(args: argparse.Namespace) -> int:
+def command_serve(args: argparse.Namespace) -> int:
     return serve(args)
+
+
+@contextlib.contextmanager
+def _service_log() -> Iterator[None]:
+    """The service's log lines on standard error while it serves, as ``logging.basicConfig``
+    sets them up, and taken away when it stops: ``serve`` called within a process that goes on
+    (a test, a program that embeds it) leaves no handler on the root logger bound to a stream
+    that may be closed by then. A root logger that has handlers already is left as it is."""
+    root = logging.getLogger()
+    if root.handlers:
+        yield
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
 
 
 def serve(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> int:
@@ -80,8 +61,7 @@ def serve(args: argparse.Namespace, clock: Callable[[], float] = time.time) -> i
     from pipeline.service.connections.protocol import serve as serve_app
 
     service = load_service_config(config_file(args), os.environ)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    with contextlib.ExitStack() as stack:
+    with _service_log(), contextlib.ExitStack() as stack:
         engine = sandbox_world(stack, args, with_resolvers(service.engine, args.resolver))
         service = dataclasses.replace(service, engine=engine)
         paths = Paths(db=_db_path(args, service), cache=cache_path(args, engine))
@@ -115,7 +95,7 @@ def _db_path(args: argparse.Namespace, service: ServiceConfig) -> Where:
     return Path(platformdirs.user_data_dir("listclean")) / "service.sqlite"
 
 
-def _keys_create(args: argparse.Namespace) -> int:
+def command_keys_create(args: argparse.Namespace) -> int:
     service = load_service_config(config_file(args), os.environ)
     if args.plan not in service.plans:
         raise UsageError(
@@ -129,7 +109,7 @@ def _keys_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _keys_list(args: argparse.Namespace) -> int:
+def command_keys_list(args: argparse.Namespace) -> int:
     with _state(args) as store:
         keys = store.list_keys()
     print(f"{'KEY_ID':<12} {'PLAN':<10} {'CREATED (UTC)':<20} {'STATUS':<8} LABEL")
@@ -140,14 +120,14 @@ def _keys_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _keys_revoke(args: argparse.Namespace) -> int:
+def command_keys_revoke(args: argparse.Namespace) -> int:
     with _state(args) as store:
         key = store.revoke_key(args.key_id)
     print(f"API key {key.key_id} is revoked.")
     return 0
 
 
-def _db_migrate(args: argparse.Namespace) -> int:
+def command_db_migrate(args: argparse.Namespace) -> int:
     """Open each store the service shares, which creates what is missing of its tables (each
     store also does so when it is opened, so this is the explicit step before a deploy)."""
     service = load_service_config(config_file(args), os.environ)

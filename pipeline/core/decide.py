@@ -184,13 +184,20 @@ def list_fields() -> dict[str, pl.Expr]:
         & ~pl.col("DUPLICATE")
         & pl.col("CONSENT").is_null(),
         FREE_PROVIDER=pl.col("FREE_PROVIDER").fill_null(False),
-        # What explains the answer: the parser's reason, else the mail server's words (or the
-        # paid verifier's own status), else why the domain was suggested another.
-        DETAIL=pl.when(pl.col("SYNTAX_DETAIL") != "")
+        DETAIL=detail(),
+    )
+
+
+def detail() -> pl.Expr:
+    """What explains a decided row's answer in words: the parser's reason, else the mail
+    server's words (or the paid verifier's own status), else why the domain was suggested
+    another (the cleaned list's DETAIL, and what ``verify`` prints)."""
+    return (
+        pl.when(pl.col("SYNTAX_DETAIL") != "")
         .then(pl.col("SYNTAX_DETAIL"))
         .when(pl.col("MAILBOX_REPLY").fill_null("") != "")
         .then(pl.col("MAILBOX_REPLY"))
-        .otherwise(pl.col("SUGGESTED_WHY").fill_null("")),
+        .otherwise(pl.col("SUGGESTED_WHY").fill_null(""))
     )
 
 

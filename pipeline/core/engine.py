@@ -26,7 +26,7 @@ from pipeline.core.bounces.step import attach_bounces
 from pipeline.core.calibration.apply import calibrated
 from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import Config
-from pipeline.core.decide import decide, with_address_columns
+from pipeline.core.decide import decide, detail, with_address_columns
 from pipeline.core.domains.cache import DomainCache
 from pipeline.core.domains.dns import SharedResolver
 from pipeline.core.domains.exchanges import Routing
@@ -88,11 +88,13 @@ async def check_addresses(
 
 
 async def verify_many(
-    engine: Engine, values: Sequence[str], *, domain_mode: bool = False
+    engine: Engine, values: Sequence[str], *, domain_mode: bool = False, detailed: bool = False
 ) -> list[dict[str, object]]:
-    """The spec's result objects (plus REASON), one per address (or domain in domain mode)."""
+    """The spec's result objects (plus REASON), one per address (or domain in domain mode);
+    *detailed*: with DETAIL too, as :func:`verify_once` (the Python API's)."""
     decided = await _verified(engine, values, domain_mode)
-    return decided.select(*SPEC_COLUMNS, "REASON").to_dicts()
+    extra = [detail().alias("DETAIL")] if detailed else []
+    return decided.select(*SPEC_COLUMNS, "REASON", *extra).to_dicts()
 
 
 async def verify_many_json(
@@ -120,9 +122,11 @@ async def _verified(engine: Engine, values: Sequence[str], domain_mode: bool) ->
 async def verify_once(
     engine: Engine, value: str, *, domain_mode: bool = False
 ) -> dict[str, object]:
-    """:func:`verify_many` for a single value, as a whole event loop's work: the engine's
+    """The spec's object for a single value, with REASON and DETAIL (what explains the
+    answer in words, as a cleaned list's DETAIL), as a whole event loop's work: the engine's
     resolver is closed before the loop ends."""
     try:
-        return (await verify_many(engine, [value], domain_mode=domain_mode))[0]
+        decided = await _verified(engine, [value], domain_mode)
+        return decided.select(*SPEC_COLUMNS, "REASON", detail().alias("DETAIL")).to_dicts()[0]
     finally:
         await engine.dns.close()

@@ -1,8 +1,12 @@
 """Reference lists used to classify addresses: disposable, free, role and popular domains, the
 major providers with their own mail exchanges, and real domains near the providers' names.
 
-Everything is loaded once by :func:`load_lists` into an immutable :class:`DomainLists`
-that callers pass around; nothing here keeps module-level state. The shipped lists
+Everything is loaded by :func:`load_lists` into an immutable :class:`DomainLists` that callers
+pass around. The one thing kept per process is what loading made of the package's own files
+(parsing the public suffix list alone takes over 100 ms): :func:`load_lists` gives the same
+instance back for the same additions, so a notebook calling ``verify()`` in a loop, or many
+engines in one process, parse nothing twice. It holds read-only data, never a setting. The
+shipped lists
 live in ``pipeline/data`` (see ``pipeline/data/SOURCES.md`` for their origin and how
 to refresh them); disposable domains come from the ``disposable-email-domains``
 package and public suffixes from the list bundled with ``publicsuffixlist``, so
@@ -62,6 +66,12 @@ def normalize_local(local: str) -> str:
     return mailbox
 
 
+@functools.cache
+def _suffix_list() -> PublicSuffixList:
+    """The bundled public suffix list, parsed once a process (it is the slow part)."""
+    return PublicSuffixList()
+
+
 @dataclass(frozen=True)
 class DomainLists:
     """Immutable reference lists; build with :func:`load_lists`.
@@ -81,9 +91,8 @@ class DomainLists:
     # real domains near a provider's name: never suggested one (near_providers.txt + settings)
     legitimate: frozenset[str] = frozenset()
     versions: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    # Parsing the bundled suffix list takes tens of milliseconds, so it is built
-    # once by load_lists(); the default only serves hand-built instances in tests.
-    psl: PublicSuffixList = field(default_factory=PublicSuffixList, repr=False, compare=False)
+    # Parsing the bundled suffix list takes over 100 ms: it is parsed once a process.
+    psl: PublicSuffixList = field(default_factory=_suffix_list, repr=False, compare=False)
 
     def registrable_domain(self, domain: str) -> str:
         """Return the registrable domain ("eTLD+1") of ``domain``, or "" if it has none.
@@ -175,8 +184,17 @@ def load_lists(
     ``extra_disposable``, ``extra_free`` and ``extra_legitimate`` let a deployment add its own
     domains (from configuration: ``lists.extra_*``); they are normalised like the shipped ones.
     Every popular domain is also a free provider. Raises ValueError on a malformed
-    data line.
+    data line. The same additions give the same (immutable) instance: loaded once a process.
     """
+    return _loaded(tuple(extra_disposable), tuple(extra_free), tuple(extra_legitimate))
+
+
+@functools.lru_cache(maxsize=8)
+def _loaded(
+    extra_disposable: tuple[str, ...],
+    extra_free: tuple[str, ...],
+    extra_legitimate: tuple[str, ...],
+) -> DomainLists:
     popular = tuple(dict.fromkeys(_read_domains("popular_domains.txt")))
     free = frozenset(
         (
@@ -198,7 +216,7 @@ def load_lists(
             (*_read_domains(LEGITIMATE_FILE), *_normalized_domains(extra_legitimate))
         ),
         versions=shipped_versions(),
-        psl=PublicSuffixList(),
+        psl=_suffix_list(),
     )
 
 

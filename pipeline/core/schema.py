@@ -36,6 +36,17 @@ BOOKKEEPING_COLUMNS: Mapping[str, type[pl.DataType]] = {
 
 OUTPUT_COLUMNS: Mapping[str, type[pl.DataType]] = {**SPEC_COLUMNS, **BOOKKEEPING_COLUMNS}
 
+
+def further_fields(column: str) -> dict[str, type[pl.DataType]]:
+    """The output columns of a further column of addresses (``--email-column`` given again):
+    its verdict, reason codes and suggestion, named after it."""
+    return {
+        f"{column}_VERDICT": pl.String,
+        f"{column}_REASON": pl.String,
+        f"{column}_SUGGESTION": pl.String,
+    }
+
+
 # The batch output's layout, for the jobs that parse it: raised whenever a column is added,
 # renamed or retyped (docs/lists.md#output-schema keeps the changelog). Written into the Parquet
 # file's key-value metadata, the workbook's properties and summary.json.

@@ -124,6 +124,7 @@ class Report:
     facts: tuple[Fact, ...]
     counters: tuple[Figure, ...]
     warnings: tuple[str, ...]
+    sandbox: bool = False  # the run answered from the sandbox's made-up world
     since: Since | None = None
 
 
@@ -136,6 +137,7 @@ def read_summary(summary: Mapping[str, Any]) -> Report:
         facts=facts(summary),
         counters=counters(summary),
         warnings=tuple(w for w in map(text_of, list_of(summary.get("warnings"))) if w),
+        sandbox=summary.get("sandbox") is True,
         since=since_of(summary),
     )
 

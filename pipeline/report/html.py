@@ -34,6 +34,11 @@ from pipeline.report.svg import bar_chart
 # stops the browser asking for /favicon.ico).
 POLICY: Final = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 HEADING: Final = "List cleaning report"
+SANDBOX_BANNER: Final = (
+    "Sandbox run: every answer came from the sandbox's made-up world on this machine "
+    "(--sandbox), not from real DNS or mail servers. These verdicts say nothing about the "
+    "real addresses."
+)
 
 
 def render_report(summary: Mapping[str, Any]) -> str:
@@ -41,6 +46,7 @@ def render_report(summary: Mapping[str, Any]) -> str:
     report = read_summary(summary)
     parts = [
         _header(report),
+        _sandbox(report.sandbox),
         _headline(report.headline),
         _since(report.since),
         *(_chart(chart) for chart in report.charts),
@@ -68,6 +74,12 @@ def _page(title: str, body: str) -> str:
 def _header(report: Report) -> str:
     title = f'<p class="input">{esc(report.title)}</p>' if report.title else ""
     return f"<header><h1>{HEADING}</h1>{title}</header>"
+
+
+def _sandbox(sandbox: bool) -> str:
+    if not sandbox:
+        return ""
+    return f'<p class="sandbox" role="note">{esc(SANDBOX_BANNER)}</p>'
 
 
 def _headline(cards: tuple[Headline, ...]) -> str:

@@ -46,4 +46,5 @@ dl.facts .why { color: var(--muted); }
 code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace;
   font-size: .88em; }
 .warnings li { color: var(--risky); }
+.sandbox { border: 2px dashed var(--risky); padding: 8px 12px; font-weight: 600; }
 """

@@ -203,7 +203,7 @@ def _services(
     return Services(
         config=config,
         state=state,
-        quotas=Quotas(config, state, clock),
+        quotas=Quotas(config, state, clock, sandbox=engine.routing.sandbox),
         answers=MicroBatcher(
             answers, size, wait, ready=nothing_more_can_come, quiet=http.batch_quiet
         ),

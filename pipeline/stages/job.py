@@ -75,6 +75,8 @@ class CleanJob:
     split: bool = False  # also write the rows of each verdict to a file of their own
     decoding: Decoding = field(default_factory=Decoding)  # a text input's encoding: said, or found
     read: ReadConfig = field(default_factory=ReadConfig)  # limits on unpacking, field sizes
+    header_row: int | None = None  # the line the header starts on (--header-row); None: found
+    further: tuple[str, ...] = ()  # more address columns to check (--email-column again)
 
     @property
     def paths(self) -> OutputPaths:
@@ -108,6 +110,8 @@ class CleanRequest:
     memory_mb: int = 1024
     decoding: Decoding = field(default_factory=Decoding)
     label: str | None = None  # how the input is named, when not by *input* (a DataFrame)
+    header_row: int | None = None  # the line (a sheet's row) the header starts on
+    further: tuple[str, ...] = ()  # more address columns to check, after *email_column*
 
 
 @contextlib.contextmanager
@@ -120,6 +124,8 @@ def open_job(request: CleanRequest, storage: StorageConfig, read: ReadConfig) ->
         check_location(request.output, "output")
     if request.memory_mb < 64:
         raise UsageError(f"--memory must be at least 64 (MiB), got {request.memory_mb}.")
+    if request.header_row is not None and request.header_row < 1:
+        raise UsageError(f"--header-row counts lines from 1, got {request.header_row}.")
     input_text = local_path(request.input)
     output_text = local_path(request.output) if request.output else None
     fmt = choose_format(output_text, request.output_format)
@@ -149,6 +155,8 @@ def open_job(request: CleanRequest, storage: StorageConfig, read: ReadConfig) ->
             request.split,
             request.decoding,
             read,
+            request.header_row,
+            request.further,
         )
 
 
@@ -159,7 +167,7 @@ def remote_output(
     """An object-store output: checked before any work, staged in a private local folder
     (removed afterwards), and uploaded file by file as each is complete."""
     name = url.rstrip("/").rsplit("/", 1)[-1]
-    local = OutputPaths.for_output(Path("out" + name[len(stem_of(name)) :]), dataset)
+    local = Path("out" + name[len(stem_of(name)) :])
     remote = _remote_names(url, dataset)
     if input_text in remote.values():
         raise UsageError(
@@ -170,8 +178,8 @@ def remote_output(
     check_output_url(url, fs, dataset)
     folder = Path(tempfile.mkdtemp(prefix="listclean-upload-"))
     try:
-        targets = {folder / local.files(True)[role].name: remote[role] for role in remote}
-        yield folder / local.parquet.name, Upload(fs, targets)
+        targets = {folder / named: remote[role] for role, named in companions(local.name).items()}
+        yield folder / local.name, Upload(fs, targets)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

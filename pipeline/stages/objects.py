@@ -13,12 +13,17 @@ object or the new one, never a part. So an output is written locally first (the 
 local write as always) and then uploaded object by object: the Parquet output (or each part of
 a dataset, then the removal of parts an earlier run left beyond the new count), then the rejects
 file, then the summary, last, so a summary newer than the run's start means the outputs are
-complete.
+complete. The Dask engine's workers write in the store itself instead, under a staging prefix
+beside each target (``.list.clean.parquet.<pid>.tmp/``, the driver's process id); at the commit
+point each staged object is copied to its key inside the store (S3's CopyObject: no byte
+through the driver, the copy atomic like a PUT) and the staged keys are deleted, in the same
+order, the summary still last.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import shutil
 from collections.abc import Callable, Iterator
@@ -39,6 +44,7 @@ OBJECT_SCHEMES: Final = ("s3",)
 _GLOB: Final = ("*", "?", "[")
 _COPY: Final = 1 << 22  # bytes copied at a time
 _CHECK: Final = "Check the URL, the AWS_* settings and [storage] endpoint_url."
+_log = logging.getLogger(__name__)
 
 
 def scheme_of(text: str) -> str | None:
@@ -156,7 +162,8 @@ def check_output_url(url: str, fs: AbstractFileSystem, dataset: bool) -> None:
 
 @dataclass(frozen=True)
 class Upload:
-    """Where the local files of a run's output go once each is complete."""
+    """Where the files of a run's output go once each is complete: written locally and
+    uploaded, or (the Dask engine's workers) staged in the store beside their keys."""
 
     fs: AbstractFileSystem
     targets: dict[Path, str]  # staged local file (or dataset folder) -> its URL
@@ -170,19 +177,45 @@ class Upload:
         if url is None:
             return
         if path.is_dir():
-            self._publish_dataset(path, url)
+            names = sorted(p.name for p in path.iterdir())
+            self._fill(url, names, lambda name, to: self.fs.put_file(str(path / name), to))
             shutil.rmtree(path, ignore_errors=True)
         else:
             _guard_out(url, self.fs.put_file, str(path), url)
             path.unlink(missing_ok=True)
 
-    def _publish_dataset(self, folder: Path, url: str) -> None:
+    def adopt(self, staged: str, final: Path) -> None:
+        """What workers staged at *staged* (an object, or a prefix of parts ending in ``/``)
+        copied to *final*'s URL inside the store (no byte passes through this process), then
+        the staged keys deleted."""
+        url = self.targets[final]
+        if staged.endswith("/"):
+            found = _guard_in(staged, self.fs.find, staged)
+            names = sorted(str(p).rsplit("/", 1)[-1] for p in found)
+            self._fill(url, names, lambda name, to: self.fs.copy(staged + name, to))
+        else:
+            _guard_out(url, self.fs.copy, staged, url)
+        self.remove(staged)
+
+    def remove(self, staged: str) -> None:
+        """A staged object or prefix deleted; nothing to do when it is not there. It runs on
+        the way out of a run too, so a failure is a warning naming what is left, not an error
+        in place of the run's own."""
+        try:
+            self.fs.rm(staged, recursive=staged.endswith("/"))
+        except FileNotFoundError:
+            pass
+        except Exception as exc:  # botocore's errors have no common base with OSError
+            _log.warning("Cannot delete %s (%s); it is no output: remove it by hand.", staged, exc)
+
+    def _fill(self, url: str, names: list[str], send: Callable[[str, str], object]) -> None:
+        """A dataset's parts sent to *url* one by one (each atomically), then the parts an
+        earlier run left beyond the new ones deleted."""
         base = url.rstrip("/")
-        parts = sorted(p.name for p in folder.iterdir())
-        for name in parts:
-            _guard_out(url, self.fs.put_file, str(folder / name), f"{base}/{name}")
+        for name in names:
+            _guard_out(url, send, name, f"{base}/{name}")
         with contextlib.suppress(FileNotFoundError):
-            stale = [p for p in self.fs.ls(base, detail=False) if p.rsplit("/", 1)[-1] not in parts]
+            stale = [p for p in self.fs.ls(base, detail=False) if p.rsplit("/", 1)[-1] not in names]
             for old in stale:
                 _guard_out(url, self.fs.rm_file, old)
 

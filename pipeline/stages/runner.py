@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from typing import Any
 import polars as pl
 
 from pipeline.core.bounces.step import BounceScope, attach_bounces
-from pipeline.core.domains.step import DomainStats, check_domains, resolvable_domains
+from pipeline.core.domains.step import DomainStats, check_domains
 from pipeline.core.engine import Engine
 from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
@@ -46,12 +47,14 @@ from pipeline.stages.steps import (
     answer_table,
     decide_work,
     held_keys,
+    list_domains,
     normalize,
     probe_candidates,
+    rows_of,
 )
 from pipeline.stages.summary import NormalizeStats, RunSummary, Tally
 from pipeline.stages.write.formats import check_capacity
-from pipeline.stages.write.outputs import RejectsSink, output_frame
+from pipeline.stages.write.outputs import OutputPaths, RejectsSink
 from pipeline.stages.write.publish import Publication
 from pipeline.stages.write.sinks import Sink, open_outputs
 
@@ -61,7 +64,7 @@ _MAX_ROWS = 1_000_000
 
 def open_reader(job: CleanJob, folder: Path) -> ListReader:
     """The job's list, opened; refused before any work when the output cannot hold it."""
-    choice = Choice(job.member, job.sheet, job.decoding, job.read)
+    choice = Choice(job.member, job.sheet, job.decoding, job.read, job.header_row, job.further)
     name = job.name or str(job.input)
     reader = open_list(name, job.input, folder, job.email_column, job.storage, choice)
     check_capacity(job.format, reader.known_rows)
@@ -113,6 +116,7 @@ class LocalWay:
         self._table = pl.DataFrame()  # the domains' answers
         self._answers: pl.DataFrame | None = None  # the address checker's
         self._scan: _Scan | None = None
+        self._rejects: RejectsSink | None = None
         self._memory: LocalMemory | None = None  # where the decided rows are remembered
 
     def open(self, job: CleanJob, folder: Path) -> ListReader:
@@ -120,9 +124,15 @@ class LocalWay:
         self._rows = batch_rows(job.memory_mb, reader.bytes_per_row)
         return reader
 
+    def files(self, job: CleanJob) -> OutputPaths:
+        return job.paths
+
     def scan(
-        self, job: CleanJob, reader: ListReader, rejects: RejectsSink, stack: contextlib.ExitStack
+        self, job: CleanJob, reader: ListReader, stack: contextlib.ExitStack
     ) -> tuple[Scanned, ListReader]:
+        """Pass 1, the rejects written to the rejects file as they are read."""
+        sink = RejectsSink(job.paths.rejects, list(reader.reject_schema))
+        self._rejects = rejects = stack.enter_context(contextlib.closing(sink))
         sizes = (self._rows, self._memory_mb)
         self._scan = scan = _scan(reader, self._engine, self._folder, sizes, rejects)
         dedupe = scan.marker.finish()
@@ -146,15 +156,18 @@ class LocalWay:
         facts: dict[str, Any],
         publication: Publication,
         stack: contextlib.ExitStack,
-    ) -> Tally:
-        assert self._scan is not None
-        sink = stack.enter_context(open_outputs(job.paths, reader.schema, job.csv_bom, job.split))
+    ) -> tuple[Tally, Counter[str]]:
+        assert self._scan is not None and self._rejects is not None
+        sink = stack.enter_context(
+            open_outputs(job.paths, reader.schema, job.csv_bom, job.split, reader.further.fields)
+        )
         sink.note(facts)
         tables = (self._table, self._answers)
         sinks = (sink, self._memory)
         tally = _decide_all(self._engine, self._scan, reader, self._rows, tables, sinks)
         sink.stage(publication)
-        return tally
+        self._rejects.stage(publication)
+        return tally, self._rejects.reasons
 
     def queries(self, engine: Engine) -> int:
         return engine.dns.queries_sent
@@ -209,7 +222,8 @@ def _scan_with(
             scan.rejected += read.rejects.height
             work = normalize(read.frame, reader.email_column, engine.lists)
             scan.marker.add(work.get_column("KEY"))
-            scan.domains.update(dict.fromkeys(resolvable_domains(work)))
+            found = list_domains(read.frame, work, reader.further, engine.lists)
+            scan.domains.update(dict.fromkeys(found))
             scan.held.append(held_keys(work))
             spill.put(work)
             scan.rows += read.frame.height
@@ -270,7 +284,8 @@ def _decide_all(
             work = decide_work(
                 marked, table, engine.bounces, scope, answers, held, engine.calibration
             )
-            decided = output_frame(Batch(read.frame, work))
+            answered = (table, engine.bounces, scope, answers)
+            decided = rows_of(marked, work, answered, (reader.further, engine.lists))
             sink.write(decided)
             if memory is not None:
                 memory.add(work)

@@ -5,9 +5,9 @@ Each engine runs them its way (a :class:`Way`): the local runner over a stream o
 batches on this machine (:class:`pipeline.stages.runner.LocalWay`), the Dask engine over the
 list's parts on a cluster's workers (:class:`pipeline.stages.dask.engine.DaskRun`). Both apply
 the same stage functions (:mod:`pipeline.stages.steps` and the engine's steps); a way decides
-only where the rows are and who works on them. Everything around the stages is here, once:
-the input pinned while it is read, the provenance, the rejects file, the stage clock, the
-counts, the summary and what is published.
+only where the rows are and who works on them, and who writes them (the rejects with them).
+Everything around the stages is here, once: the input pinned while it is read, the
+provenance, the stage clock, the counts, the summary and what is published.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,7 +39,7 @@ from pipeline.stages.summary import (
     stage_summaries,
     summarize,
 )
-from pipeline.stages.write.outputs import RejectsSink
+from pipeline.stages.write.outputs import OutputPaths
 from pipeline.stages.write.publish import Publication
 
 if TYPE_CHECKING:
@@ -99,11 +100,16 @@ class Way(Protocol):
         """The list, opened: its kind, columns and email column known, nothing read yet."""
         ...
 
+    def files(self, job: CleanJob) -> OutputPaths:
+        """The files the run writes (the job's, or as the way lays them out)."""
+        ...
+
     def scan(
-        self, job: CleanJob, reader: ListReader, rejects: RejectsSink, stack: contextlib.ExitStack
+        self, job: CleanJob, reader: ListReader, stack: contextlib.ExitStack
     ) -> tuple[Scanned, ListReader]:
-        """Every row read and normalized, its duplicates marked, the rejects written; the
-        reader that read it (the one :meth:`open` gave, or another when it had to)."""
+        """Every row read and normalized, its duplicates marked, its rejects kept for
+        :meth:`write`; the reader that read it (the one :meth:`open` gave, or another when
+        it had to)."""
         ...
 
     async def domains(self, engine: Engine) -> DomainStats:
@@ -121,8 +127,9 @@ class Way(Protocol):
         facts: dict[str, Any],
         publication: Publication,
         stack: contextlib.ExitStack,
-    ) -> Tally:
-        """Every row decided and written in input order, staged for *publication*."""
+    ) -> tuple[Tally, Counter[str]]:
+        """Every row decided and written in input order, then the rejects, staged for
+        *publication*; the rows' tally and the rejected records per reason."""
         ...
 
     def queries(self, engine: Engine) -> int:
@@ -144,15 +151,13 @@ async def run_stages(
     pin = InputPin(job.input, job.name or str(job.input), job.storage)
     with pin.reading():
         reader = way.open(job, folder)
-    paths = job.paths
+    paths = way.files(job)
     with contextlib.ExitStack() as stack:
         publication = stack.enter_context(paths.publication())
         record = stack.enter_context(RunRecord(job, engine.config, way.digest))
-        sink_of_rejects = RejectsSink(paths.rejects, list(reader.reject_schema))
-        rejects = stack.enter_context(contextlib.closing(sink_of_rejects))
         started = time.perf_counter()
         with pin.reading():
-            scan, reader = way.scan(job, reader, rejects, stack)
+            scan, reader = way.scan(job, reader, stack)
         clock.add("read", 0, scan.rows, scan.reading)
         normalizing = time.perf_counter() - started - scan.reading
         clock.add("normalize", scan.rows, scan.rows, normalizing, scan.normalized)
@@ -166,8 +171,7 @@ async def run_stages(
             opened = way.remembering(history, run_start(history, engine.config))
             memory = stack.enter_context(contextlib.closing(opened))
         with pin.reading():
-            tally = way.write(job, reader, facts, publication, stack)
-        rejects.stage(publication)
+            tally, rejected = way.write(job, reader, facts, publication, stack)
         clock.lap("write", scan.rows, scan.rows, lent=memory.seconds if memory else 0.0)
         remembered = memory.compare(publication) if memory is not None else None
         clock.lap("history", scan.rows, scan.rows)
@@ -179,9 +183,11 @@ async def run_stages(
             checks,
             way.queries(engine),
             tally,
-            rejects.reasons,
+            rejected,
         )
-        summary = summarize(job, reader, counts, clock.stages, record.facts(), remembered)
+        run = record.facts()
+        sandbox = engine.routing.sandbox
+        summary = summarize(job, reader, counts, clock.stages, run, paths, sandbox, remembered)
         stage_summaries(summary, paths, publication)
         pin.check()  # the hash in the summary is of these bytes too
         publication.commit()

@@ -14,11 +14,13 @@ from pipeline.core.bounces.step import BounceScope, BounceSource, attach_bounces
 from pipeline.core.calibration.apply import calibrated
 from pipeline.core.calibration.types import Calibration
 from pipeline.core.decide import decide, with_address_columns
-from pipeline.core.domains.step import attach_domains
+from pipeline.core.domains.step import attach_domains, resolvable_domains
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.step import PROBEABLE, join_answers
 from pipeline.stages.base import Batch
+from pipeline.stages.further import further_columns, further_domains
 from pipeline.stages.read.consent import consent_of
+from pipeline.stages.read.email_column import Further
 from pipeline.stages.write.outputs import output_frame
 
 
@@ -57,6 +59,17 @@ def with_held(work: pl.DataFrame, held: pl.DataFrame) -> pl.DataFrame:
     return found.with_columns(pl.coalesce("CONSENT", "_HELD").alias("CONSENT")).drop("_HELD")
 
 
+def list_domains(
+    frame: pl.DataFrame, work: pl.DataFrame, further: Further, lists: DomainLists
+) -> list[str]:
+    """The distinct resolvable domains of a read batch: its own column's, then those of the
+    further columns of addresses (:mod:`pipeline.stages.further`), first seen first."""
+    found = resolvable_domains(work)
+    if not further:
+        return found
+    return list(dict.fromkeys([*found, *further_domains(frame, further, lists)]))
+
+
 def decide_rows(
     batch: Batch,
     table: pl.DataFrame,
@@ -64,10 +77,33 @@ def decide_rows(
     scope: BounceScope | None,
     answers: pl.DataFrame | None,
     held: pl.DataFrame | None = None,
+    further: tuple[Further, DomainLists] | None = None,
 ) -> pl.DataFrame:
-    """The output rows of *batch* (work with DUPLICATE): see :func:`decide_work`."""
+    """The output rows of *batch* (work with DUPLICATE): see :func:`decide_work`; with
+    *further* (the further columns of addresses, and the shipped lists), each further
+    column's fields after them (:func:`rows_of`)."""
     work = decide_work(batch, table, bounces, scope, answers, held)
-    return output_frame(Batch(batch.originals, work))
+    return rows_of(batch, work, (table, bounces, scope, answers), further)
+
+
+Answered = tuple[pl.DataFrame, BounceSource | None, BounceScope | None, pl.DataFrame | None]
+
+
+def rows_of(
+    batch: Batch,
+    work: pl.DataFrame,
+    answered: Answered,
+    further: tuple[Further, DomainLists] | None = None,
+) -> pl.DataFrame:
+    """The output rows of *batch* whose decided work columns are *work*; with *further*, each
+    further column's fields after them, from the same answers (*answered*: the domain table,
+    the bounce source and scope, the address answers)."""
+    rows = output_frame(Batch(batch.originals, work))
+    if further is None or not further[0]:
+        return rows
+    columns, lists = further
+    fields = further_columns(batch.originals, columns, lists, answered)
+    return pl.concat([rows, fields], how="horizontal")
 
 
 def decide_work(
@@ -79,12 +115,12 @@ def decide_work(
     held: pl.DataFrame | None = None,
     calibration: Calibration | None = None,
 ) -> pl.DataFrame:
-    """The decided work columns of *batch* (work with DUPLICATE; :func:`output_frame` makes
-    its output rows): domain answers, bounce flags and address answers joined by DOMAIN and
-    KEY, the consent of every row of an address (*held*: the whole list's held-back
-    addresses; None: those of *batch*, when it holds every row of its addresses; empty: none,
-    CONSENT being already the whole list's, as in a Dask part), then decided, SCORE calibrated
-    by the list's *calibration* (the rules' SCORE kept in SCORE_DEFAULT for the history)."""
+    """The decided work columns of *batch* (work with DUPLICATE; :func:`rows_of` makes its
+    output rows): domain answers, bounce flags and address answers joined by DOMAIN and KEY,
+    the consent of every row of an address (*held*: the whole list's held-back addresses;
+    None: those of *batch*, when it holds every row of its addresses; empty: none, CONSENT
+    being already the whole list's, as in a Dask part), then decided, SCORE calibrated by the
+    list's *calibration* (the rules' SCORE kept in SCORE_DEFAULT for the history)."""
     work = with_held(batch.work, held_keys(batch.work) if held is None else held)
     work = attach_bounces(bounces, attach_domains(work, table), scope)
     if answers is not None:

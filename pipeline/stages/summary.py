@@ -64,6 +64,7 @@ class Tally:
         self.reasons: Counter[str] = Counter()  # rows per REASON string
         self.safe_to_send = 0
         self.held_back = 0
+        self.empty = 0  # rows whose email cell holds nothing
         # SOURCE_FILE value -> [rows, rows held back] (a zip's members)
         self.members: dict[str, list[int]] = {}
         self._domains: list[pl.DataFrame] = []
@@ -91,6 +92,7 @@ class Tally:
                 counts = self.members.setdefault(member, [0, 0])
                 counts[0] += n
                 counts[1] += n if held else 0
+        self.empty += int((rows.get_column("EMAIL") == "").sum())
         per_verdict = ((pl.col("VERDICT") == v).sum().alias(v) for v in _VERDICTS)
         per_domain = rows.filter(pl.col("DOMAIN") != "").group_by("DOMAIN")
         self._domains.append(per_domain.agg(pl.len().alias("rows"), *per_verdict))
@@ -111,6 +113,7 @@ class Tally:
         self.reasons.update(other.reasons)
         self.safe_to_send += other.safe_to_send
         self.held_back += other.held_back
+        self.empty += other.empty
         for member, (rows, held) in other.members.items():
             counts = self.members.setdefault(member, [0, 0])
             counts[0] += rows
@@ -178,6 +181,7 @@ class RunSummary:
     reasons: dict[str, int]
     safe_to_send: int
     held_back: int  # rows the list's export holds back from sending (consent)
+    empty_rows: int  # rows kept whose email cell holds nothing (Invalid, empty)
     member_rows: dict[str, dict[str, int]]  # zip member -> {"rows": n, "held_back": n}
     top_domains: list[dict[str, Any]]
     typo_fixes: list[dict[str, Any]]
@@ -190,6 +194,11 @@ class RunSummary:
     encoding: str = ""  # of a text input, as detected
     delimiter: str = ""
     output_format: str = "parquet"
+    # The run answered from the sandbox's made-up world (--sandbox): its verdicts are not real.
+    sandbox: bool = False
+    header_row: int = 0  # the line (a sheet's row) the header starts on; 0: none (Parquet)
+    further: list[str] = field(default_factory=list)  # further address columns checked
+    others: list[str] = field(default_factory=list)  # other columns holding addresses, unchecked
     list_name: str = ""  # the list's name in the run history ("": not recorded)
     # What changed since the list's last run (None: its first, or not recorded): previous_run_at,
     # new, gone, unchanged (distinct addresses) and transitions ("Valid->Invalid": n).
@@ -229,6 +238,7 @@ class RunSummary:
         return {
             "input": self.input,
             "list_name": self.list_name,
+            "sandbox": self.sandbox,
             "output": self.output,
             "rejects_file": self.rejects_file,
             "files": self.files,
@@ -239,6 +249,7 @@ class RunSummary:
             "held_back": self.held_back,
             "member_rows": self.member_rows,
             "duplicates": self.normalized.duplicates,
+            "empty_rows": self.empty_rows,
             "rows_out": self.rows_out,
             "rows_rejected": self.rows_rejected,
             "verdicts": self.verdicts,
@@ -287,11 +298,14 @@ class RunSummary:
             "compression": source.compression,
             "members": list(source.members),
             "sheet": source.sheet,
+            "header_row": self.header_row,
             "encoding": self.encoding,
             "delimiter": self.delimiter,
             "email_column": email.name if email else "",
             "email_column_rule": email.rule if email else "",
             "email_column_why": email.why if email else "",
+            "further_email_columns": self.further,
+            "other_address_columns": self.others,
         }
 
 
@@ -315,11 +329,15 @@ def summarize(
     counts: Counts,
     stages: list[StageSummary],
     run: RunFacts,
+    paths: OutputPaths | None = None,
+    sandbox: bool = False,
     remembered: Remembered | None = None,
 ) -> RunSummary:
-    """The run's summary, the same way for every engine; *remembered*: what the history step
-    found (None: the run was not recorded)."""
-    paths = job.paths
+    """The run's summary, the same way for every engine; *paths* are the files written when
+    they are not the job's own (the Dask engine's, see :meth:`OutputPaths.in_parts`);
+    *sandbox*: the run answered from the sandbox's made-up world; *remembered*: what the
+    history step found (None: the run was not recorded)."""
+    paths = paths or job.paths
     tally = counts.tally
     history = remembered or Remembered("", None)
     files = {role: paths.name(path) for role, path in paths.files(job.split).items()}
@@ -340,6 +358,7 @@ def summarize(
         reasons=tally.reason_counts(),
         safe_to_send=tally.safe_to_send,
         held_back=tally.held_back,
+        empty_rows=tally.empty,
         member_rows=member_rows(tally, reader.info.members),
         top_domains=tally.top_domains(),
         typo_fixes=tally.typo_fixes(),
@@ -351,6 +370,7 @@ def summarize(
             *(counts.checks.warnings if counts.checks else ()),
             *history.warnings,
         ],
+        sandbox=sandbox,
         **described(reader, job),
         list_name=history.list_name,
         since_last_run=history.since_last_run,
@@ -375,6 +395,9 @@ def described(reader: ListReader, job: CleanJob) -> dict[str, Any]:
         "encoding": reader.encoding if reader.info.format != "xlsx" else "",
         "delimiter": reader.delimiter if reader.info.format != "xlsx" else "",
         "output_format": job.format.value,
+        "header_row": reader.header_row,
+        "further": [prefix for _, prefix in reader.further.columns],
+        "others": list(reader.others),
     }
 
 

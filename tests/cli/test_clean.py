@@ -294,7 +294,7 @@ def test_verify_prints_the_spec_object(
     common = ["--resolver", sample_dns.address, "--cache-dir", str(tmp_path), "--config", FAST]
     assert main(["verify", " John.Doe@GMAIL.com ", *common]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert list(record) == [*SPEC_COLUMNS, "REASON"]
+    assert list(record) == [*SPEC_COLUMNS, "REASON", "DETAIL"]
     assert record["EMAIL"] == "John.Doe@gmail.com"
     assert (record["VERDICT"], record["LOCAL"], record["DOMAIN"]) == (
         "Valid",
@@ -436,3 +436,16 @@ def test_a_budget_is_n_or_method_equals_n(
     with pytest.raises(SystemExit) as stopped:
         main(args)
     assert stopped.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_a_sandbox_run_says_so_in_its_summary_and_report(tmp_path: Path) -> None:
+    out = tmp_path / "out.parquet"
+    common = ["--cache-dir", str(tmp_path / "cache"), "--quiet"]
+    assert main(["clean", str(SAMPLE_CSV), "-o", str(out), "--sandbox", *common]) == 0
+    summary = json.loads((tmp_path / "out.summary.json").read_text())
+    assert summary["sandbox"] is True
+    assert "made-up world" in (tmp_path / "out.report.html").read_text()
+    real = tmp_path / "real.parquet"
+    assert main(["clean", str(SAMPLE_CSV), "-o", str(real), "--offline", *common]) == 0
+    assert json.loads((tmp_path / "real.summary.json").read_text())["sandbox"] is False
+    assert "made-up world" not in (tmp_path / "real.report.html").read_text()

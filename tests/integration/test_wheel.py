@@ -55,6 +55,18 @@ def test_an_installed_wheel_cleans_and_verifies_in_the_sandbox(tmp_path: Path) -
     api = run(python, "-c", API, cwd=elsewhere)
     assert api.stdout.split() == ["John.Doe@gmail.com", "John.Doe@gmail.com", "297"]
     assert not (elsewhere / "pipeline").exists()  # nothing was read from a checkout
+    shipped = run(python, "-c", SHIPPED, cwd=elsewhere).stdout.split()
+    assert shipped == ["True", "Apache-2.0", "True"]  # typed (PEP 561), licensed, with its text
+
+
+# What a company's approval reads off the installed package: py.typed, the licence and its text.
+SHIPPED = """
+from importlib import metadata, resources
+dist = metadata.distribution("listclean")
+print(resources.files("pipeline").joinpath("py.typed").is_file())
+print(dist.metadata["License-Expression"])
+print(any(str(f).endswith("LICENSE") for f in dist.files or ()))
+"""
 
 
 # The Python API of the installed package (offline: the known-typo rule needs no DNS).

@@ -204,3 +204,11 @@ def test_the_longest_bar_fills_the_track_and_an_all_zero_chart_draws() -> None:
     longest = f'width="{TRACK:.2f}" height="{BAR}" data-chart="reasons" data-label="syntax_invalid"'
     assert longest in page
     assert 'data-chart="repairs" data-label="mailto"' in page
+
+
+def test_a_sandbox_run_says_so_first() -> None:
+    page = render_report({**FULL, "sandbox": True})
+    banner = page.index('class="sandbox"')
+    assert "made-up world" in page and banner < page.index("<section")
+    for not_sandbox in (FULL, {**FULL, "sandbox": False}, {**FULL, "sandbox": "yes"}):
+        assert 'class="sandbox"' not in render_report(not_sandbox)

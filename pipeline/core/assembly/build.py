@@ -3,8 +3,9 @@
 The command line and the service hand over a config, where the domain cache lives, and a few
 options; this opens the lists, the domain cache, the bounce ledger and the address checker the
 config asks for, each registered with the caller's :class:`contextlib.ExitStack` so they close
-together. The other stores live beside the domain cache (:func:`beside_domain_cache`), so the batch
-and the service share everything they learn.
+together. The other stores live beside the domain cache, or in the database their setting
+names (:mod:`pipeline.core.db.database`), so the batch and the service share everything they
+learn.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ from pathlib import Path
 
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.config import VENDORS, Config, budgets_of, routes_of, vendor_url
-from pipeline.core.db.database import store_where
-from pipeline.core.db.sqlite import beside_domain_cache
+from pipeline.core.db.database import cache_where, store_where
 from pipeline.core.domains.cache import DomainCache
 from pipeline.core.domains.dns import SharedResolver
 from pipeline.core.domains.exchanges import Routing
@@ -63,7 +63,8 @@ def open_engine(
     lists = load_lists(
         config.lists.extra_disposable, config.lists.extra_free, config.lists.extra_legitimate
     )
-    cache = stack.enter_context(DomainCache(domain_cache, config.cache, options.clock))
+    where, family = cache_where(domain_cache, "domains", config.cache.db)
+    cache = stack.enter_context(DomainCache(where, config.cache, options.clock, family))
     ledger_at = store_where(domain_cache, "bounces", config.bounces.db)
     ledger = stack.enter_context(BounceLedger(ledger_at, config.bounces))
     checker = None if options.offline else _checker(stack, config, domain_cache, options, lists)
@@ -155,8 +156,8 @@ class _Made:
 
     def mailboxes(self) -> MailboxCache:
         if self._mailboxes is None:
-            path = beside_domain_cache(self.domain_cache, "mailboxes")
-            cache = MailboxCache(path, self.config.verify, self.options.clock)
+            where, family = cache_where(self.domain_cache, "mailboxes", self.config.cache.db)
+            cache = MailboxCache(where, self.config.verify, self.options.clock, family)
             self._mailboxes = self.stack.enter_context(cache)
         return self._mailboxes
 

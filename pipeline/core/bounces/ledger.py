@@ -35,10 +35,13 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import polars as pl
+
 from pipeline.core.addresses.syntax import parse_address
 from pipeline.core.bounces.reports import read_bounce_file
 from pipeline.core.bounces.types import BounceEvent, BounceFlags, BounceKind, ImportReport
 from pipeline.core.config import BouncesConfig
+from pipeline.core.db.buckets import BucketTable, Shelf
 from pipeline.core.db.database import Dialect, OwnsDatabase, Where, dialect_of, open_database
 
 _SCHEMA = """
@@ -221,23 +224,35 @@ class BounceLedger(OwnsDatabase):
         """(keys that have events, domains the domain rule flags): the only keys that can get
         a flag. A batch asks :meth:`flags` for its keys within this scope, so a ledger of
         thousands costs a list of millions little, and an empty ledger costs nothing."""
-        kinds = {k.name.lower(): k.value for k in BounceKind}
         with self._db.transaction():
             keys = {key for (key,) in self._db.query("SELECT DISTINCT key FROM events")}
-            domains = [d for (d,) in self._db.query("SELECT DISTINCT domain FROM events")]
-            dead = {
-                domain
-                for (domain,) in self._db.query(
-                    self._sql.dead_domains,
-                    {
-                        "domains": json.dumps(domains),
-                        "min_addresses": self._config.domain_min_addresses,
-                        "rate": self._config.domain_hard_rate,
-                        **kinds,
-                    },
-                )
-            }
-        return keys, dead
+            return keys, self._dead_domains()
+
+    def dead_domains(self) -> set[str]:
+        """The domains the domain rule flags (every address of theirs is suspected)."""
+        with self._db.transaction():
+            return self._dead_domains()
+
+    def _dead_domains(self) -> set[str]:
+        kinds = {k.name.lower(): k.value for k in BounceKind}
+        domains = [d for (d,) in self._db.query("SELECT DISTINCT domain FROM events")]
+        found = self._db.query(
+            self._sql.dead_domains,
+            {
+                "domains": json.dumps(domains),
+                "min_addresses": self._config.domain_min_addresses,
+                "rate": self._config.domain_hard_rate,
+                **kinds,
+            },
+        )
+        return {domain for (domain,) in found}
+
+    def keys_after(self, after: str, limit: int) -> list[str]:
+        """The next *limit* keys with events after *after*, in order: the ledger read a page
+        at a time, in bounded memory."""
+        q = dialect_of(self._db).q
+        sql = f"SELECT DISTINCT key FROM events WHERE key > {q} ORDER BY key LIMIT {q}"
+        return [key for (key,) in self._db.query(sql, (after, limit))]
 
     def forget(self, keys: Iterable[str]) -> int:
         """Delete the events of the addresses *keys* (an erasure or opt-out: see
@@ -269,3 +284,81 @@ class BounceLedger(OwnsDatabase):
 def _domain_of(key: str) -> str:
     # A key is local@domain and the domain holds no "@"; a quoted local part may.
     return key.rpartition("@")[2]
+
+
+# --- the ledger's flags on a cluster's shared storage ---------------------------------------
+
+_PAGE = 50_000  # keys a page of the snapshot holds (written by the driver in bounded memory)
+
+
+def write_snapshot(ledger: BounceLedger, shelf: Shelf) -> int:
+    """The ledger's flags, as they are now, written to *shelf* for workers that cannot reach
+    the ledger's file: one row per key with events, and the dead domains. Returns the keys
+    written (0: an empty ledger, nothing written)."""
+    tables = _SnapshotTables(shelf)
+    written, after = 0, ""
+    while page := ledger.keys_after(after, _PAGE):
+        tables.flags.put(_flag_rows(ledger.flags(page)))
+        written, after = written + len(page), page[-1]
+    dead = sorted(ledger.dead_domains())
+    if dead:
+        tables.dead.put(pl.DataFrame({"domain": dead, "dead": [True] * len(dead)}))
+    return written + len(dead)
+
+
+class SnapshotFlags:
+    """The ledger's flags read from a snapshot (:func:`write_snapshot`), as the ledger
+    answers them: a key without events on a dead domain is suspected."""
+
+    def __init__(self, shelf: Shelf) -> None:
+        self._tables = _SnapshotTables(shelf)
+        self._dead: set[str] | None = None
+
+    def flags(self, keys: Iterable[str]) -> dict[str, BounceFlags]:
+        wanted = list(keys)
+        found = {
+            key: BounceFlags(known, suspected, last_hard, delivered)
+            for key, known, suspected, last_hard, delivered in self._tables.flags.get(wanted)
+            .select("key", "known", "suspected", "last_hard_at", "delivered")
+            .iter_rows()
+        }
+        dead = self._dead_ones()
+        never_seen = BounceFlags(known=False, suspected=True, last_hard_at=None)
+        found.update({k: never_seen for k in wanted if k not in found and _domain_of(k) in dead})
+        return found
+
+    def scope(self) -> tuple[set[str], set[str]]:
+        keys = set(self._tables.flags.rows().get_column("key").to_list())
+        return keys, self._dead_ones()
+
+    def _dead_ones(self) -> set[str]:
+        if self._dead is None:
+            self._dead = set(self._tables.dead.rows().get_column("domain").to_list())
+        return self._dead
+
+
+class _SnapshotTables:
+    def __init__(self, shelf: Shelf) -> None:
+        b = pl.Boolean
+        flags = {"known": b, "suspected": b, "last_hard_at": pl.Float64, "delivered": b}
+        self.flags = BucketTable(shelf, "bounce_flags", ("key",), flags)
+        self.dead = BucketTable(shelf, "bounce_dead_ones", ("domain",), {"dead": b})
+
+
+def _flag_rows(flags: dict[str, BounceFlags]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "key": list(flags),
+            "known": [f.known for f in flags.values()],
+            "suspected": [f.suspected for f in flags.values()],
+            "last_hard_at": [f.last_hard_at for f in flags.values()],
+            "delivered": [f.delivered for f in flags.values()],
+        },
+        schema={
+            "key": pl.String,
+            "known": pl.Boolean,
+            "suspected": pl.Boolean,
+            "last_hard_at": pl.Float64,
+            "delivered": pl.Boolean,
+        },
+    )

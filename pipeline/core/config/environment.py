@@ -18,8 +18,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, get_origin, get_type_hints
 
-import platformdirs
-
 from pipeline.core.config.http import ANONYMOUS_PREFIX, HTTP_PREFIX, AnonymousConfig, HttpConfig
 from pipeline.core.config.rules import ENV_PREFIX, build, coerce, load_toml
 from pipeline.core.config.tables import VENDORS, Config
@@ -90,7 +88,7 @@ def renamed(var: str) -> str:
 
 def env_names(cls: type[Any], prefix: str = ENV_PREFIX) -> frozenset[str]:
     """The environment variables that set the settings of the table *cls*."""
-    return frozenset(var for var, _ in _env_slots(cls, prefix))
+    return frozenset(var for var, _ in _slot_table(cls, prefix))
 
 
 def with_environment(
@@ -99,7 +97,7 @@ def with_environment(
     """*config* (a tree of setting tables) with every ``LISTCLEAN_<SECTION>_<KEY>`` of *env*
     applied. A ``LISTCLEAN_`` variable that no setting has (and that is not in *known*) is
     refused, naming it, like an unknown key in a file."""
-    slots = dict(_env_slots(type(config), prefix))
+    slots = dict(_slot_table(type(config), prefix))
     settings = known | slots.keys()
     for var in sorted(env):
         if not var.startswith(ENV_PREFIX) or var in NOT_SETTINGS or var in known - slots.keys():
@@ -120,6 +118,19 @@ def _unknown(var: str, settings: Iterable[str]) -> str:
         f"Unknown environment variable {var}: no setting has that name. Settings are "
         "LISTCLEAN_<SECTION>_<KEY> in upper case, e.g. LISTCLEAN_DNS_TIMEOUT."
     )
+
+
+Slots = tuple[tuple[str, tuple[tuple[str, ...], Any]], ...]
+_SLOT_TABLES: dict[tuple[type[Any], str], Slots] = {}
+
+
+def _slot_table(cls: type[Any], prefix: str) -> Slots:
+    """:func:`_env_slots` of a table, worked out once: the tables are classes, fixed at import
+    (reading their type hints costs milliseconds, which a notebook's loop of calls would pay)."""
+    key = (cls, prefix)
+    if key not in _SLOT_TABLES:
+        _SLOT_TABLES[key] = tuple(_env_slots(cls, prefix))
+    return _SLOT_TABLES[key]
 
 
 def _env_slots(cls: type[Any], prefix: str) -> Iterator[tuple[str, tuple[tuple[str, ...], Any]]]:
@@ -197,4 +208,6 @@ def method_keys(
 def cache_root(given: str | Path | None, config: Config) -> Path:
     """Where the caches and stores live: *given* (``--cache-dir``, a keyword), else ``[cache]
     dir``, else the user's cache folder (``~/.cache/listclean`` on Linux)."""
+    import platformdirs  # here: the command line's parser imports the settings' names
+
     return Path(given or config.cache.dir or platformdirs.user_cache_dir("listclean"))

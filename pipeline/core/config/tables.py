@@ -11,8 +11,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import phonenumbers
-
 from pipeline.core.config.rules import setting
 from pipeline.core.errors import ConfigError
 from pipeline.core.files.encodings import DEFAULT_MARGIN
@@ -29,6 +27,8 @@ METHODS: tuple[str, ...] = ("smtp", "api", *VENDORS)  # what a route or a budget
 
 def known_region(code: str, where: str = "contacts.region") -> str:
     """*code* as an ISO 3166-1 alpha-2 country phonenumbers knows (upper case), or ConfigError."""
+    import phonenumbers  # here: the command line's parser imports the settings' names
+
     region = code.upper()
     if region not in phonenumbers.SUPPORTED_REGIONS:
         raise ConfigError(
@@ -55,11 +55,20 @@ class DnsConfig:
     backoff: float = setting(
         0.5, "Seconds before the first retry; doubles on each further retry.", minimum=0
     )
-    concurrency: int = setting(200, "Domains resolved at the same time.")
+    concurrency: int = setting(
+        200, "Domains resolved at the same time, in the whole run (Dask workers share it)."
+    )
     canaries: tuple[str, ...] = setting(
         ("gmail.com", "outlook.com", "yahoo.com"),
         "Well-known mail domains the resolver must resolve before its answers are trusted.",
     )
+
+
+def _url_of(value: str, where: str, schemes: tuple[str, ...]) -> str:
+    if value and not value.startswith(schemes):
+        shown = ", ".join(schemes)
+        raise ConfigError(f"{where} must be empty or a URL ({shown}...), got {value!r}.")
+    return value
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,19 @@ class CacheConfig:
         86400, "Seconds an NXDOMAIN / null MX / no-mail-host answer stays cached."
     )
     ttl_temporary: int = setting(600, "Seconds a SERVFAIL or timeout stays cached.")
+    db: str = setting(
+        "",
+        "The domain cache and the mailbox cache: a postgresql:// URL every host and every Dask "
+        "worker shares; empty: domains.sqlite and mailboxes.sqlite in the cache directory.",
+        check=lambda value, where: _url_of(value, where, ("postgresql://", "postgres://")),
+    )
+    shared: str = setting(
+        "",
+        "Where a Dask run's workers keep the caches when db names no database: a folder every "
+        "worker reaches, file:///shared/path or s3://bucket/prefix; empty: .listclean-cache/ "
+        "beside the output.",
+        check=lambda value, where: _url_of(value, where, ("file:///", "s3://")),
+    )
 
 
 @dataclass(frozen=True)

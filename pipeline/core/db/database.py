@@ -138,6 +138,16 @@ def store_where(domain_cache: Path, name: str, configured: str = "") -> Where:
     return beside_domain_cache(domain_cache, name, configured)
 
 
+def cache_where(domain_cache: Path, name: str, db: str = "") -> tuple[Where, str]:
+    """Where the cache *name* (``domains``, ``mailboxes``) lives, and the prefix of its tables:
+    the database *db* (``[cache] db``) names, the sandbox's made-up answers in tables of their
+    own (``sandbox_``); else its SQLite file, the domain cache itself or beside it."""
+    sandbox = domain_cache.name.startswith("sandbox-")
+    if is_url(db):
+        return db, "sandbox_" if sandbox else ""
+    return (domain_cache if name == "domains" else beside_domain_cache(domain_cache, name)), ""
+
+
 def exists(where: Where) -> bool:
     """Whether the store at *where* may hold anything: a database always may, a file once
     it was made (a store that was never made is not made now just to find it empty)."""

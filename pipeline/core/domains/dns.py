@@ -245,18 +245,19 @@ async def lookup_domains(
     return answers
 
 
-async def check_health(resolver: Resolver, canaries: Sequence[str]) -> None:
-    """Refuse to trust a resolver that cannot resolve well-known mail domains.
+async def check_health(resolver: Resolver, canaries: Sequence[str]) -> list[DnsAnswer]:
+    """Refuse to trust a resolver that cannot resolve well-known mail domains; the canaries'
+    answers, so that what else needs them (the outbound SMTP check) does not ask again.
 
     A broken resolver answers everything with timeouts or NXDOMAIN; trusting it would turn a
     whole list Invalid. A majority of the canaries must resolve to a real MX.
     """
     if not canaries:
-        return
+        return []
     answers = await asyncio.gather(*(lookup_domain(resolver, c) for c in canaries))
     good = sum(a.status is DnsStatus.MX for a in answers)
     if good * 2 > len(canaries):
-        return
+        return list(answers)
     seen = ", ".join(f"{c}: {a.status.value}" for c, a in zip(canaries, answers, strict=True))
     raise ResolverUnhealthyError(
         f"The DNS resolver {resolver.description} could not resolve well-known mail domains "
@@ -295,6 +296,7 @@ class SharedResolver:
         self._watched = False
         self._trusted = True
         self._checks = 0  # canary checks done by recheck()
+        self.canaries: list[DnsAnswer] = []  # the canaries' answers, once checked
 
     @property
     def config(self) -> DnsConfig:
@@ -312,7 +314,7 @@ class SharedResolver:
                 resolver = Resolver(self._config)
                 try:
                     if self._check:
-                        await check_health(resolver, self._config.canaries)
+                        self.canaries = await check_health(resolver, self._config.canaries)
                 except BaseException:
                     self._closed_count += resolver.queries_sent
                     await resolver.close()

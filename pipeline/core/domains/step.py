@@ -19,7 +19,7 @@ import polars as pl
 
 from pipeline.core.addresses.step import with_check
 from pipeline.core.config import DnsConfig
-from pipeline.core.domains.cache import DomainCache
+from pipeline.core.domains.cache import DomainStore
 from pipeline.core.domains.dns import (
     TEMPORARY,
     DnsAnswer,
@@ -42,7 +42,7 @@ class DomainWork:
     lists: DomainLists
     dns: SharedResolver  # the run's (or the service's) one resolver, made on first use
     config: DnsConfig
-    cache: DomainCache | None = None
+    cache: DomainStore | None = None
     offline: bool = False
     progress: ProgressFactory | None = None
     routing: Routing = field(default_factory=Routing)

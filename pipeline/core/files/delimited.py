@@ -16,6 +16,7 @@ reading goes on at the next line. Fields may be as long as memory allows.
 from __future__ import annotations
 
 import csv
+import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ from typing import Final
 import polars as pl
 import pyarrow as pa
 
-from pipeline.core.errors import InputError
+from pipeline.core.errors import InputError, UsageError
 from pipeline.core.files.encodings import DEFAULT_MARGIN, detect, non_ascii_lines
+from pipeline.core.files.headers import RULE_RECORDS, TITLE_ROW, find_header
 
 _SNIFF_LINES: Final = 20
 DELIMITERS: Final = (",", ";", "\t", "|")
@@ -195,23 +197,68 @@ def read_rows(text: str, delimiter: str) -> Rows:
 class Table:
     """The records of delimited text after its header, as they are read: each padded to the
     header's width, or rejected (with the reason) when it has more fields or cannot be read.
-    Rejects that come before the header come first."""
+    The records above the header come first: title rows (:data:`TITLE_ROW`) and those that
+    cannot be read, with their reasons.
 
-    def __init__(self, lines: Iterator[str], delimiter: str) -> None:
+    The header is found by :func:`~pipeline.core.files.headers.find_header`, or is the record
+    that starts on *header_line* (``--header-row``)."""
+
+    def __init__(
+        self, lines: Iterator[str], delimiter: str, header_line: int | None = None
+    ) -> None:
         self._records = records(lines, delimiter)
         self._early: list[Record] = []
+        self._pending: list[Record] = []
         self.header: list[str] = []
+        self.header_line = 1  # the line the header starts on
+        self.header_raw = ""
+        if header_line is None:
+            self._find()
+        else:
+            self._take(header_line)
+
+    def _find(self) -> None:
+        looked = list(itertools.islice(self._records, RULE_RECORDS))
+        if not looked:
+            return
+        at = find_header([cells if isinstance(cells, list) else None for _, cells, _ in looked])
+        self._keep(looked[:at], looked[at])
+        self._pending = looked[at + 1 :]
+
+    def _take(self, wanted: int) -> None:
+        above: list[Record] = []
         for record in self._records:
-            if isinstance(record[1], str):
-                self._early.append(record)
-            else:
-                self.header = record[1]
+            line, cells, _ = record
+            if line == wanted and isinstance(cells, list):
+                self._keep(above, record)
+                return
+            if line >= wanted:
                 break
+            above.append(record)
+        raise UsageError(
+            f"--header-row {wanted}: no record of the list starts on that line (it is past "
+            "the end, inside a record that starts above it, or cannot be read). Give the line "
+            "the header starts on, as the rejects file counts lines."
+        )
+
+    def _keep(self, above: list[Record], header: Record) -> None:
+        self._early = [
+            (line, TITLE_ROW if isinstance(cells, list) else cells, raw)
+            for line, cells, raw in above
+        ]
+        self.header_line, cells, self.header_raw = header
+        assert isinstance(cells, list)
+        self.header = cells
+
+    @property
+    def above(self) -> list[Record]:
+        """The records above the header, as rejects."""
+        return list(self._early)
 
     def __iter__(self) -> Iterator[Record]:
         yield from self._early
         width = len(self.header)
-        for line, cells, raw in self._records:
+        for line, cells, raw in itertools.chain(self._pending, self._records):
             if isinstance(cells, list) and len(cells) > width:
                 yield line, f"row has {len(cells)} fields but the header has {width}", raw
             elif isinstance(cells, list):

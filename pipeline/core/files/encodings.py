@@ -35,8 +35,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from charset_normalizer import from_bytes
-
 from pipeline.core.errors import InputError, UsageError
 
 # In order of preference when two spell a text alike (Python's codec names).
@@ -148,6 +146,8 @@ def detect(sample: bytes, margin: float, where: str) -> str:
 
 def candidates(sample: bytes) -> list[Candidate]:
     """Each distinct decoding of *sample* by the Excel code pages, best first."""
+    from charset_normalizer import from_bytes  # here: the settings import this module
+
     found: dict[str, Candidate] = {}
     for match in from_bytes(sample, cp_isolation=list(EXCEL_ENCODINGS), threshold=0.5):
         names = {_ALIASES.get(e, e) for e in [match.encoding, *match.could_be_from_charset]}

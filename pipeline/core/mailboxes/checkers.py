@@ -16,22 +16,24 @@ from typing import Protocol
 import polars as pl
 
 from pipeline.core.config import ApiConfig, VerifyConfig
-from pipeline.core.domains.dns import Resolver, SharedResolver
+from pipeline.core.domains.dns import SharedResolver, lookup_domain
 from pipeline.core.errors import SmtpUnavailableError
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.core.mailboxes.pacing import pace_of
 from pipeline.core.mailboxes.prober import Prober
 from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
-from pipeline.core.mailboxes.smtp import SmtpSettings, smtp_reachable
+from pipeline.core.mailboxes.smtp import SmtpSettings, banners, canary_hosts
 from pipeline.core.mailboxes.step import (
     allocate,
+    allowances,
     attach_mailbox_answers,
     attach_remote_answers,
     mail_hosts,
     plan,
     probe_order,
     refresh_order,
+    runs_of,
     share_out,
     stale_note,
 )
@@ -52,6 +54,8 @@ PlanSink = Callable[[Plan], None]
 SpentSink = Callable[[int], None]  # after each answer: requests spent by the run so far
 
 _NOT_VERIFIED = MailboxResult(Mailbox.NOT_VERIFIED, "the run's RCPT budget is spent")
+# A remote API's answer to an address the budget or the quota did not reach.
+NOT_VERIFIED_REMOTE = RemoteAnswer(None, error="not_verified_budget: budget or quota")
 
 
 class AddressChecker(Protocol):
@@ -65,14 +69,15 @@ class AddressChecker(Protocol):
 @dataclass(frozen=True)
 class Assignment:
     """Who gets a request, decided before any is sent: the cached answers, the targets the
-    budget reaches (in priority order) and those it does not, and the known catch-alls; the
-    kept answers that are due again (shown when the budget does not reach them), and their
-    figures."""
+    budget reaches (in priority order) and those it does not, the known catch-alls, and what
+    each reached domain may spend (None: no limit); the kept answers that are due again
+    (shown when the budget does not reach them), and their figures."""
 
     answers: dict[str, MailboxResult]
     reached: list[Target]
     skipped: list[Target]
     known_catch_all: dict[str, bool]
+    allowances: dict[str, int] | None = None
     due: dict[str, MailboxResult] = field(default_factory=dict)
     refresh: Refresh = field(default_factory=Refresh)
 
@@ -109,7 +114,7 @@ class SmtpChecker:
     ) -> tuple[dict[str, MailboxResult], CheckStats]:
         resolver = await dns.get()
         if not self._outbound_seen:
-            await outbound_works(resolver, dns.config.canaries, self.settings)
+            await outbound_works(await outbound_hosts(dns, self.settings), self.settings)
             self._outbound_seen = True
         prober = Prober(
             resolver,
@@ -138,11 +143,12 @@ class SmtpChecker:
         refreshed = sum(1 for t in reached if t.key in due)
         refresh = refresh_of(stale, refreshed, len(targets), self.budget)
         if self.on_plan is not None:
-            pace = pace_of(reached, known, mail_hosts(rows), self.config, lists)
+            pace = pace_of(runs_of(reached), known, mail_hosts(rows), self.config, lists)
             need, cached = len(targets), len(answers)
             shown = plan("smtp", rows, need, cached, self.budget, len(reached), pace, refresh)
             self.on_plan(shown)
-        return Assignment(answers, reached, skipped, known, due, refresh)
+        shares = allowances(runs_of(reached), self.budget.left, set(known))
+        return Assignment(answers, reached, skipped, known, shares, due, refresh)
 
     def _remember(self, key: str, result: MailboxResult) -> None:
         self.cache.put(key, result)
@@ -155,7 +161,7 @@ async def probe_targets(
     work: Assignment, prober: Prober
 ) -> tuple[dict[str, MailboxResult], CheckStats]:
     """The prober's answers for the reached targets, and what it sent."""
-    answers = await prober.run(work.reached, work.known_catch_all)
+    answers = await prober.run(work.reached, work.known_catch_all, work.allowances)
     sent = prober.stats
     busiest = max(sent.sessions_per_host.values(), default=0)
     return answers, CheckStats("smtp", sent.rcpts, sent.sessions, busiest)
@@ -173,20 +179,34 @@ def unreached(work: Assignment, now: float) -> dict[str, MailboxResult]:
     for target in work.skipped:
         kept = work.due.get(target.key)
         if kept is not None:
-            note = stale_note(kept.at, now)
-            reply = f"{kept.reply} ({note})" if kept.reply else note
-            answers[target.key] = MailboxResult(kept.outcome, reply, kept.at)
+            answers[target.key] = stale_mailbox(kept, now)
     return answers
 
 
-async def outbound_works(
-    resolver: Resolver, canaries: tuple[str, ...], settings: SmtpSettings
-) -> None:
-    """A blocked port 25 should be one clear message, not 10,000 timeouts."""
+def stale_mailbox(kept: MailboxResult, now: float) -> MailboxResult:
+    """A due answer the budget did not reach again, as it is shown: its age in DETAIL."""
+    note = stale_note(kept.at, now)
+    return MailboxResult(kept.outcome, f"{kept.reply} ({note})" if kept.reply else note, kept.at)
+
+
+def stale_remote(kept: RemoteAnswer, now: float) -> RemoteAnswer:
+    """:func:`stale_mailbox` for a remote API's answer."""
+    return replace(kept, note=stale_note(kept.at, now))
+
+
+async def outbound_hosts(dns: SharedResolver, settings: SmtpSettings) -> list[tuple[str, str]]:
+    """(host, address) of the canaries' mail hosts, from the answers the resolver's health
+    check got (the canaries are asked once per run)."""
+    resolver = await dns.get()
+    canaries = dns.canaries or [await lookup_domain(resolver, c) for c in dns.config.canaries]
+    return await canary_hosts(resolver, canaries, settings.loopback_only)
+
+
+async def outbound_works(hosts: list[tuple[str, str]], settings: SmtpSettings) -> None:
+    """A blocked port 25 should be one clear message, not 10,000 timeouts: one of the
+    canaries' mail *hosts* must answer from this process."""
     timeout = min(settings.timeout, 10.0)
-    reachable = await smtp_reachable(
-        resolver, canaries, settings.port, timeout, settings.loopback_only
-    )
+    reachable = await banners(hosts, settings.port, timeout)
     if not reachable.ok:
         raise SmtpUnavailableError(f"SMTP checks cannot run from here: {reachable.detail}")
 
@@ -272,10 +292,6 @@ class ApiChecker:
         now = self.cache.now()
         for target in work.skipped:
             kept = work.due.get(target.key)
-            if kept is not None:  # due again, not refreshed: shown with its age
-                answers[target.key] = replace(kept, note=stale_note(kept.at, now))
-            else:
-                answers[target.key] = RemoteAnswer(
-                    None, error="not_verified_budget: budget or quota"
-                )
+            # due again, not refreshed: shown with its age
+            answers[target.key] = NOT_VERIFIED_REMOTE if kept is None else stale_remote(kept, now)
         return attach_remote_answers(rows, answers)

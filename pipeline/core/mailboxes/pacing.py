@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pipeline.core.config import VerifyConfig
 from pipeline.core.lists import DomainLists
-from pipeline.core.mailboxes.types import Pace, Target
+from pipeline.core.mailboxes.types import Pace
 
 
 def provider_of(host: str, lists: DomainLists) -> str:
@@ -19,26 +19,28 @@ def provider_of(host: str, lists: DomainLists) -> str:
 
 
 def pace_of(
-    reached: Sequence[Target],
-    known_catch_all: Mapping[str, bool],
+    reached: Sequence[tuple[str, int]],
+    known_catch_all: Collection[str],
     mx: Mapping[str, str],
     config: VerifyConfig,
     lists: DomainLists,
 ) -> Pace | None:
-    """How long the pacing settings make probing *reached* take at the least (server replies,
-    greylisting and rests come on top); *mx* is each domain's best mail host."""
+    """How long the pacing settings make probing *reached* ((domain, addresses) in priority
+    order) take at the least (server replies, greylisting and rests come on top); *mx* is each
+    domain's best mail host."""
+    reached = [(d, n) for d, n in reached if n]
     if not reached:
         return None
     rcpts: Counter[str] = Counter()
     hosts: defaultdict[str, set[str]] = defaultdict(set)
     asked: set[str] = set()  # domains whose catch-all probe is counted
-    for target in reached:
-        host = mx.get(target.domain) or target.domain  # implicit MX: the domain itself
+    for domain, n in reached:
+        host = mx.get(domain) or domain  # implicit MX: the domain itself
         provider = provider_of(host, lists)
         hosts[provider].add(host)
-        rcpts[provider] += 1
-        if target.domain not in known_catch_all and target.domain not in asked:
-            asked.add(target.domain)
+        rcpts[provider] += n
+        if domain not in known_catch_all and domain not in asked:
+            asked.add(domain)
             rcpts[provider] += 1
 
     def rate(provider: str) -> int:

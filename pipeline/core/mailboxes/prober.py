@@ -17,7 +17,8 @@ preference order, several recipients per session. Care for other people's server
   would be, and none is asked either;
 - deferred (greylisted) addresses are asked again after ``greylist_delays`` while the other
   domains go on;
-- a run never sends more RCPTs than its budget; addresses it did not reach say so.
+- a run never sends more RCPTs than its budget, and a domain never more than its allowance
+  (:func:`pipeline.core.mailboxes.step.allowances`); addresses it did not reach say so.
 
 Each final answer is handed to ``on_result`` as soon as it is known, so a killed run loses
 nothing it had learned; "no such user" answers wait until the domain shows it tells mailboxes
@@ -30,8 +31,8 @@ import asyncio
 import ipaddress
 import secrets
 import time
-from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from pipeline.core.config import VerifyConfig
 from pipeline.core.domains.dns import Resolver, host_addresses, mail_hosts
@@ -73,6 +74,7 @@ class Prober:
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         dns_concurrency: int = 100,
         on_catch_all: Callable[[str, bool], None] | None = None,
+        on_replied: Callable[[str, Reply], None] | None = None,
     ) -> None:
         self._resolver = resolver
         self._config = config
@@ -81,6 +83,9 @@ class Prober:
         self.budget = budget
         self._on_result = on_result
         self._on_catch_all = on_catch_all  # each domain's catch-all answer, as it is learned
+        # Each RCPT's reply (and its domain) the moment it arrives, whatever it is: a caller
+        # that keeps them knows what was spent on each address, what is in flight excluded.
+        self._on_replied = on_replied
         self._clock = clock
         self._sleep = sleep
         self._hosts: dict[str, HostState] = {}
@@ -91,12 +96,25 @@ class Prober:
         self.stats = ProbeStats()
         self.catch_all: dict[str, bool] = {}  # learned this run, for the caller to cache
         self._probes: dict[str, str] = {}  # each domain's random catch-all probe address
+        self._left: dict[str, int] | None = None  # what each domain may still spend
+        self._earlier: dict[str, MailboxResult] = {}
+        self.spent: Counter[str] = Counter()  # RCPTs sent per domain
+        self.replied: Counter[str] = Counter()  # RCPTs answered per domain (any reply)
 
     async def run(
-        self, targets: Sequence[Target], known_catch_all: dict[str, bool] | None = None
+        self,
+        targets: Sequence[Target],
+        known_catch_all: dict[str, bool] | None = None,
+        allowances: Mapping[str, int] | None = None,
+        earlier: Mapping[str, MailboxResult] | None = None,
     ) -> dict[str, MailboxResult]:
-        """Final answers for *targets*, keyed by ``Target.key``. Targets come in priority order."""
+        """Final answers for *targets*, keyed by ``Target.key``. Targets come in priority order;
+        *allowances*: what each domain may spend (None: the budget alone limits); *earlier*:
+        replies a run before this one got and did not keep (a "no such user" held back until
+        its domain tells mailboxes apart), which count as this run's and are not asked again."""
         self.catch_all.update(known_catch_all or {})
+        self._left = dict(allowances) if allowances is not None else None
+        self._earlier = dict(earlier or {})
         results: dict[str, MailboxResult] = {}
         by_domain: dict[str, list[Target]] = defaultdict(list)
         for target in targets:
@@ -123,7 +141,11 @@ class Prober:
             for t in targets:
                 finish(t, result)
             return
-        deferred = await self._ask_all(hosts, targets, answers.add)
+        for t in targets:
+            if t.key in self._earlier:
+                answers.add(t, self._earlier[t.key])
+        unasked = [t for t in targets if t.key not in self._earlier]
+        deferred = await self._ask_all(hosts, unasked, answers.add) if unasked else []
         for delay in self._config.greylist_delays:
             if not deferred and not answers.awaiting_catch_all:
                 break
@@ -152,7 +174,7 @@ class Prober:
             return None
         # The same probe address on every round: greylisting remembers (sender, recipient).
         probe = self._probes.setdefault(domain, f"lc-probe-{secrets.token_hex(6)}@{domain}")
-        replies, failure, _ = await self._ask(hosts, [probe])
+        replies, failure, _ = await self._ask(domain, hosts, [probe])
         if probe not in replies:
             if failure is None or failure.outcome is Mailbox.DEFERRED:
                 answers.catch_all_known = False  # not asked yet (a 421): learn it later
@@ -178,8 +200,9 @@ class Prober:
         by_address = {t.address: t for t in targets}
         pending = list(by_address)
         deferred: list[Target] = []
+        domain = targets[0].domain if targets else ""
         while pending:
-            if self.budget.exhausted:
+            if self._exhausted(domain):
                 for address in pending:
                     finish(by_address[address], _NOT_VERIFIED)
                 break
@@ -194,9 +217,9 @@ class Prober:
                 else:
                     finish(by_address[address], result_of(reply, outcome))
 
-            _, failure, unasked = await self._ask(hosts, chunk, answered)
+            _, failure, unasked = await self._ask(domain, hosts, chunk, answered)
             left = unasked + pending[len(chunk) :]
-            if failure is None and unasked and self.budget.exhausted:
+            if failure is None and unasked and self._exhausted(domain):
                 failure = _NOT_VERIFIED
             if failure is None:
                 pending = left  # a full session (452 4.5.3) or a 421: go on in a new one
@@ -209,8 +232,22 @@ class Prober:
             break
         return deferred
 
+    def _exhausted(self, domain: str) -> bool:
+        left = self._left
+        return self.budget.exhausted or (left is not None and left.get(domain, 0) <= 0)
+
+    def _take(self, domain: str) -> bool:
+        """One RCPT of *domain*'s, if its allowance and the budget allow it."""
+        if self._exhausted(domain) or not self.budget.take():
+            return False
+        if self._left is not None:
+            self._left[domain] -= 1
+        self.spent[domain] += 1
+        return True
+
     async def _ask(
         self,
+        domain: str,
         hosts: list[str],
         recipients: list[str],
         on_reply: Callable[[str, Reply], None] | None = None,
@@ -229,7 +266,7 @@ class Prober:
             addresses = await self._host_addresses(host)
             if not addresses:
                 continue
-            session = await self._session(host, state, addresses[0], recipients, on_reply)
+            session = await self._session(domain, host, state, addresses[0], recipients, on_reply)
             self._judge_host(state, session)
             if session.replies or session.failure is None:
                 return session.replies, None, session.unasked(recipients)
@@ -249,6 +286,7 @@ class Prober:
 
     async def _session(
         self,
+        domain: str,
         host: str,
         state: HostState,
         address: str,
@@ -265,14 +303,28 @@ class Prober:
             provider = self._provider(host)
 
             async def pace() -> bool:
-                if not self.budget.take():
+                if not self._take(domain):
                     return False
                 await state.pacer.wait()
                 await provider.wait()
                 self.stats.rcpts += 1
                 return True
 
-            return await probe_session(address, recipients, self._settings, pace, host, on_reply)
+            def replied(recipient: str, reply: Reply) -> None:
+                self._replied(domain, reply)
+                if on_reply is not None:
+                    on_reply(recipient, reply)
+
+            session = await probe_session(address, recipients, self._settings, pace, host, replied)
+            closing = session.closing_reply
+            if closing is not None and closing.stage is Stage.RCPT:  # a 452 or 421 to a RCPT
+                self._replied(domain, closing)
+            return session
+
+    def _replied(self, domain: str, reply: Reply) -> None:
+        self.replied[domain] += 1
+        if self._on_replied is not None:
+            self._on_replied(domain, reply)
 
     def _judge_host(self, state: HostState, session: SessionResult) -> None:
         """Count refusals of us in a row; a 421 or 4.7.x also makes the host rest.

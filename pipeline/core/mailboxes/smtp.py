@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import aiosmtplib
 
 from pipeline.core.config import VerifyConfig
-from pipeline.core.domains.dns import Resolver, host_addresses, lookup_domain, mail_hosts
+from pipeline.core.domains.dns import DnsAnswer, Resolver, host_addresses, lookup_domain
 from pipeline.core.mailboxes.identity import identity_of
 from pipeline.core.mailboxes.replies import Reply, Stage, classify
 from pipeline.core.mailboxes.types import Mailbox, MailboxResult
@@ -176,18 +176,36 @@ async def smtp_reachable(
     loopback_only: bool = False,
 ) -> Reachability:
     """Whether a canary domain's mail host answers with an SMTP banner on *port*."""
-    tried: list[str] = []
-    for canary in canaries:
-        answer = await lookup_domain(resolver, canary)
-        for host in (await mail_hosts(resolver, canary, answer.status))[:1]:
+    answers = [await lookup_domain(resolver, canary) for canary in canaries]
+    hosts = await canary_hosts(resolver, answers, loopback_only)
+    return await banners(hosts, port, timeout)
+
+
+async def canary_hosts(
+    resolver: Resolver, answers: Sequence[DnsAnswer], loopback_only: bool = False
+) -> list[tuple[str, str]]:
+    """(host, address) of each canary's best mail host, from the canaries' MX answers (the
+    resolver's health check asked them: they are not asked again)."""
+    found: list[tuple[str, str]] = []
+    for answer in answers:
+        hosts = answer.exchanges or ((answer.mx,) if answer.mx else ())
+        for host in hosts[:1]:
             addresses = await host_addresses(resolver, host)
             if loopback_only:  # the sandbox: nothing but loopback is ever connected to
                 addresses = [a for a in addresses if ipaddress.ip_address(a).is_loopback]
-            for address in addresses[:1]:
-                banner = await _banner(address, port, timeout)
-                if banner.startswith("220"):
-                    return Reachability(True, f"{host} ({address}:{port}) answered")
-                tried.append(f"{host} ({address}:{port}): {banner}")
+            found.extend((host, address) for address in addresses[:1])
+    return found
+
+
+async def banners(hosts: Sequence[tuple[str, str]], port: int, timeout: float) -> Reachability:
+    """Whether one of *hosts* ((host, address) pairs) answers with an SMTP banner on *port*:
+    what tells that port 25 is open from this process, without a DNS query."""
+    tried: list[str] = []
+    for host, address in hosts:
+        banner = await _banner(address, port, timeout)
+        if banner.startswith("220"):
+            return Reachability(True, f"{host} ({address}:{port}) answered")
+        tried.append(f"{host} ({address}:{port}): {banner}")
     return Reachability(
         False,
         "no mail server could be reached on port "

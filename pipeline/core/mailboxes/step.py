@@ -4,11 +4,24 @@ Only distinct addresses that still need an answer are probed: not duplicates, no
 not on dead domains, not answered in the mailbox cache within the answer's lifetime. The budget
 goes first to the addresses never answered, and among them to those on domains that look good
 (a working MX, not disposable, not a suspected typo), largest domains first, so a limited budget
-goes where it tells the most; then to the answers that are due again, the oldest first (by when
-they were learned: :func:`refresh_order`). A due answer the budget does not reach is still
-shown, its age in DETAIL (:func:`stale_note`). The budget is shared out before any probe is
-sent, in that order, so which addresses a run reaches does not depend on timing: a run killed
-and started again reaches the same ones.
+goes where it tells the most; then to the answers that are due again, the oldest first
+(:func:`refresh_order`). A due answer the budget does not reach is still shown, its age in
+DETAIL (:func:`stale_note`). The budget is shared out before any probe is sent, in that order,
+so which addresses a run reaches does not depend on timing: a run killed and started again
+reaches the same ones.
+
+The order and the share-out are rules on domains: addresses never answered are ranked by their
+domain (:data:`RANK`) and then by row; the due answers by their domain's oldest due answer
+(then :data:`RANK`), and within a domain by when each was learned, then by row. So the
+addresses of one domain are next to each other in either part, and the budget reaches a
+prefix of that order (:func:`cut`). Both can be computed from one tally per domain (how many
+addresses, its first row, how many the cache does not answer, how many are due and the oldest
+of them), which is how a Dask run shares out its budget without gathering its addresses
+anywhere. During probing each reached domain may spend what the share-out gave it, and its
+share of what the share-out left over (:func:`allowances`): what a domain spends beyond its
+addresses (a 452 that sends the rest to a new session, a greylisting retry) never takes what
+another domain was given, so which addresses get an answer does not depend on which domain is
+faster, nor on which process probes which domain.
 """
 
 from __future__ import annotations
@@ -43,24 +56,36 @@ PROBEABLE = (
 )
 
 
+# A domain that looks good (a working MX, not disposable, no suspected typo) tells the most.
+GOOD_DOMAIN = (
+    (pl.col("DNS_STATUS") == DnsStatus.MX.value)
+    & ~pl.col("DISPOSABLE")
+    & (pl.col("SUGGESTED_DOMAIN") == "")
+)
+# Domains in probing order: good ones first, then the largest (_size: its candidates), then
+# the first seen (_first: its first candidate's row).
+RANK = (("_good", True), ("_size", True), ("_first", False))
+
+
 def probe_order(rows: pl.DataFrame) -> pl.DataFrame:
     """The probeable rows, one per address, best-informing first."""
     candidates = rows.lazy().with_row_index("_row").filter(PROBEABLE)
-    good_domain = (
-        (pl.col("DNS_STATUS") == DnsStatus.MX.value)
-        & ~pl.col("DISPOSABLE")
-        & (pl.col("SUGGESTED_DOMAIN") == "")
-    )
+    keys = [*(k for k, _ in RANK), "_row"]
     return (
         candidates.with_columns(
-            _good=good_domain,
+            _good=GOOD_DOMAIN,
             _size=pl.len().over("DOMAIN"),
             _first=pl.col("_row").min().over("DOMAIN"),
         )
-        .sort(["_good", "_size", "_first", "_row"], descending=[True, True, False, False])
+        .sort(keys, descending=[*(d for _, d in RANK), False])
         .select("KEY", "EMAIL", "DOMAIN", "DNS_STATUS", _delivered(rows))
         .collect()
     )
+
+
+def rank_domains(tallies: pl.DataFrame) -> pl.DataFrame:
+    """Per-domain tallies (DOMAIN, _good, _size, _first, ...) in :func:`probe_order`'s order."""
+    return tallies.sort([k for k, _ in RANK], descending=[d for _, d in RANK])
 
 
 def _delivered(rows: pl.DataFrame) -> pl.Expr:
@@ -83,8 +108,9 @@ def refresh_order(
     """The rows of :func:`probe_order` that a run may ask about, in the order its budget goes
     to them, and how many of them have a due answer: every address without an answer (in
     probe order), then those whose kept answer is past its lifetime (*due*: key -> when it
-    was learned), the oldest first. An answer within its lifetime (*fresh*) is never asked
-    again."""
+    was learned), domain by domain, the domain with the oldest due answer first (ties in
+    probe order), and within a domain the oldest first (ties by row). An answer within its
+    lifetime (*fresh*) is never asked again."""
     never: list[Target] = []
     stale: list[tuple[float, int, Target]] = []
     for key, email, domain, status, delivered in ordered.iter_rows():
@@ -95,7 +121,11 @@ def refresh_order(
             stale.append((due[key] or 0.0, len(stale), target))
         else:
             never.append(target)
-    stale.sort(key=lambda item: item[:2])
+    oldest: dict[str, tuple[float, int]] = {}
+    for at, place, target in stale:  # in probe order: a domain's place is its first's
+        held = oldest.get(target.domain)
+        oldest[target.domain] = (min(at, held[0]), held[1]) if held else (at, place)
+    stale.sort(key=lambda item: (*oldest[item[2].domain], item[0], item[1]))
     return never + [target for _, _, target in stale], len(stale)
 
 
@@ -111,27 +141,74 @@ def stale_note(learned: float | None, now: float) -> str:
     )
 
 
+def runs_of(targets: Sequence[Target]) -> list[tuple[str, int]]:
+    """*targets* (in priority order) as runs of one domain: (domain, how many)."""
+    runs: list[tuple[str, int]] = []
+    for target in targets:
+        if runs and runs[-1][0] == target.domain:
+            runs[-1] = (target.domain, runs[-1][1] + 1)
+        else:
+            runs.append((target.domain, 1))
+    return runs
+
+
+def cut(runs: Sequence[tuple[str, int]], left: int | None, known_catch_all: set[str]) -> list[int]:
+    """How many addresses of each run (domain, addresses, in priority order) the budget's
+    *left* reaches: a prefix of the order.
+
+    Each address costs one RCPT, and the first address of a domain whose catch-all behaviour is
+    not known costs one more (the random local part). The first address that does not fit
+    ends the share-out.
+    """
+    if left is None:
+        return [n for _, n in runs]
+    reached: list[int] = []
+    counted = set(known_catch_all)
+    for domain, n in runs:
+        first = 1 + (domain not in counted)
+        if n == 0 or first > left:
+            taken = 0 if first > left else n
+        else:
+            taken = min(n, left - first + 1)
+            counted.add(domain)
+        left -= taken + (first - 1 if taken else 0)
+        reached.append(taken)
+        if taken < n:
+            return reached + [0] * (len(runs) - len(reached))
+    return reached
+
+
 def allocate(
     targets: Sequence[Target], budget: Budget, known_catch_all: set[str]
 ) -> tuple[list[Target], list[Target]]:
-    """Split *targets* (in priority order) into those the budget reaches and the rest.
+    """Split *targets* (in priority order) into those the budget reaches and the rest
+    (:func:`cut`)."""
+    taken = sum(cut(runs_of(targets), budget.left, known_catch_all))
+    return list(targets[:taken]), list(targets[taken:])
 
-    Each address costs one RCPT, and the first address of a domain whose catch-all behaviour is
-    not known costs one more (the random local part).
-    """
-    left = budget.left
+
+def allowances(
+    reached: Sequence[tuple[str, int]], left: int | None, known_catch_all: set[str]
+) -> dict[str, int] | None:
+    """What each reached domain may spend while it is probed (None: no limit): what the
+    share-out gave it (its addresses, and its catch-all probe unless that is known), and a
+    share of what the share-out left over, in proportion to that (what does not divide evenly
+    going to the first domains in priority order). *reached*: (domain, addresses reached) in
+    priority order."""
     if left is None:
-        return list(targets), []
-    reached: list[Target] = []
-    counted = set(known_catch_all)
-    for i, target in enumerate(targets):
-        cost = 1 + (target.domain not in counted)
-        if cost > left:
-            return reached, list(targets[i:])
-        left -= cost
-        counted.add(target.domain)
-        reached.append(target)
-    return reached, []
+        return None
+    given: dict[str, int] = {}
+    for domain, n in reached:
+        if n:
+            probe = domain not in known_catch_all and domain not in given
+            given[domain] = given.get(domain, 0) + n + probe
+    planned = sum(given.values())
+    rest = max(0, left - planned)
+    if not planned or not rest:
+        return given
+    extra = {d: rest * cost // planned for d, cost in given.items()}
+    over = rest - sum(extra.values())
+    return {d: cost + extra[d] + (i < over) for i, (d, cost) in enumerate(given.items())}
 
 
 def share_out(
@@ -168,7 +245,12 @@ def plan(
 
 
 def attach_remote_answers(rows: pl.DataFrame, answers: dict[str, RemoteAnswer]) -> pl.DataFrame:
-    table = pl.DataFrame(
+    return join_answers(rows, remote_table(answers))
+
+
+def remote_table(answers: Mapping[str, RemoteAnswer]) -> pl.DataFrame:
+    """A remote API's answers by KEY, as the rows get them."""
+    return pl.DataFrame(
         {
             "KEY": list(answers),
             "MAILBOX": [_failure(a) for a in answers.values()],
@@ -187,7 +269,6 @@ def attach_remote_answers(rows: pl.DataFrame, answers: dict[str, RemoteAnswer]) 
             "API_SUSPECTED_BOUNCES",
         ),
     )
-    return join_answers(rows, table)
 
 
 def _failure(answer: RemoteAnswer) -> str | None:
@@ -198,7 +279,12 @@ def _failure(answer: RemoteAnswer) -> str | None:
 
 
 def attach_mailbox_answers(rows: pl.DataFrame, answers: dict[str, MailboxResult]) -> pl.DataFrame:
-    table = pl.DataFrame(
+    return join_answers(rows, mailbox_table(answers))
+
+
+def mailbox_table(answers: Mapping[str, MailboxResult]) -> pl.DataFrame:
+    """SMTP answers by KEY, as the rows get them."""
+    return pl.DataFrame(
         {
             "KEY": list(answers),
             "MAILBOX": [a.outcome.value for a in answers.values()],
@@ -207,7 +293,6 @@ def attach_mailbox_answers(rows: pl.DataFrame, answers: dict[str, MailboxResult]
         },
         schema=keyed_schema("MAILBOX", "MAILBOX_REPLY", "MAILBOX_AT"),
     )
-    return join_answers(rows, table)
 
 
 def join_answers(rows: pl.DataFrame, table: pl.DataFrame) -> pl.DataFrame:

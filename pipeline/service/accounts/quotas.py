@@ -2,7 +2,15 @@
 
 Who is counted: a key (``key:<key_id>``) against its plan's monthly quota, or, without a key,
 the client IP (``ip:<address>``) against the anonymous daily quota; one counter per endpoint.
-Windows are UTC calendar days and months. A plan may also cap requests per second (burst),
+Windows are UTC calendar days and months.
+
+The sandbox (``serve --sandbox``) answers from a made-up world, and its anonymous callers on
+this machine (a loopback address: 127.0.0.0/8, ::1) are people trying the docs' examples: they
+have no daily quota there. They are counted against a ``<endpoint>-sandbox-day`` policy of
+:data:`SANDBOX_PER_DAY` requests, so every response still carries the same headers. Anyone
+else, a key's holder or an anonymous caller from another address, is counted as always.
+
+A plan may also cap requests per second (burst),
 counted in memory: a burst window is too short to need surviving a restart, and with several
 instances each counts its own (a key's burst cap is per instance; the quotas are shared).
 
@@ -21,15 +29,20 @@ Headers, on every API response (draft-ietf-httpapi-ratelimit-headers, structured
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
 
 from pipeline.core.clock import Window, window_bounds
 from pipeline.service.accounts.state import LiveState
 from pipeline.service.accounts.store import ApiKey
 from pipeline.service.settings import ServiceConfig
+
+# The anonymous loopback quota of the sandbox: no limit a person trying it could reach.
+SANDBOX_PER_DAY: Final = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -105,13 +118,18 @@ class Quotas:
         config: ServiceConfig,
         store: LiveState,
         clock: Callable[[], float] = time.time,
+        sandbox: bool = False,
     ) -> None:
+        """*sandbox*: the service answers from the sandbox's world (see the module's text)."""
         self._config = config
+        self._sandbox = sandbox
         self._store = store
         self._clock = clock
         self._bursts: dict[str, tuple[int, int]] = {}  # subject -> (second, requests in it)
 
     def policies(self, identity: Identity, endpoint: str) -> tuple[Policy, Policy | None]:
+        if identity.key is None and self._sandbox and _loopback(identity.ip):
+            return Policy(f"{endpoint}-sandbox-day", SANDBOX_PER_DAY, Window.DAY), None
         if identity.key is None:
             limit = getattr(self._config.anonymous, f"{endpoint}_per_day")
             return Policy(f"{endpoint}-day", limit, Window.DAY), None
@@ -190,3 +208,13 @@ class Quotas:
         start, end = window_bounds(Window.SECOND, now)
         second, used = self._bursts.get(subject, (start, 0))
         return QuotaState(policy, used if second == start else 0, start, end, now)
+
+
+def _loopback(ip: str) -> bool:
+    """Whether *ip* is this machine's (127.0.0.0/8, ::1, or IPv4 loopback mapped into IPv6)."""
+    try:
+        address = ipaddress.ip_address(ip)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return bool(address.is_loopback or (mapped is not None and mapped.is_loopback))

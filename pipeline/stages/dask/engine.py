@@ -9,8 +9,9 @@ How a run goes:
    row groups) and the workers read them; a list only read in order (CSV, packed, zip, xlsx)
    is first read by one worker with the local reader into Parquet shards beside the output
    (:func:`~pipeline.stages.dask.tasks.convert`: the local rejects and line numbers), then
-   read like Parquet. Only standard input, or a run with an object-store output, is read by
-   the driver and shipped batch by batch. Each part is normalized on the worker that read it
+   read like Parquet. Only standard input, or a list read in order whose output goes to an
+   object store, is read by the driver and shipped batch by batch (with its rejects, which
+   workers write like any other's). Each part is normalized on the worker that read it
    and its rows stay there to the end; each row keeps its row number in the list (its part's
    first row plus its place in the part: no global scan).
 2. **duplicates**: only narrow (KEY, row number) pairs cross the network, shuffled by a hash
@@ -18,60 +19,71 @@ How a run goes:
    and each part gets back the row numbers of its duplicates (and of its rows whose address
    another row holds back from sending), exactly as the local engine decides
    (:mod:`pipeline.stages.dask.shuffle`).
-3. **domains**: each part sends one record per distinct domain; the driver reads the domain
-   cache once for every distinct domain of the list; the domains it lacks are resolved in
-   chunks on the workers (each domain once in the whole cluster), the driver checks the
-   resolver once and judges the MX hosts (each asked once per run, far fewer than domains),
-   and commits each chunk's answers to its cache as the chunk arrives. Each part then joins
-   its own domains' table. A second run sends no query for cached domains.
-4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out by the driver in
-   the local engine's order; one worker per mail provider; answers committed by the driver).
-5. **decide and write**: each part is decided where it is, with the answers the driver
-   shipped, and its output rows (in input order) written by that worker as a part file
-   (:mod:`pipeline.stages.dask.staging`; a single Parquet file is joined from the parts by
-   one worker), staged for the run's commit point. Other outputs (CSV, xlsx,
-   ``--split``, object stores) are written by the driver through the local sinks.
+3. **domains**: each part sends its distinct domains, in domain buckets, to tasks that read
+   the shared domain cache (a PostgreSQL database, or bucket tables on the run's shared
+   storage: :mod:`pipeline.stages.dask.stores`) and resolve what it lacks, committing answers
+   as they arrive (:mod:`pipeline.stages.dask.domains`); the driver only checks the resolver,
+   once, when some domain is not cached. Each part then joins its own domains' table. A
+   second run anywhere that reaches the same cache sends no query.
+4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out from
+   per-domain tallies in the local engine's order; one owner per group of mail providers,
+   per remote API, per paid verifier; answers committed by the owners as they arrive).
+5. **decide and write**: each part is decided where it is, with the answers' table and the
+   bounce ledger's flags (read by the workers), and its output rows (in input order), its
+   ``--split`` rows and its rejects are written by that worker as part files beside the
+   output, on a shared path or in the object store; an output of one file (Parquet, CSV,
+   xlsx) is then made from its parts by one worker (:mod:`pipeline.stages.dask.staging`),
+   and everything is staged for the run's commit point. No output row passes through the
+   driver.
 
 No task is tied to a worker: the scheduler places each, and a lost worker's tasks run again
 elsewhere (:mod:`pipeline.stages.dask.cluster`).
 
-Workers open no cache or store: the caches live with the driver (``--cache-dir``), which ships
-what workers need and commits what they learn. So workers need no shared disk, and their
-local directories may differ.
+The driver holds no cache or store: the workers open them where the cluster shares them
+(:mod:`pipeline.stages.dask.stores`), so what one run learns serves the next, wherever it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import queue
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
-from pipeline.core.bounces.step import BounceScope
 from pipeline.core.config import StorageConfig
-from pipeline.core.domains.dns import DnsAnswer, DnsStatus
-from pipeline.core.domains.exchanges import MemoryHosts, judge_exchanges
-from pipeline.core.domains.step import DomainStats, DomainWork, domain_answers
+from pipeline.core.domains.step import DomainStats
 from pipeline.core.engine import Engine
 from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
-from pipeline.stages.dask.checks import check_addresses, drain
+from pipeline.stages.dask.checks.spread import Found, check_on_cluster
 from pipeline.stages.dask.cluster import ATTEMPTS, Cluster, give_up, lost_work
-from pipeline.stages.dask.history import DaskMemory, decide_parts
+from pipeline.stages.dask.domains import (
+    buckets_for,
+    counts_of,
+    domain_pieces,
+    look_up,
+    missing_of,
+    part_table,
+    resolve_bucket,
+    table_piece,
+)
+from pipeline.stages.dask.history.memory import DaskMemory, decide_parts
 from pipeline.stages.dask.reading import Cluster as Reaching
 from pipeline.stages.dask.reading import Planned, Report, plan, read_ranges
 from pipeline.stages.dask.shuffle import (
-    counts_of,
+    counts_of as shuffle_counts,
+)
+from pipeline.stages.dask.shuffle import (
     flags_of,
     key_pieces,
     mark_part,
@@ -80,18 +92,18 @@ from pipeline.stages.dask.shuffle import (
 )
 from pipeline.stages.dask.staging import (
     Output,
+    Staging,
     staging_folder,
-    workers_write,
-    write_by_workers,
+    write_rejects,
+    write_rows,
 )
+from pipeline.stages.dask.stores import Stores, run_stores
 from pipeline.stages.dask.tasks import (
     Converted,
-    PartitionInfo,
-    ShippedFlags,
     convert,
-    partition_info,
-    partition_table,
-    resolve_domains,
+    one,
+    read_rejects,
+    same,
     scan_batch,
     scan_part,
 )
@@ -99,6 +111,7 @@ from pipeline.stages.history import HistoryPlan
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest, InputDigest, input_digest
 from pipeline.stages.read.csv_source import ReadAgain
+from pipeline.stages.read.email_column import Further
 from pipeline.stages.read.reader import ListReader
 from pipeline.stages.runner import batch_rows, open_reader
 from pipeline.stages.sequence import Scanned, run_stages
@@ -108,15 +121,10 @@ from pipeline.stages.summary import (
     RunSummary,
     Tally,
 )
-from pipeline.stages.write.outputs import (
-    RejectsSink,
-    output_schema,
-)
+from pipeline.stages.write.outputs import OutputPaths, output_schema
 from pipeline.stages.write.publish import Publication
-from pipeline.stages.write.sinks import Sink, open_outputs
 
 BUCKET_ROWS = 2_000_000  # rows of the list a duplicate bucket settles (about 100 MB)
-_CHUNK = 2_000  # domains per resolving task: answers reach the cache chunk by chunk
 
 _log = logging.getLogger(__name__)
 Plan = HistoryPlan | None  # the run's history plan; None: not recorded
@@ -166,6 +174,7 @@ async def _attempts(
 @dataclass
 class _Scan:
     batches: list[Any]  # futures of each input part's normalized rows, in input order
+    rejects: list[Any]  # futures of each part's rejected records (a frame each), in input order
     rows: int = 0
     rejected: int = 0
     reading: float = 0.0
@@ -189,10 +198,11 @@ class DaskRun:
         self.digest: Digest | None = self._digest  # the input hashed by a worker
         self._planned: Planned | None = None
         self._parts: list[Any] = []  # futures of the parts' rows (Batch), in input order
-        self._infos: list[PartitionInfo] = []
         self._tables: list[Any] = []  # futures of each part's domain table
-        self._found: Any = None  # the address checker's answers (a future), if any
-        self._scope: BounceScope | None = None
+        self._further = Further()
+        self._found: Found | None = None  # the address checker's answers, if any
+        self._rejects: list[Any] = []  # futures of the parts' rejects (frames), in input order
+        self._stores: Stores | None = None  # where the workers find the caches and stores
         self._memory: DaskMemory | None = None  # the run's history, when it is recorded
 
     def submit(self, function: Callable[..., Any], *args: Any) -> Any:
@@ -238,41 +248,73 @@ class DaskRun:
             self.digest = None
         return self._planned.reader
 
+    def files(self, job: CleanJob) -> OutputPaths:
+        """The job's files, a dataset's rejects as a folder of parts beside it."""
+        return job.paths.in_parts()
+
     def scan(
-        self, job: CleanJob, reader: ListReader, rejects: RejectsSink, stack: contextlib.ExitStack
+        self, job: CleanJob, reader: ListReader, stack: contextlib.ExitStack
     ) -> tuple[Scanned, ListReader]:
-        """The parts read and normalized on the workers, their duplicates marked by the
-        narrow shuffle, and what the driver needs of each: one record per domain."""
+        """The parts read and normalized on the workers and their duplicates marked by the
+        narrow shuffle; the stores the workers share opened for the run."""
         assert self._planned is not None
-        rows = batch_rows(job.memory_mb, reader.bytes_per_row)
-        scan, reader = self._scan(job, self._planned, (rows, rejects), stack, self._folder)
-        self._parts, normalized = self._mark_duplicates(scan.batches, scan.rows)
         engine = self._engine
-        self._scope = engine.bounces.scope() if engine.bounces else None
-        self._infos = self.collect(
-            [self.submit(partition_info, part, self._scope) for part in self._parts],
-            "duplicates",
-            "part",
-            lambda _: 1,
-        )
+        sandbox = engine.routing.sandbox
+        opened = run_stores(job, engine.config, sandbox, self.topic, engine.bounces)
+        self._stores = stack.enter_context(opened)
+        rows = batch_rows(job.memory_mb, reader.bytes_per_row)
+        scan, reader = self._scan(job, self._planned, rows, stack, self._folder)
+        self._further = reader.further  # its further address columns, for the domains
+        self._rejects = scan.rejects
+        self._parts, normalized = self._mark_duplicates(scan.batches, scan.rows)
+        marked = [self.submit(one, part) for part in self._parts]
+        self.collect(marked, "duplicates", "part", lambda n: int(n))
         return Scanned(scan.rows, scan.rejected, normalized, scan.reading), reader
 
+    @property
+    def stores(self) -> Stores:
+        assert self._stores is not None
+        return self._stores
+
     async def domains(self, engine: Engine) -> DomainStats:
-        """Each distinct domain of the list answered once (the cache, then the workers), and
-        each part's own domains' table built where the part is."""
-        infos = self._infos
-        domains = list(dict.fromkeys(d for info in infos for d in info.domains))
-        answers, stats = await domain_answers(engine.domains, domains, self._resolve)
-        self._tables = [
-            self.submit(
-                partition_table, info.domains, {d: answers[d] for d in info.domains}, self.lists
-            )
-            for info in infos
+        """Each distinct domain of the list answered once, by domain buckets on the workers
+        (:mod:`pipeline.stages.dask.domains`), and each part's own domains' table built
+        where the part is. The driver checks the resolver, once, if a domain is missing."""
+        buckets = buckets_for(len(self._parts), self.size)
+        further = self._further
+        pieces = [
+            self.submit(domain_pieces, part, buckets, further, self.lists) for part in self._parts
         ]
-        return stats
+        grid = [[self.submit(piece, ps, b) for ps in pieces] for b in range(buckets)]
+        offline = engine.offline
+        looked = [self.submit(look_up, self.stores, offline, *column) for column in grid]
+        missing = sum(self.gather([self.submit(missing_of, found) for found in looked]))
+        before = engine.dns.queries_sent
+        if missing and not offline:
+            await engine.dns.get()  # checked against the canaries, once for the run
+        # dns.concurrency is the run's, whatever the engine: the buckets resolving at once
+        # share it, so a resolver sees from a Dask run what a local run sends it.
+        dns = engine.config.dns
+        dns = dataclasses.replace(dns, concurrency=max(1, dns.concurrency // max(1, self.size)))
+        config = (self.stores, dns, self.lists, engine.routing.sandbox, offline)
+        resolved = [self.submit(resolve_bucket, found, *config) for found in looked]
+        counts = self.collect(
+            [self.submit(counts_of, r) for r in resolved], "DNS", "domain", lambda c: int(c[0])
+        )
+        self._tables = [
+            self.submit(part_table, *(self.submit(table_piece, resolved[b], grid[b][p])
+                                      for b in range(buckets)))
+            for p in range(len(self._parts))
+        ]  # fmt: skip
+        remote = sum(c[2] for c in counts)
+        self.remote_queries += remote
+        distinct, hits = sum(c[0] for c in counts), sum(c[1] for c in counts)
+        looked_up = 0 if offline else distinct - hits
+        queries = engine.dns.queries_sent - before + remote
+        return DomainStats(distinct, hits, looked_up, queries)
 
     async def addresses(self, engine: Engine) -> CheckStats | None:
-        self._found, checks = await check_addresses(self, engine, self._parts, self._tables)
+        self._found, checks = await check_on_cluster(self, engine, self._parts, self._tables)
         return checks
 
     def write(
@@ -282,21 +324,22 @@ class DaskRun:
         facts: dict[str, Any],
         publication: Publication,
         stack: contextlib.ExitStack,
-    ) -> Tally:
-        """Each part decided where it is, with the answers the driver shipped, and written."""
-        flags = self._bounce_flags(self._engine, self._infos, self._scope)
-        parts, found = self._parts, self._found
-        decided = decide_parts(self.submit, parts, self._tables, flags, found, self._memory)
-        if workers_write(job):
-            output = Output(job.paths, output_schema(reader.schema), dict(facts))
-            tally = write_by_workers(self.submit, decided, output, stack)
-            publication.stage(output.staged, job.paths.parquet)
-            return tally
-        sink = stack.enter_context(open_outputs(job.paths, reader.schema, job.csv_bom, job.split))
-        sink.note(facts)
-        tally = self._write(decided, sink)
-        sink.stage(publication)
-        return tally
+    ) -> tuple[Tally, Counter[str]]:
+        """Each part decided where it is, with the answers' table and the bounce ledger's
+        flags, and written by the workers with its rejects
+        (:mod:`pipeline.stages.dask.staging`): no row of the output passes through here; when
+        the run is recorded, each part's narrow table is kept for the history."""
+        found, further = self._found, reader.further
+        answers = [found.of_part(self, p) if found else None for p in range(len(self._parts))]
+        common = (self.stores, further, self.lists)
+        decided = decide_parts(
+            self.submit, self._parts, self._tables, answers, common, self._memory
+        )
+        staging = Staging(self.submit, self.files(job), stack, publication, self.cancel)
+        schema = output_schema(reader.schema, further.fields)
+        output = Output(schema, facts, job.split, job.csv_bom)
+        tally = write_rows(staging, decided, output)
+        return tally, write_rejects(staging, self._rejects, reader.reject_schema)
 
     def queries(self, engine: Engine) -> int:
         return engine.dns.queries_sent + self.remote_queries
@@ -311,16 +354,24 @@ class DaskRun:
         return self.collect(futures, "read", "row", lambda report: int(report.rows))
 
     def collect(
-        self, futures: list[Any], label: str, unit: str, amount: Callable[[Any], int]
+        self,
+        futures: list[Any],
+        label: str,
+        unit: str,
+        amount: Callable[[Any], int],
+        keep: bool = True,
     ) -> list[Any]:
         """The results of *futures*, in order, a stage's meter moved by each result's
-        *amount* as the tasks finish, in whatever order they do."""
+        *amount* as the tasks finish, in whatever order they do; with *keep* False, the
+        tasks only waited for (their results stay on the workers)."""
         from distributed import as_completed
 
         with contextlib.closing(meter(self._engine.progress, None, label, unit)) as bar:
             for future in as_completed(futures):  # type: ignore[no-untyped-call]
-                bar.update(amount(future.result()))
-        return [future.result() for future in futures]
+                if future.status == "error":
+                    future.result()  # its error, raised here
+                bar.update(amount(future.result()) if keep else 1)
+        return [future.result() for future in futures] if keep else []
 
     def _digest(self, source: Path | str, given: str, storage: StorageConfig) -> InputDigest:
         """The input's hash, read by a worker: the driver never reads the list through."""
@@ -348,14 +399,14 @@ class DaskRun:
             self.submit(mark_part, batch, *(self.submit(flags_of, s, p) for s in settled))
             for p, batch in enumerate(batches)
         ]
-        counts = self.client.gather([self.submit(counts_of, s) for s in settled])
+        counts = self.client.gather([self.submit(shuffle_counts, s) for s in settled])
         return marked, NormalizeStats(sum(c[0] for c in counts), sum(c[1] for c in counts))
 
     def _scan(
         self,
         job: CleanJob,
         opened: Planned,
-        sizes: tuple[int, RejectsSink],
+        rows: int,
         stack: contextlib.ExitStack,
         folder: Path,
     ) -> tuple[_Scan, ListReader]:
@@ -364,49 +415,43 @@ class DaskRun:
         archive, a workbook, or a text file the ranges cannot settle) by one worker into
         Parquet shards beside the output, then as those; standard input (or an object-store
         output) read here, as a local run reads it, each batch shipped to the cluster as it
-        is read. Returns the reader that read it."""
-        rejects = sizes[1]
+        is read (with its rejects). Returns the reader that read it."""
         reader = opened.reader
         if opened.layout is not None:
             on = Reaching(self.submit, self.client.gather, self._hear_reads, self.client.cancel)
             ranged = read_ranges(on, opened, self.lists)
             if ranged is not None:
-                for future in ranged.rejects:
-                    rejects.write(future.result())
-                return _Scan(ranged.batches, ranged.rows, ranged.rejected), reader
+                titles = [self.submit(same, ranged.titles)] if ranged.titles.height else []
+                rejects = titles + ranged.rejects  # the title rows first, as a local run
+                scan = _Scan(ranged.batches, rejects, ranged.rows, ranged.rejected)
+                return scan, reader
             reader = open_reader(job, folder)  # read in order, as the local engine reads it
-        return self._scan_in_order(job, reader, sizes, stack), reader
+        return self._scan_in_order(job, reader, rows, stack), reader
 
     def _scan_in_order(
-        self,
-        job: CleanJob,
-        reader: ListReader,
-        sizes: tuple[int, RejectsSink],
-        stack: contextlib.ExitStack,
+        self, job: CleanJob, reader: ListReader, rows: int, stack: contextlib.ExitStack
     ) -> _Scan:
-        rows, rejects = sizes
         planned = reader.parts(rows)
+        rejects: list[Any] = []
         rejected = 0
         if planned is None and job.upload is None and not job.spooled:
             shards = stack.enter_context(staging_folder(job.paths.parquet, "shards"))
             converted: Converted = self.submit(convert, job, str(shards), rows).result()
-            for name in converted.rejects:
-                rejects.write(pl.read_parquet(name))
+            rejects = [self.submit(read_rejects, name) for name in converted.rejects]
             planned, rejected = converted.parts, converted.rejected
         if planned is not None:
-            scan = _Scan([], rows=sum(p.rows for p in planned), rejected=rejected)
+            scan = _Scan([], rejects, rows=sum(p.rows for p in planned), rejected=rejected)
             for part in planned:
                 scan.batches.append(self.submit(scan_part, part, self.lists))
             return scan
         while True:
             try:
-                return self._scan_with(reader, rows, rejects)
+                return self._scan_with(reader, rows)
             except ReadAgain:
                 reader.read_exactly()
-                rejects.restart()
 
-    def _scan_with(self, reader: ListReader, rows: int, rejects: RejectsSink) -> _Scan:
-        scan = _Scan([])
+    def _scan_with(self, reader: ListReader, rows: int) -> _Scan:
+        scan = _Scan([], [])
         batches = reader.batches(rows)
         try:
             while True:
@@ -415,8 +460,9 @@ class DaskRun:
                 scan.reading += time.perf_counter() - started
                 if read is None:
                     return scan
-                rejects.write(read.rejects)
-                scan.rejected += read.rejects.height
+                if read.rejects.height:  # data sent, not in the task graph
+                    scan.rejects.append(self.client.scatter(read.rejects, hash=False))
+                    scan.rejected += read.rejects.height
                 if not read.frame.height:  # every record of it a reject: nothing to decide
                     continue
                 scan.batches.append(
@@ -430,63 +476,18 @@ class DaskRun:
                 )
                 scan.rows += read.frame.height
         except BaseException:
-            self.client.cancel(scan.batches)
+            self.client.cancel([*scan.batches, *scan.rejects])
             raise
-
-    async def _resolve(
-        self, work: DomainWork, domains: Sequence[str]
-    ) -> tuple[dict[str, DnsAnswer], int]:
-        """Resolve on the workers, in chunks; MX hosts judged here, chunk by chunk, and each
-        chunk's answers committed to the domain cache as it arrives."""
-        if not domains:
-            return {}, 0
-        before = work.dns.queries_sent + self.remote_queries
-        resolver = await work.dns.get()  # checked against the canaries once, here
-        futures = [
-            self.submit(resolve_domains, chunk, work.config, work.routing.sandbox)
-            for chunk in _chunks(domains)
-        ]
-        hosts = work.cache if work.cache is not None else MemoryHosts()
-        answers: dict[str, DnsAnswer] = {}
-        from distributed import as_completed
-
-        with contextlib.closing(meter(work.progress, len(domains), "DNS", "domain")) as bar:
-            for future in as_completed(futures):  # type: ignore[no-untyped-call]
-                got, queries = future.result()
-                self.remote_queries += queries
-                mx = {d: a for d, a in got.items() if a.status is DnsStatus.MX}
-                concurrency = work.config.concurrency
-                got.update(await judge_exchanges(resolver, mx, hosts, work.routing, concurrency))
-                if work.cache is not None:
-                    work.cache.put_many(got)
-                answers.update(got)
-                bar.update(len(got))
-        return answers, work.dns.queries_sent + self.remote_queries - before
 
     def gather(self, futures: list[Any]) -> list[Any]:
         return list(self.client.gather(futures))
 
-    def _bounce_flags(
-        self, engine: Engine, infos: list[PartitionInfo], scope: BounceScope | None
-    ) -> list[ShippedFlags | None]:
-        if engine.bounces is None or scope is None:
-            return [None] * len(infos)
-        ledger = engine.bounces
-        return [
-            ShippedFlags(ledger.flags(i.bounce_keys) if i.bounce_keys else {}, scope) for i in infos
-        ]
 
-    def _write(self, decided: list[Any], sink: Sink) -> Tally:
-        """Each input part's rows, in input order, written as one row group, counted."""
-        tally = Tally()
-        for index, future in enumerate(decided):
-            frame: pl.DataFrame = future.result()
-            decided[index] = None  # let the cluster forget it
-            sink.write(frame)
-            tally.add(frame)
-        return tally
-
-
-def _chunks(domains: Sequence[str]) -> Iterator[list[str]]:
-    for start in range(0, len(domains), _CHUNK):
-        yield list(domains[start : start + _CHUNK])
+def drain(events: queue.SimpleQueue[Any], hear: Callable[[list[Any]], None]) -> None:
+    """Hand every event that arrived to *hear* (each is ``(time, message)``)."""
+    while True:
+        try:
+            _, message = events.get_nowait()
+        except queue.Empty:
+            return
+        hear(list(message))

@@ -25,14 +25,20 @@ from typing import Any, Final
 import polars as pl
 
 from pipeline.core.config import ListsConfig
-from pipeline.core.files.delimited import utf16_encoding
+from pipeline.core.files.delimited import (
+    count_records,
+    physical_ends,
+    record_ends,
+    utf16_encoding,
+)
 from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
+from pipeline.core.files.headers import RULE_RECORDS
 from pipeline.core.files.tables import FileKind, file_kind
 from pipeline.stages.base import Batch
 from pipeline.stages.dask.tasks import scan_batch
 from pipeline.stages.job import CleanJob
 from pipeline.stages.objects import filesystem, is_object_url, is_remote_dataset
-from pipeline.stages.read.csv_source import not_utf8
+from pipeline.stages.read.csv_source import REJECT_SCHEMA, not_utf8
 from pipeline.stages.read.ranges import (
     UTF8,
     ByteRange,
@@ -40,7 +46,7 @@ from pipeline.stages.read.ranges import (
     RangeRead,
     cuts,
     head_record_end,
-    header_end,
+    line_start,
     quotes_pair,
     ranges_of,
     read_range,
@@ -99,8 +105,10 @@ def _head(job: CleanJob) -> bytes | None:
     if file_kind(name, head[:16]) is not FileKind.TEXT or utf16_encoding(head[:4096]):
         return None
     end = head_record_end(head)
-    if end is None or header_end(head) is None:
+    if end is None:
         return None  # a first record longer than the head: read in order
+    if len(head) == HEAD_BYTES and (count_records(head[:end]) or 0) < RULE_RECORDS:
+        return None  # too few records in the head to find the header as the local reader does
     return head[:end]
 
 
@@ -143,19 +151,18 @@ def _layout(job: CleanJob, folder: Path, head: bytes, submit: Submit) -> tuple[L
     copy = folder / "head-of-list.csv"
     copy.write_bytes(head)
     decoding = Decoding(encoding if (said or warning) else "", job.decoding.margin)
-    choice = Choice(None, None, decoding, job.read)
+    choice = Choice(None, None, decoding, job.read, job.header_row, job.further)
     reader = open_list(name, copy, folder, job.email_column, job.storage, choice)
     reader.info = dataclasses.replace(reader.info, rows_known=False)  # the head's, not the list's
     if warning:
         reader.warnings = (warning, *reader.warnings)
-    start = header_end(head)
-    assert start is not None
+    first, after, line = _header_bytes(head, reader)
     layout = Layout(
         source=str(job.input),
         label=name,
         size=_size(job),
-        header=head[bom:start],
-        body=start,
+        header=head[max(first, bom) : after],
+        body=after,
         delimiter=reader.delimiter,
         encoding=encoding,
         assumed=not said and not warning,
@@ -163,8 +170,24 @@ def _layout(job: CleanJob, folder: Path, head: bytes, submit: Submit) -> tuple[L
         renamed=reader.renamed,
         email_column=reader.email_column,
         storage=job.storage,
+        body_line=line,
     )
     return layout, reader
+
+
+def _header_bytes(head: bytes, reader: ListReader) -> tuple[int, int, int]:
+    """Where the header record the local reader found in *head* starts and ends, and the
+    line after it: the ranges start there, the rows above it are the head's."""
+    line = reader.header_row
+    first = line_start(head, line)
+    ends, _ = record_ends(head[first:], b"", 0)
+    body = first + int(ends[0]) + 1
+    return first, body, line + physical_ends(head[first:body], head[body : body + 1])
+
+
+def titles_of(reader: ListReader) -> pl.DataFrame:
+    """The rejects above the header (title rows), as the local reader gives them."""
+    return pl.DataFrame(reader.titles, schema=REJECT_SCHEMA, orient="row")
 
 
 def _first_bad(data: bytes) -> int | None:
@@ -225,6 +248,7 @@ class Ranged:
     rejects: list[Any]
     rows: int
     rejected: int
+    titles: pl.DataFrame  # the rejects above the header, read from the head
 
 
 @dataclass(frozen=True)
@@ -261,7 +285,8 @@ def read_ranges(on: Cluster, planned: Planned, lists: ListsConfig) -> Ranged | N
         if any(r.settled for r in reports):
             cancel(reads)
             return None
-    ranged = Ranged([], [], 0, 0)
+    titles = titles_of(planned.reader)
+    ranged = Ranged([], [], 0, titles.height, titles)
     for read, report in zip(reads, reports, strict=True):
         if report.rows:
             ranged.batches.append(submit(scan_range, read, layout.email_column, ranged.rows, lists))

@@ -60,6 +60,8 @@ def settle_bucket(*pieces: pl.DataFrame) -> Settled:
     """The first row in input order of each KEY wins; the others are duplicates. A KEY one of
     whose rows is held back (CONSENT) is held back on all its rows, with its first such row's
     reason."""
+    if not pieces:  # a list with no row: one bucket, and no part to send it anything
+        return Settled()
     pairs = pl.concat(pieces, how="vertical")
     if pairs.is_empty():
         return Settled()

@@ -1,68 +1,50 @@
 """What a Dask worker runs for a clean (:mod:`pipeline.stages.dask.engine`).
 
 Each task is a plain function of picklable values: the same stage functions the local runner
-calls (:mod:`pipeline.stages.steps`, the engine's DNS and mailbox steps), applied to one input
-part (its rows stay on the worker that read them), one chunk of domains or one group of mail
-providers; the duplicate shuffle between parts is :mod:`pipeline.stages.dask.shuffle`. A
-task opens no cache or store: what the caches know comes with its arguments, and what it
-learns goes back in its result, or, for address-level answers, to the driver the moment
-each is known (:class:`Forward`), so the driver commits it as a local run would.
+calls (:mod:`pipeline.stages.steps`, the engine's steps), applied to one input part (its rows
+stay on the worker that read them). The duplicate shuffle between parts is
+:mod:`pipeline.stages.dask.shuffle`, the domains' :mod:`pipeline.stages.dask.domains`, the
+address checks' :mod:`pipeline.stages.dask.checks`; the caches and stores a task reads are
+where the cluster shares them (:mod:`pipeline.stages.dask.stores`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.core.bounces.step import BounceScope, bounce_keys
-from pipeline.core.bounces.types import BounceFlags
-from pipeline.core.config import ApiConfig, DnsConfig, ListsConfig, VendorConfig, VerifyConfig
-from pipeline.core.domains.dns import DnsAnswer, DnsStatus, SharedResolver, lookup_domains
-from pipeline.core.domains.exchanges import MemoryHosts, Routing, judge_exchanges
-from pipeline.core.domains.step import domain_table, resolvable_domains
+from pipeline.core.config import ListsConfig
 from pipeline.core.lists import DomainLists, load_lists
-from pipeline.core.mailboxes.checkers import Assignment, outbound_works, probe_targets
-from pipeline.core.mailboxes.prober import Prober
-from pipeline.core.mailboxes.remote import QuotaLedger, RemoteVerifier
-from pipeline.core.mailboxes.smtp import SmtpSettings
-from pipeline.core.mailboxes.types import Budget, CheckStats, MailboxResult, RemoteAnswer, Target
-from pipeline.core.mailboxes.vendors.checker import adapter_for
-from pipeline.core.mailboxes.vendors.types import Job, VendorAnswer
-from pipeline.core.mailboxes.vendors.verifier import VendorVerifier
 from pipeline.stages.base import Batch
 from pipeline.stages.dask.shuffle import ROW
-from pipeline.stages.dask.sizes import size_of
+from pipeline.stages.dask.stores import Stores, bounce_source
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.csv_source import ReadAgain
+from pipeline.stages.read.email_column import Further
 from pipeline.stages.read.parquet_source import ParquetPart
 from pipeline.stages.read.reader import ListReader, PartRead
 from pipeline.stages.runner import open_reader
-from pipeline.stages.steps import decide_rows, normalize, probe_candidates
-from pipeline.stages.summary import Tally
-from pipeline.stages.write.outputs import write_part_file
+from pipeline.stages.steps import decide_rows, normalize
 
-_NOTHING_HELD = pl.DataFrame()  # decide_rows: CONSENT is already the whole list's
+NOTHING_HELD = pl.DataFrame()  # decide_rows: CONSENT is already the whole list's
 
 
 @functools.cache
-def _lists(config: ListsConfig) -> DomainLists:
+def worker_lists(config: ListsConfig) -> DomainLists:
     """The shipped lists, loaded once per worker process."""
     return load_lists(config.extra_disposable, config.extra_free, config.extra_legitimate)
 
 
 def scan_batch(frame: pl.DataFrame, email_column: str, first_row: int, lists: ListsConfig) -> Batch:
     """A read batch normalized where it is; each row keeps its row number in the list."""
-    work = normalize(frame, email_column, _lists(lists))
+    work = normalize(frame, email_column, worker_lists(lists))
     rows = pl.int_range(first_row, first_row + frame.height, dtype=pl.UInt64, eager=True)
     return Batch(frame, work.with_columns(rows.alias(ROW)))
 
@@ -116,273 +98,34 @@ def _convert(reader: ListReader, staging: Path, rows: int) -> Converted:
     return Converted(done.parts, done.rejects, rejected)
 
 
-@dataclass(frozen=True)
-class PartitionInfo:
-    """What the driver learns of one input part: one record per domain, and bounce keys."""
-
-    domains: list[str]  # resolvable, first seen first
-    bounce_keys: list[str]  # the keys the bounce ledger could flag
-
-    def __sizeof__(self) -> int:
-        return size_of(self.domains) + size_of(self.bounce_keys) + 64
+def read_rejects(name: str) -> pl.DataFrame:
+    """One batch's rejects, as :func:`convert` left them beside its shards."""
+    return pl.read_parquet(name)
 
 
-def partition_info(part: Batch, scope: BounceScope | None) -> PartitionInfo:
-    work = part.work
-    keys = bounce_keys(work, scope) if scope is not None else []
-    return PartitionInfo(resolvable_domains(work), keys)
-
-
-def resolve_domains(
-    domains: Sequence[str], dns: DnsConfig, sandbox: bool
-) -> tuple[dict[str, DnsAnswer], int]:
-    """DNS answers for a chunk of one partition's domains (its implicit MX judged here), and
-    the queries sent. MX hosts are judged by the driver, so each is asked once per run."""
-    return asyncio.run(_resolve(domains, dns, Routing(sandbox=sandbox)))
-
-
-async def _resolve(
-    domains: Sequence[str], dns: DnsConfig, routing: Routing
-) -> tuple[dict[str, DnsAnswer], int]:
-    shared = SharedResolver(dns, check=False)  # the driver checked the resolver once
-    try:
-        resolver = await shared.get()
-        answers = await lookup_domains(resolver, domains, dns.concurrency)
-        implicit = {d: a for d, a in answers.items() if a.status is DnsStatus.IMPLICIT_MX}
-        answers.update(
-            await judge_exchanges(resolver, implicit, MemoryHosts(), routing, dns.concurrency)
-        )
-        return answers, shared.queries_sent
-    finally:
-        await shared.close()
-
-
-def partition_table(
-    domains: Sequence[str], answers: dict[str, DnsAnswer], lists: ListsConfig
-) -> pl.DataFrame:
-    return domain_table(_lists(lists), domains, answers)
-
-
-def partition_candidates(part: Batch, table: pl.DataFrame) -> pl.DataFrame:
-    return probe_candidates(part.work, table)
-
-
-@dataclass(frozen=True)
-class ShippedFlags:
-    """The bounce ledger's flags for one partition's keys, read by the driver."""
-
-    known: dict[str, BounceFlags]
-    kept_scope: BounceScope
-
-    def flags(self, keys: Iterable[str]) -> dict[str, BounceFlags]:
-        return {k: self.known[k] for k in keys if k in self.known}
-
-    def scope(self) -> BounceScope:
-        return self.kept_scope
+def one(part: Batch) -> int:
+    """1, once *part* is there: the driver counts parts as they are done, without their rows."""
+    return 1
 
 
 def decide_partition(
     part: Batch,
     table: pl.DataFrame,
-    bounces: ShippedFlags | None,
+    stores: Stores,
     answers: pl.DataFrame | None,
+    further: Further,
+    lists: ListsConfig,
 ) -> pl.DataFrame:
-    """The part's output rows, in input order. Its CONSENT already holds what the whole list
-    holds back (:func:`~pipeline.stages.dask.shuffle.mark_part`)."""
-    scope = bounces.scope() if bounces is not None else None
-    return decide_rows(part, table, bounces, scope, answers, _NOTHING_HELD)
+    """The part's output rows, in input order (with its further address columns' fields),
+    with the bounce ledger's flags read here
+    (:func:`~pipeline.stages.dask.stores.bounce_source`). Its CONSENT already holds what the
+    whole list holds back (:func:`~pipeline.stages.dask.shuffle.mark_part`)."""
+    source = bounce_source(stores)
+    scope = source.scope() if source is not None else None
+    more = (further, worker_lists(lists))
+    return decide_rows(part, table, source, scope, answers, NOTHING_HELD, more)
 
 
 def same(value: Any) -> Any:
     """*value* as a task's result: held by a worker, computed again if that worker is lost."""
     return value
-
-
-def write_part(
-    folder: str, index: int, schema: pa.Schema, facts: dict[str, Any], frame: pl.DataFrame
-) -> Tally:
-    """One input part's output rows, in input order, written by this worker as the part file
-    *index* of a dataset output (in the run's staging folder); the driver gets their tally."""
-    write_part_file(frame, Path(folder) / f"part-{index:05d}.parquet", schema, facts)
-    tally = Tally()
-    tally.add(frame)
-    return tally
-
-
-class Forward:
-    """Sends what a task learns to the driver as it is learned (a Dask event topic)."""
-
-    def __init__(self, topic: str, group: int, budget: Budget) -> None:
-        from distributed import get_worker
-
-        self._worker = get_worker()
-        self._topic = topic
-        self._group = group
-        self._budget = budget
-
-    def send(self, *message: Any) -> None:
-        self._worker.log_event(self._topic, [self._group, *message, self._budget.spent])
-
-    def mailbox(self, key: str, result: MailboxResult) -> None:
-        self.send("mailbox", key, result.outcome.value, result.reply, result.at)
-
-    def catch_all(self, domain: str, flag: bool) -> None:
-        self.send("catch_all", domain, flag)
-
-
-@dataclass(frozen=True)
-class ProbeOrder:
-    """One group of mail providers' targets, owned by one worker, with its share of the budget."""
-
-    targets: list[Target]
-    known_catch_all: dict[str, bool]
-    limit: int | None  # RCPTs this group may send; None: no limit
-    topic: str
-    group: int
-
-
-def probe_group(
-    order: ProbeOrder,
-    config: VerifyConfig,
-    settings: SmtpSettings,
-    dns: DnsConfig,
-    lists: ListsConfig,
-) -> tuple[dict[str, MailboxResult], CheckStats, int]:
-    """SMTP answers for one group of providers: one Prober, so per-host pacing, breakers and
-    catch-all probes are exact; its answers, what it sent, and its DNS queries."""
-    return asyncio.run(_probe(order, config, settings, dns, _lists(lists)))
-
-
-async def _probe(
-    order: ProbeOrder,
-    config: VerifyConfig,
-    settings: SmtpSettings,
-    dns: DnsConfig,
-    lists: DomainLists,
-) -> tuple[dict[str, MailboxResult], CheckStats, int]:
-    budget = Budget(order.limit)
-    forward = Forward(order.topic, order.group, budget)
-    shared = SharedResolver(dns, check=False)
-    try:
-        resolver = await shared.get()
-        await outbound_works(resolver, dns.canaries, settings)  # port 25 from this worker
-        prober = Prober(
-            resolver,
-            config,
-            settings,
-            lists,
-            budget,
-            forward.mailbox,
-            dns_concurrency=dns.concurrency,
-            on_catch_all=forward.catch_all,
-        )
-        work = Assignment({}, order.targets, [], order.known_catch_all)
-        answers, stats = await probe_targets(work, prober)
-        return answers, stats, shared.queries_sent
-    finally:
-        await shared.close()
-
-
-@dataclass(frozen=True)
-class ApiOrder:
-    targets: list[Target]
-    limit: int | None
-    spent: int  # this window's requests before the run, as the driver's ledger says
-    quota: int | None  # the quota the ledger learned, if any
-    topic: str
-    group: int
-
-
-def ask_api(
-    order: ApiOrder, config: ApiConfig, key: str | None
-) -> tuple[dict[str, RemoteAnswer], int]:
-    """The remote service's answers for its targets (one client: the quota stays exact)."""
-    budget = Budget(order.limit)
-    forward = Forward(order.topic, order.group, budget)
-    ledger = QuotaLedger(
-        spent=lambda *_: order.spent,
-        add=lambda api, fp, window, n: forward.send("quota", api, fp, window, n),
-        limit=lambda *_: order.quota,
-        set_limit=lambda api, fp, window, q: forward.send("limit", api, fp, window, q),
-    )
-
-    def remember(address_key: str, answer: RemoteAnswer) -> None:
-        verdict = answer.verdict.value if answer.verdict else None
-        forward.send(
-            "remote",
-            address_key,
-            verdict,
-            answer.score,
-            answer.known_bounces,
-            answer.suspected_bounces,
-        )
-
-    verifier = RemoteVerifier(config, key, ledger, budget, remember)
-    answers = asyncio.run(verifier.run(order.targets))
-    return answers, verifier.requests
-
-
-@dataclass(frozen=True)
-class VendorOrder:
-    """A paid verifier's targets, asked by one worker (one client: credits stay exact), with
-    the open jobs the driver's store holds for its key."""
-
-    vendor: str
-    targets: list[Target]
-    jobs: list[Job]
-    limit: int | None  # credits this order may spend; None: no limit
-    topic: str
-    group: int
-
-
-@dataclass(frozen=True)
-class VendorSent:
-    """What a worker's verifier did: its answers and what it spent."""
-
-    answers: dict[str, VendorAnswer]
-    requests: int
-    credits: int
-    stopped: str
-
-
-class _ForwardedLedger:
-    """A worker's ledger: the open jobs the driver read, and every job and answer sent to the
-    driver the moment it is known, which commits them to the paid-answer store."""
-
-    def __init__(self, jobs: list[Job], forward: Forward) -> None:
-        self._jobs = jobs
-        self._forward = forward
-
-    def open_jobs(self) -> list[Job]:
-        return list(self._jobs)
-
-    def add_job(self, job: Job) -> None:
-        self._forward.send("job", *job_fields(job))
-
-    def close_job(self, job: Job, state: str) -> None:
-        self._forward.send("job_closed", state, *job_fields(job))
-
-    def answered(self, key: str, answer: VendorAnswer) -> None:
-        a = answer
-        self._forward.send("vendor", key, a.reason.value, a.status, a.vendor, a.billed, a.at)
-
-
-def job_fields(job: Job) -> list[Any]:
-    """A job as an event carries it (events are msgpack: plain values only)."""
-    targets = [list(t) for t in job.targets]
-    return [job.vendor, job.key_fp, job.job_id, targets, job.created_at]
-
-
-def job_of(fields: list[Any]) -> Job:
-    vendor, key_fp, job_id, targets, created_at = fields
-    return Job(vendor, key_fp, job_id, tuple((k, a) for k, a in targets), created_at)
-
-
-def ask_vendor(order: VendorOrder, config: VendorConfig, key: str, base: str) -> VendorSent:
-    """The vendor's answers for the order's targets (bulk jobs resumed, never sent twice)."""
-    budget = Budget(order.limit)
-    forward = Forward(order.topic, order.group, budget)
-    ledger = _ForwardedLedger(order.jobs, forward)
-    verifier = VendorVerifier(adapter_for(order.vendor), key, config, ledger, budget, base=base)
-    answers = asyncio.run(verifier.run(order.targets))
-    return VendorSent(answers, verifier.requests, verifier.credits, verifier.stopped)

@@ -62,11 +62,17 @@ class CsvSource:
         decoding: Decoding | None = None,
         max_field: int = 0,
         delimiter: str | None = None,
+        header_row: int | None = None,
+        first_line: int = 1,
     ) -> None:
         """*decoding*: how a file that is not UTF-8 is read (said, or detected); *max_field*:
         the bytes a field may hold (``read.max_field_bytes``), 0: any; *delimiter*: the
-        delimiter, when it is known (else sniffed from the first lines)."""
+        delimiter, when it is known (else sniffed from the first lines); *header_row*: the
+        line the header starts on (``--header-row``), else found
+        (:mod:`pipeline.core.files.headers`); *first_line*: the number of the file's first
+        line (a sheet's first non-empty row), which line numbers count from."""
         self.path = path
+        self._offset = first_line - 1
         self.label = label or str(path)  # how messages name it (an archive member, say)
         self.text, self.encoding, self.warnings = _as_utf8(
             path, spill, self.label, decoding or Decoding()
@@ -78,8 +84,14 @@ class CsvSource:
         self.aside = self._set_aside(max_field)
         with self._bytes() as stream:
             self.records = count_records_in(_chunks(stream))
+        wanted = header_row - self._offset if header_row is not None else None
         with self._lines() as lines:
-            self.columns = unique_names(Table(lines, self.delimiter).header)
+            table = Table(lines, self.delimiter, wanted)
+        self.columns = unique_names(table.header)
+        self._header_line = table.header_line
+        self.titles = [
+            self._reject(self.aside.line_in_file(at), str(why), raw) for at, why, raw in table.above
+        ]
         # Quotes that do not pair up leave no count to check; records set aside need the
         # exact reader to put them in the rejects in their place.
         self.exact = self.records is None or bool(self.aside.spans)
@@ -109,12 +121,25 @@ class CsvSource:
             yield iter(text)
 
     @property
+    def header_row(self) -> int:
+        """The line the header starts on, counted as the rejects count lines."""
+        return self.aside.line_in_file(self._header_line) + self._offset
+
+    def _reject(self, line: int, why: str, raw: str) -> tuple[int, str, str]:
+        return line + self._offset, EMPTY_ROW if blank_text(raw) else why, raw
+
+    @property
     def _size(self) -> int:
         return size_without(self.text, self.aside.spans)
 
     @property
-    def schema(self) -> dict[str, pl.DataType]:
+    def text_schema(self) -> dict[str, pl.DataType]:
+        """Every column as text: how the file spells it."""
         return dict.fromkeys(self.columns, pl.String())
+
+    @property
+    def schema(self) -> dict[str, pl.DataType]:
+        return self.text_schema
 
     @property
     def reject_schema(self) -> dict[str, pl.DataType]:
@@ -123,12 +148,12 @@ class CsvSource:
     @property
     def expected_rows(self) -> int:
         if self.records is not None:
-            return max(0, self.records - 1)
+            return max(0, self.records - 1 - len(self.titles))
         return int(self._size / 50)
 
     @property
     def bytes_per_row(self) -> float:
-        return self._size / max(1, (self.records or 2) - 1)
+        return self._size / max(1, (self.records or 2) - 1 - len(self.titles))
 
     def batches(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
         """(rows, rejects) of at most *rows* rows each, in file order."""
@@ -138,24 +163,34 @@ class CsvSource:
             yield from self._fast(rows)
 
     def _fast(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
-        scan = pl.scan_csv(self.text, separator=self.delimiter, infer_schema=False, quote_char='"')
+        # The records above the header end at line ends, so skipping its lines skips them.
+        scan = pl.scan_csv(
+            self.text,
+            separator=self.delimiter,
+            infer_schema=False,
+            quote_char='"',
+            skip_lines=self._header_line - 1,
+        )
         read = 0
-        no_rejects = pl.DataFrame(schema=REJECT_SCHEMA)
+        rejects = _rejects(self.titles)  # the rows above the header, with the first batch
         try:
             for batch in scan.collect_batches(chunk_size=rows):
                 if batch.columns != self.columns or filler_kind(batch).is_not_null().any():
                     raise ReadAgain
                 read += batch.height
-                yield batch, no_rejects
+                yield batch, rejects
+                rejects = _rejects([])
         except pl.exceptions.PolarsError as exc:
             raise ReadAgain from exc
-        if self.records is None or read != self.records - 1:
+        if self.records is None or read != self.records - 1 - len(self.titles):
             raise ReadAgain
+        if rejects.height:  # no row below the header: the titles still go to the rejects
+            yield pl.DataFrame(schema=self.text_schema), rejects
 
     def _exact(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
         aside = self.aside
         with self._lines() as lines:
-            table = Table(lines, self.delimiter)
+            table = Table(lines, self.delimiter, self._header_line)
             kept: list[tuple[int, list[str | None], str]] = []
             rejects: list[tuple[int, str, str]] = []
             left = {span.line for span in aside.spans}  # set aside, not yet in the rejects
@@ -163,17 +198,18 @@ class CsvSource:
                 line, span = aside.line_in_file(at), aside.span_at(at)
                 if span is not None and span.line in left:
                     left.discard(span.line)
-                    rejects.append((span.line, FIELD_TOO_LONG, span.raw))
+                    rejects.append((span.line + self._offset, FIELD_TOO_LONG, span.raw))
                 elif isinstance(cells, str):
-                    rejects.append((line, EMPTY_ROW if blank_text(raw) else cells, raw))
+                    rejects.append(self._reject(line, cells, raw))
                 else:
-                    kept.append((line, [cell or None for cell in cells], raw))  # "" is null
+                    kept.append((line + self._offset, [cell or None for cell in cells], raw))
                 if len(kept) >= rows:
                     yield self._split(kept, rejects)
                     kept, rejects = [], []
             # A stand-in that the reader took into another record (after a quote that never
             # closes) is still a record of the file: it is counted, last.
-            rejects += [(s.line, FIELD_TOO_LONG, s.raw) for s in aside.spans if s.line in left]
+            late = [s for s in aside.spans if s.line in left]
+            rejects += [(s.line + self._offset, FIELD_TOO_LONG, s.raw) for s in late]
             if kept or rejects:
                 yield self._split(kept, rejects)
 
@@ -182,7 +218,7 @@ class CsvSource:
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The records of a stretch, and its rejects: the unreadable ones, then the rows
         that are not records (empty rows, footers), in line order."""
-        frame = pl.DataFrame([cells for _, cells, _ in kept], schema=self.schema, orient="row")
+        frame = pl.DataFrame([cells for _, cells, _ in kept], schema=self.text_schema, orient="row")
         filler = filler_kind(frame)
         if not filler.is_not_null().any():
             return frame, _rejects(rejects)

@@ -25,11 +25,11 @@ from typing import Final, Literal
 import polars as pl
 
 from pipeline.core.errors import InputError
+from pipeline.core.files.headers import ADDRESS_LIKE
+from pipeline.core.schema import further_fields
 
 SAMPLE_ROWS: Final = 1_000
 CONTENT_SHARE: Final = 0.8
-# Loose on purpose: this finds the column, the syntax check judges each value later.
-ADDRESS_LIKE: Final = r"^[^@\s]+@[^@\s]+\.[^@\s]+$"
 
 
 def fold_header(header: str) -> str:
@@ -151,6 +151,55 @@ def _check_header(columns: Sequence[str], where: object) -> None:
                 "header belongs: the list has no header row. Add one (say email,name) and "
                 "run again."
             )
+
+
+@dataclass(frozen=True)
+class Further:
+    """The further columns: each as the frames name it, and the name its fields start with
+    (the column's name in the input)."""
+
+    columns: tuple[tuple[str, str], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.columns)
+
+    @property
+    def fields(self) -> dict[str, pl.DataType]:
+        """The output's further columns, in order, with their types."""
+        return {k: v() for _, prefix in self.columns for k, v in further_fields(prefix).items()}
+
+
+def other_address_columns(
+    columns: Sequence[str], sample: pl.DataFrame, checked: Sequence[str]
+) -> list[str]:
+    """The columns besides *checked* that hold addresses: named like an email column (Outlook's
+    ``E-mail 2 Address``, HubSpot's ``Additional email addresses``), or whose values among
+    *sample*'s rows are, for at least :data:`CONTENT_SHARE` of the non-empty ones, an address
+    or a list of them (``;`` or ``,`` between)."""
+    names = set(EMAIL_NAMES) | {fold_header(n) for n in _MORE_NAMES}
+    found = []
+    for name in columns:
+        if name in checked:
+            continue
+        if fold_header(name) in names:
+            found.append(name)
+        elif name in sample.columns:
+            items = _items(sample.get_column(name))
+            share, seen = _share(items) if items is not None else (0.0, 0)
+            if seen and share >= CONTENT_SHARE:
+                found.append(name)
+    return found
+
+
+# Headers of columns that hold further addresses (not the list's own column).
+_MORE_NAMES: Final = ("Additional email addresses", "Other Email", "Secondary Email", "Emails")
+
+
+def _items(values: pl.Series) -> pl.Series | None:
+    """Each cell's addresses, when cut at ``;`` and ``,``."""
+    if values.dtype != pl.String:
+        return None
+    return values.str.replace_all(",", ";", literal=True).str.split(";").explode()
 
 
 def listing(columns: Sequence[str]) -> str:

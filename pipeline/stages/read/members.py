@@ -42,6 +42,11 @@ class MemberSource:
         self._current = 0  # the member being read: the one a ReadAgain is about
 
     @property
+    def header_row(self) -> int:
+        """The line the first member's header starts on."""
+        return self._parts[0].source.header_row if self._parts else 0
+
+    @property
     def names(self) -> list[str]:
         return [part.name for part in self._parts]
 

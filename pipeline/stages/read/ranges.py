@@ -68,6 +68,7 @@ class Layout:
     renamed: dict[str, str]  # input columns kept under another name
     email_column: str  # as named after renaming
     storage: StorageConfig = field(default_factory=StorageConfig)
+    body_line: int = 2  # the line the byte at *body* is on (title rows above the header)
 
     def open(self) -> BinaryIO:
         if is_object_url(self.source):
@@ -117,15 +118,18 @@ def head_record_end(head: bytes) -> int | None:
     return last + 1
 
 
-def header_end(head: bytes) -> int | None:
-    """The offset just past the header record (the first record), or None."""
-    ends, _ = record_ends(head, head[1:2], 0)
-    if ends.is_empty():
-        return None
-    first = int(ends[0])
-    if head[first : first + 2] == b"\r" or first + 1 >= len(head):
-        return None  # a CR at the head's end may be half of a CRLF
-    return first + 1
+def line_start(head: bytes, line: int) -> int:
+    """The offset of the first byte of physical *line* (1-based) in *head* (LF, CRLF and a
+    lone CR end a line, as the readers count them)."""
+    at = 0
+    for _ in range(line - 1):
+        lf, cr = head.find(b"\n", at), head.find(b"\r", at)
+        ends = [e for e in (lf, cr) if e >= 0]
+        if not ends:
+            return len(head)
+        end = min(ends)
+        at = end + (2 if head[end : end + 2] == b"\r\n" else 1)
+    return at
 
 
 def cuts(layout: Layout, target: int) -> list[tuple[int, int]]:
@@ -149,8 +153,7 @@ def survey(layout: Layout, start: int, end: int) -> Survey:
 def ranges_of(layout: Layout, spans: list[tuple[int, int]], found: list[Survey]) -> list[ByteRange]:
     """Each range with where it starts: inside quotes or not, and on which line. None of it
     when the file's quotes do not pair up (see :func:`quotes_pair`)."""
-    header_lines = physical_ends(layout.header, b"")
-    line, parity = 1 + header_lines, 0
+    line, parity = layout.body_line, 0
     ranges = []
     for (start, end), seen in zip(spans, found, strict=True):
         ranges.append(ByteRange(layout, start, end, bool(parity), line, seen.quotes))
@@ -179,7 +182,13 @@ def read_range(part: ByteRange, exact: bool = False) -> RangeRead:
         path = Path(spill) / "range.csv"
         path.write_text(header + text, encoding=UTF8, newline="")
         source = CsvSource(
-            path, Path(spill), layout.label, Decoding(UTF8), layout.max_field, layout.delimiter
+            path,
+            Path(spill),
+            layout.label,
+            Decoding(UTF8),
+            layout.max_field,
+            layout.delimiter,
+            header_row=1,  # the planner found it, as the local reader finds it
         )
         source.exact = source.exact or exact
         read = _read(source)

@@ -15,7 +15,8 @@ folder.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import shlex
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Final, Protocol
@@ -23,7 +24,7 @@ from typing import Final, Protocol
 import polars as pl
 
 from pipeline.core.config import ReadConfig, StorageConfig
-from pipeline.core.errors import InputError
+from pipeline.core.errors import InputError, UsageError
 from pipeline.core.files.encodings import Decoding
 from pipeline.core.files.tables import (
     HEAD_BYTES,
@@ -32,7 +33,7 @@ from pipeline.core.files.tables import (
     read_head,
     refuse_kind,
 )
-from pipeline.core.schema import OUTPUT_COLUMNS, SOURCE_COLUMN
+from pipeline.core.schema import OUTPUT_COLUMNS, SOURCE_COLUMN, further_fields
 from pipeline.stages.objects import (
     download,
     filesystem,
@@ -43,7 +44,15 @@ from pipeline.stages.objects import (
     read_head as read_object_head,
 )
 from pipeline.stages.read.csv_source import REJECT_SCHEMA, CsvSource, ReadAgain
-from pipeline.stages.read.email_column import SAMPLE_ROWS, EmailColumn, by_content, by_flag, by_name
+from pipeline.stages.read.email_column import (
+    SAMPLE_ROWS,
+    EmailColumn,
+    Further,
+    by_content,
+    by_flag,
+    by_name,
+    other_address_columns,
+)
 from pipeline.stages.read.members import MemberSource, Part
 from pipeline.stages.read.parquet_source import (
     ParquetPart,
@@ -53,7 +62,7 @@ from pipeline.stages.read.parquet_source import (
     shards,
 )
 from pipeline.stages.read.unpack import compression_of, decompress, workbook_budget, zip_members
-from pipeline.stages.read.workbook import workbook_to_csv
+from pipeline.stages.read.workbook import SheetSource, workbook_to_csv
 
 _WHAT: Final = "input file"
 
@@ -107,22 +116,35 @@ class Choice:
     sheet: str | None = None
     decoding: Decoding = field(default_factory=Decoding)
     limits: ReadConfig = field(default_factory=ReadConfig)
+    header_row: int | None = None  # the line the header starts on; None: found
+    further: tuple[str, ...] = ()  # further columns of addresses to check
 
 
 class ListReader:
     """A list whose kind, columns and email column are known; its batches on demand."""
 
     def __init__(
-        self, source: Source, info: SourceInfo | str, email_column: str | None, where: str
+        self,
+        source: Source,
+        info: SourceInfo | str,
+        email_column: str | None,
+        where: str,
+        further: tuple[str, ...] = (),
     ) -> None:
         self._source = source
         self.info = info if isinstance(info, SourceInfo) else SourceInfo(info)
         self.source_format = self.info.format
         self.email = find_email(source, email_column, where)
         column = self.email.name
+        named = [by_flag(source.columns, name, where).name for name in further]
+        named = [n for n in dict.fromkeys(named) if n != column]
         if isinstance(source, MemberSource):
-            source.require(column)
-        self._renamed = _collisions(source.columns)
+            for name in (column, *named):
+                source.require(name)
+        fields = [f for name in named for f in further_fields(name)]
+        self._renamed = _collisions(source.columns, fields)
+        self.further = Further(tuple((self._renamed.get(n, n), n) for n in named))
+        self.others = other_address_columns(source.columns, _sample(source), (column, *named))
         self.email_column = self._renamed.get(column, column)
         self._original_email = column
         _check_type(source.schema[column], column)
@@ -133,6 +155,8 @@ class ListReader:
             for old, new in self._renamed.items()
             if old in OUTPUT_COLUMNS
         )
+        if self.others:
+            self.warnings += (unchecked(self.others, [column, *named]),)
 
     @property
     def encoding(self) -> str:
@@ -146,6 +170,16 @@ class ListReader:
     @property
     def delimiter(self) -> str:
         return self._source.delimiter
+
+    @property
+    def header_row(self) -> int:
+        """The line (a sheet's row) the header starts on; 0 when the list has none (Parquet)."""
+        return header_row_of(self._source)
+
+    @property
+    def titles(self) -> list[tuple[int, str, str]]:
+        """The rejects above the header (title rows) of a delimited text: (line, reason, raw)."""
+        return list(self._source.titles) if isinstance(self._source, CsvSource) else []
 
     @property
     def bytes_per_row(self) -> float:
@@ -230,9 +264,10 @@ def open_list(
     if isinstance(path, str):
         return _open_object(path, spill, email_column, storage or StorageConfig(), choice)
     if is_dataset(text):
-        return ListReader(ParquetSource(shards(text)), _PARQUET, email_column, text)
+        _no_header_row(choice, text)
+        return ListReader(ParquetSource(shards(text)), _PARQUET, email_column, text, choice.further)
     source, info = _open_file(path, spill, choice, text)
-    return ListReader(source, info, email_column, text)
+    return ListReader(source, info, email_column, text, choice.further)
 
 
 _PARQUET: Final = SourceInfo("parquet", rows_known=True)
@@ -244,11 +279,13 @@ def _open_file(
     """A local file of any kind we read, unpacked into *spill* when it is packed."""
     kind = file_kind(path, read_head(path, HEAD_BYTES, _WHAT))
     if kind is FileKind.PARQUET:
+        _no_header_row(choice, label)
         return ParquetSource([path]), replace(_PARQUET, compression=compression)
     limits = choice.limits
     longest = limits.max_field_bytes
+    header = choice.header_row
     if kind is FileKind.TEXT:
-        source = CsvSource(path, spill, label, choice.decoding, longest)
+        source = CsvSource(path, spill, label, choice.decoding, longest, header_row=header)
         return source, SourceInfo("csv", compression, rows_known=source.records is not None)
     packed = compression_of(kind)
     if packed is not None and not compression:
@@ -258,16 +295,22 @@ def _open_file(
     if kind is FileKind.ZIP and not compression:
         members = zip_members(path, spill, choice.member, limits, label)
         parts = [
-            Part(m.name, CsvSource(m.path, spill, f"{label}:{m.name}", choice.decoding, longest))
+            Part(
+                m.name,
+                CsvSource(
+                    m.path, spill, f"{label}:{m.name}", choice.decoding, longest, header_row=header
+                ),
+            )
             for m in members
         ]
         info = SourceInfo("zip", members=tuple(m.name for m in members))
         return MemberSource(parts), info
     if kind is FileKind.XLSX and not compression:
         workbook_budget(path, spill, limits, label)
-        sheet, name = workbook_to_csv(path, spill, choice.sheet)
-        labelled = f"{label} (sheet {name!r})"
-        return CsvSource(sheet, spill, labelled, max_field=longest), SourceInfo("xlsx", sheet=name)
+        sheet = workbook_to_csv(path, spill, choice.sheet)
+        labelled = f"{label} (sheet {sheet.name!r})"
+        source = SheetSource(sheet, spill, labelled, longest, header)
+        return source, SourceInfo("xlsx", sheet=sheet.name)
     raise refuse_kind(Path(label), kind, _WHAT)
 
 
@@ -276,15 +319,53 @@ def _open_object(
 ) -> ListReader:
     fs = filesystem(url, storage)
     if is_remote_dataset(url, fs):
-        return ListReader(ParquetSource(remote_shards(url, fs), fs), _PARQUET, email_column, url)
+        _no_header_row(choice, url)
+        return ListReader(
+            ParquetSource(remote_shards(url, fs), fs), _PARQUET, email_column, url, choice.further
+        )
     name = spill / "object" / PurePosixPath(url).name  # for the kind's checks of a name
     kind = file_kind(name, read_object_head(url, fs, HEAD_BYTES))
     if kind is FileKind.PARQUET:
-        return ListReader(ParquetSource([url], fs), _PARQUET, email_column, url)
+        _no_header_row(choice, url)
+        return ListReader(ParquetSource([url], fs), _PARQUET, email_column, url, choice.further)
     if kind is FileKind.EMPTY or kind is FileKind.ARROW:
         raise refuse_kind(name, kind, _WHAT)
     source, info = _open_file(download(url, fs, spill), spill, choice, url)
-    return ListReader(source, info, email_column, url)
+    return ListReader(source, info, email_column, url, choice.further)
+
+
+def unchecked(others: list[str], checked: list[str]) -> str:
+    """The warning for columns that hold addresses and were not asked to be checked."""
+    flags = " ".join(f"--email-column {_quoted(name)}" for name in (*checked, *others))
+    these = (
+        f"The column {listing(others)} holds"
+        if len(others) == 1
+        else (f"The columns {listing(others)} hold")
+    )
+    return (
+        f"{these} addresses too, and {'was' if len(others) == 1 else 'were'} not checked. To "
+        f"check every address column, name them all (the list's own first): {flags}"
+    )
+
+
+def _quoted(name: str) -> str:
+    """*name* as a shell word."""
+    return shlex.quote(name)
+
+
+def _no_header_row(choice: Choice, label: str) -> None:
+    if choice.header_row is not None:
+        raise UsageError(
+            f"--header-row {choice.header_row}: {label} is Parquet, whose columns are named "
+            "in the file; it has no header row to point at. Drop --header-row."
+        )
+
+
+def header_row_of(source: Source) -> int:
+    """The line the header of *source* starts on (a zip's: its first member's); 0: none."""
+    if isinstance(source, MemberSource):
+        return source.header_row
+    return source.header_row if isinstance(source, CsvSource) else 0
 
 
 @dataclass(frozen=True)
@@ -356,11 +437,12 @@ def _first(source: Source) -> pl.DataFrame:
     return pl.DataFrame(schema=source.schema)
 
 
-def _collisions(columns: list[str]) -> dict[str, str]:
+def _collisions(columns: list[str], fields: Sequence[str] = ()) -> dict[str, str]:
     """Input columns named like an output column ignoring case (``Email``, ``email`` beside
-    our ``EMAIL``), and the names they are kept under: ``input_`` before their own name, as
-    many times as it takes to clash with no other column, ignoring case."""
-    ours = {name.casefold() for name in (*OUTPUT_COLUMNS, SOURCE_COLUMN)}
+    our ``EMAIL``; *fields*, the further address columns' own), and the names they are kept
+    under: ``input_`` before their own name, as many times as it takes to clash with no other
+    column, ignoring case."""
+    ours = {name.casefold() for name in (*OUTPUT_COLUMNS, SOURCE_COLUMN, *fields)}
     theirs = {name.casefold() for name in columns}
     renamed: dict[str, str] = {}
     for name in columns:

@@ -5,7 +5,7 @@
 | ``parquet`` | ``.parquet``, or a name without a suffix | one file, a row group per batch |
 | ``dataset`` | a trailing ``/`` or ``--output-format dataset`` | a folder of part files |
 | ``csv`` | ``.csv`` | UTF-8 (``--csv-bom``: with a BOM, for Excel), appended batch by batch |
-| ``xlsx`` | ``.xlsx`` | one sheet, streamed row by row (xlsxwriter's constant_memory mode) |
+| ``xlsx`` | ``.xlsx`` | one sheet, streamed batch by batch, formatted for reading |
 
 A suffix we do not write (``.json``, ``.clean``) or one that says another format than
 ``--output-format`` is a usage error before any work: ``-o list.clean.csv`` never silently

@@ -13,7 +13,8 @@ looks complete. The temporary name carries the writer's process id (``.out.parqu
 what a killed run left behind is removed by the next run that writes the same output, once no
 process of that id is alive. An object-store output (:mod:`pipeline.stages.objects`) is written the
 same way to a local staging folder, and its files are uploaded at the commit point, one after the
-other, the summary last.
+other, the summary last. The Dask engine's workers write the same bytes in parts, with the
+helpers below (:mod:`pipeline.stages.dask.parts`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import glob
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -61,12 +62,14 @@ def companions(name: str) -> dict[str, str]:
     """The names of the files a run writes for the output *name*, by role: ``list.clean.parquet``
     has ``list.clean.rejects.csv``, ``.summary.json``, ``.report.html`` and, with ``--split``,
     ``list.clean.valid.parquet``, ``.risky.parquet``, ``.invalid.parquet`` and
-    ``.suppressed.parquet``."""
+    ``.suppressed.parquet``. The Dask engine writes a dataset's rejects as a folder of parts
+    beside it instead of one file (``out/`` has ``out.rejects/``: ``rejects_parts``)."""
     stem = stem_of(name)
     suffix = name[len(stem) :]
     return {
         "output": name,
         "rejects": stem + ".rejects.csv",
+        "rejects_parts": stem + ".rejects",
         "summary": stem + ".summary.json",
         "report": stem + ".report.html",
         **{role: f"{stem}.{role}{suffix}" for role in SPLIT},
@@ -118,6 +121,14 @@ class OutputPaths:
         """Where the rows of one role go with --split: a whole output of its own."""
         return dataclasses.replace(self, parquet=self.split[role])
 
+    def in_parts(self) -> OutputPaths:
+        """The files as the Dask engine's workers write them: a dataset's rejects as a folder
+        of CSV parts beside it (``out.rejects/``, never inside the dataset); the rest alike."""
+        if self.format is not OutputFormat.DATASET:
+            return self
+        folder = self.rejects.with_name(companions(self.parquet.name)["rejects_parts"])
+        return dataclasses.replace(self, rejects=folder)
+
     def name(self, path: Path) -> str:
         """How the run names *path* to its user: its URL when it is uploaded."""
         return self.upload.name(path) if self.upload else str(path)
@@ -125,7 +136,7 @@ class OutputPaths:
     def publication(self) -> Publication:
         """The run's commit point for these files: renamed into place, then uploaded where
         they belong (for an object-store output)."""
-        return Publication(self.upload.publish if self.upload else None, self.name)
+        return Publication(self.upload, self.name)
 
 
 def default_output(input_text: str, fmt: OutputFormat = OutputFormat.PARQUET) -> Path:
@@ -155,10 +166,13 @@ def output_frame(batch: Batch) -> pl.DataFrame:
     return pl.concat([batch.originals, ours], how="horizontal")
 
 
-def output_schema(originals: Mapping[str, pl.DataType]) -> pa.Schema:
-    """The output's columns and types: the input's, then ours; the schema's version in the
-    key-value metadata (``listclean.schema_version``)."""
-    empty = pl.DataFrame(schema={**originals, **OUTPUT_COLUMNS})
+def output_schema(
+    originals: Mapping[str, pl.DataType], further: Mapping[str, pl.DataType] | None = None
+) -> pa.Schema:
+    """The output's columns and types: the input's, then ours, then the further address
+    columns' (*further*); the schema's version in the key-value metadata
+    (``listclean.schema_version``)."""
+    empty = pl.DataFrame(schema={**originals, **OUTPUT_COLUMNS, **(further or {})})
     return empty.to_arrow().schema.with_metadata({"listclean.schema_version": SCHEMA_VERSION})
 
 
@@ -219,9 +233,7 @@ class ParquetSink:
     def _close_writer(self) -> None:
         writer = self._writer
         assert writer is not None
-        if self._facts:
-            facts = {**self._facts, "finished_at": now()}
-            writer.add_key_value_metadata({"listclean": json.dumps(facts, ensure_ascii=False)})
+        _note(writer, self._facts)
         guard(self._final, writer.close)
 
     def _next_part(self) -> None:
@@ -236,39 +248,41 @@ class ParquetSink:
         self._part_rows = 0
 
 
-def write_part_file(
-    frame: pl.DataFrame, target: Path, schema: pa.Schema, facts: Mapping[str, Any]
+def write_parquet(
+    tables: Iterable[pa.Table],
+    target: IO[bytes],
+    schema: pa.Schema,
+    facts: Mapping[str, Any],
+    name: str,
 ) -> None:
-    """One part file of a dataset output written whole where it runs (a Dask worker, into
-    the run's staging folder), as :class:`ParquetSink` writes its parts; under a temporary
-    name until complete, so a part written again (its worker lost) is never half of one."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    writer = guard(target, lambda: pq.ParquetWriter(tmp, schema, use_dictionary=_DICTIONARY))
+    """*tables* as one Parquet file on the open *target* (*name* in messages), a row group
+    each, written as :class:`ParquetSink` writes (the same encodings, the run's provenance):
+    where it runs, a Dask worker writing a part, or joining parts row group by row group."""
+    writer = guard(name, lambda: pq.ParquetWriter(target, schema, use_dictionary=_DICTIONARY))
     try:
-        guard(target, lambda: writer.write_table(frame.to_arrow().cast(schema)))
-        if facts:
-            noted = json.dumps({**facts, "finished_at": now()}, ensure_ascii=False)
-            writer.add_key_value_metadata({"listclean": noted})
+        for table in tables:
+            guard(name, functools.partial(writer.write_table, table.cast(schema)))
+        _note(writer, facts)
     finally:
-        guard(target, writer.close)
-    guard(target, lambda: os.replace(tmp, target))
+        guard(name, writer.close)
 
 
-def concat_parts(folder: Path, target: Path, schema: pa.Schema, facts: Mapping[str, Any]) -> None:
-    """The part files of *folder* in name order as the one Parquet file *target*, row group
-    by row group (bounded memory: one row group at a time), where it runs (a Dask worker)."""
-    writer = guard(target, lambda: pq.ParquetWriter(target, schema, use_dictionary=_DICTIONARY))
-    try:
-        for part in sorted(folder.glob("part-*.parquet")):
-            source = pq.ParquetFile(part)
-            for index in range(source.num_row_groups):
-                group = source.read_row_group(index)
-                guard(target, functools.partial(writer.write_table, group))
-        if facts:
-            noted = json.dumps({**facts, "finished_at": now()}, ensure_ascii=False)
-            writer.add_key_value_metadata({"listclean": noted})
-    finally:
-        guard(target, writer.close)
+def _note(writer: pq.ParquetWriter, facts: Mapping[str, Any]) -> None:
+    """*facts* under the ``listclean`` key of the file's key-value metadata, with
+    ``finished_at``, when the file was."""
+    if facts:
+        noted = json.dumps({**facts, "finished_at": now()}, ensure_ascii=False)
+        writer.add_key_value_metadata({"listclean": noted})
+
+
+def rejects_head(columns: Sequence[str]) -> bytes:
+    """The rejects file's header line: plain names, no quoting needed."""
+    return (",".join(columns) + "\n").encode()
+
+
+def write_rejects_csv(rejects: pl.DataFrame, target: IO[bytes]) -> None:
+    """Rejected records appended to a rejects file (or a Dask worker's part of one)."""
+    rejects.write_csv(target, include_header=False)
 
 
 class RejectsSink:
@@ -276,7 +290,7 @@ class RejectsSink:
 
     def __init__(self, path: Path, columns: Sequence[str] = ("line", "reason", "raw")) -> None:
         self._final = path
-        self._header = (",".join(columns) + "\n").encode()  # plain names: no quoting needed
+        self._header = rejects_head(columns)
         make_folder(path.parent)
         sweep_stale(path)
         self._tmp = tmp_of(path)
@@ -296,7 +310,7 @@ class RejectsSink:
 
     def write(self, rejects: pl.DataFrame) -> None:
         if rejects.height:
-            guard(self._final, lambda: rejects.write_csv(self._handle, include_header=False))
+            guard(self._final, lambda: write_rejects_csv(rejects, self._handle))
             self.reasons.update(rejects.get_column("reason").to_list())
 
     def stage(self, into: Publication) -> None:
@@ -322,7 +336,7 @@ def make_folder(folder: Path) -> None:
         raise OutputError(f"Cannot create the output's folder {folder}: {exc.strerror}.") from exc
 
 
-def guard(path: Path, work: Callable[[], T]) -> T:
+def guard(path: Path | str, work: Callable[[], T]) -> T:
     """*work*, with a failure to write (a full disk, say) reported as the file it was for."""
     try:
         return work()

@@ -7,10 +7,11 @@ together; removed if the run fails. :func:`open_sink` picks the sink for an outp
   ``true``/``false`` for booleans, empty for null. With a BOM on request, since Excel reads a
   CSV without one in the machine's ANSI code page (Microsoft: "Opening CSV UTF-8 files
   correctly in Excel"). Columns of lists or records (Parquet inputs) are written as JSON text.
-- **xlsx** is streamed with xlsxwriter's ``constant_memory`` mode: each row is flushed to disk
-  as it is written, so memory stays flat whatever the sheet's size. Text is always written as
-  text (never as a formula, number or link: a cell reading ``=HYPERLINK(...)`` stays inert),
-  numbers and booleans as such, dates and other types as ISO text. A sheet has room for
+- **xlsx** is streamed batch by batch (:mod:`pipeline.stages.write.sheet`: the sheet's XML made
+  in polars, one batch in memory at a time), formatted for reading: the header bold, frozen
+  and filtered, the columns as wide as their values. Text is always text (never a formula,
+  number or link: a cell reading ``=HYPERLINK(...)`` stays inert); numbers, booleans, dates and
+  date-times keep their types. A sheet has room for
   1,048,575 rows below the header and 32,767 characters a cell: a run that goes beyond either
   fails with a usage error and leaves no file (the row count is checked before any work when it
   is known, see :func:`~pipeline.stages.write.formats.check_capacity`).
@@ -19,12 +20,13 @@ together; removed if the run fails. :func:`open_sink` picks the sink for an outp
 from __future__ import annotations
 
 import contextlib
+import io
 from collections.abc import Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final, Protocol, Self
 
 import polars as pl
-import xlsxwriter
 
 from pipeline.core.decide import held_back
 from pipeline.core.errors import UsageError
@@ -45,18 +47,9 @@ from pipeline.stages.write.outputs import (
     sweep_stale,
 )
 from pipeline.stages.write.publish import Publication, tmp_of
+from pipeline.stages.write.sheet import SheetWriter
 
 _BOM: Final = b"\xef\xbb\xbf"
-# Integers beyond 15 digits lose their last digits in Excel (it keeps numbers as doubles), so
-# they go in as text: a customer number must come back as it was.
-_EXACT_IN_EXCEL: Final = 10**15
-_WORKBOOK_OPTIONS: Final = {
-    "constant_memory": True,
-    "strings_to_numbers": False,
-    "strings_to_formulas": False,
-    "strings_to_urls": False,
-    "nan_inf_to_errors": True,
-}
 
 
 class Sink(Protocol):
@@ -71,10 +64,14 @@ class Sink(Protocol):
 
 
 def open_sink(
-    paths: OutputPaths, originals: Mapping[str, pl.DataType], csv_bom: bool = False
+    paths: OutputPaths,
+    originals: Mapping[str, pl.DataType],
+    csv_bom: bool = False,
+    further: Mapping[str, pl.DataType] | None = None,
 ) -> Sink:
-    """The sink of *paths*' format for a list whose own columns are *originals*."""
-    schema = output_schema(originals)
+    """The sink of *paths*' format for a list whose own columns are *originals* (and the
+    further address columns' fields, *further*)."""
+    schema = output_schema(originals, further)
     if paths.format is OutputFormat.CSV:
         return CsvSink(paths, schema.names, bom=csv_bom)
     if paths.format is OutputFormat.XLSX:
@@ -87,17 +84,18 @@ def open_outputs(
     originals: Mapping[str, pl.DataType],
     csv_bom: bool = False,
     split: bool = False,
+    further: Mapping[str, pl.DataType] | None = None,
 ) -> Sink:
     """The output's sink; with *split*, one that also writes each verdict's rows to a file of
     their own (``list.clean.valid.parquet``...), in the output's format, and the rows the
     list's export holds back from sending to ``.suppressed``, never to ``.valid``."""
-    full = open_sink(paths, originals, csv_bom)
+    full = open_sink(paths, originals, csv_bom, further)
     if not split:
         return full
     parts: dict[str, Sink] = {}
     try:
         for role in SPLIT:
-            parts[role] = open_sink(paths.of_split(role), originals, csv_bom)
+            parts[role] = open_sink(paths.of_split(role), originals, csv_bom, further)
     except BaseException:
         for sink in (full, *parts.values()):
             sink.close()
@@ -106,11 +104,13 @@ def open_outputs(
 
 
 def split_rows(role: str) -> pl.Expr:
-    """Which output rows --split writes to the file of *role*: each row to exactly one file,
-    a held-back row (consent) to ``suppressed`` whatever its VERDICT."""
+    """Which output rows --split writes to the file of *role*: one row per distinct address,
+    its first (a later duplicate is only in the full output), each to exactly one file; a
+    held-back row (consent) to ``suppressed`` whatever its VERDICT."""
     held = held_back(pl.col("REASON"))
     verdict = SPLIT[role]
-    return held if verdict is None else (pl.col("VERDICT") == verdict) & ~held
+    chosen = held if verdict is None else (pl.col("VERDICT") == verdict) & ~held
+    return chosen & ~pl.col("DUPLICATE")
 
 
 class SplitSink:
@@ -176,18 +176,27 @@ class _FileSink:
         self.close()
 
 
+def csv_head(columns: list[str], bom: bool = False) -> bytes:
+    """What a CSV output starts with: the BOM if asked for, then the header line."""
+    header = io.BytesIO()
+    pl.DataFrame(schema=dict.fromkeys(columns, pl.String)).write_csv(header, include_header=True)
+    return (_BOM if bom else b"") + header.getvalue()
+
+
+def write_csv_rows(frame: pl.DataFrame, target: IO[bytes]) -> None:
+    """*frame*'s rows appended to a CSV output (or a Dask worker's part of one): each row's
+    bytes depend on that row alone, so parts joined in order are the file a local run writes."""
+    as_flat(frame).write_csv(target, include_header=False)
+
+
 class CsvSink(_FileSink):
     def __init__(self, paths: OutputPaths, columns: list[str], bom: bool = False) -> None:
         super().__init__(paths)
         self._handle: IO[bytes] = guard(self._final, lambda: self._tmp.open("wb"))
-        header = pl.DataFrame(schema=dict.fromkeys(columns, pl.String))
-        if bom:
-            guard(self._final, lambda: self._handle.write(_BOM))
-        guard(self._final, lambda: header.write_csv(self._handle, include_header=True))
+        guard(self._final, lambda: self._handle.write(csv_head(columns, bom)))
 
     def write(self, frame: pl.DataFrame) -> None:
-        flat = as_flat(frame)
-        guard(self._final, lambda: flat.write_csv(self._handle, include_header=False))
+        guard(self._final, lambda: write_csv_rows(frame, self._handle))
 
     def stage(self, into: Publication) -> None:
         guard(self._final, self._handle.close)
@@ -200,39 +209,38 @@ class CsvSink(_FileSink):
 
 
 class XlsxSink(_FileSink):
+    """The output as a workbook of one sheet, ``listclean``, formatted for reading (the header
+    bold, frozen and filtered, columns as wide as their values: see
+    :mod:`pipeline.stages.write.sheet`), whichever process writes it."""
+
     def __init__(self, paths: OutputPaths, columns: list[str]) -> None:
         super().__init__(paths)
-        self._book = xlsxwriter.Workbook(str(self._tmp), _WORKBOOK_OPTIONS)
-        self._book.set_custom_property("listclean.schema_version", SCHEMA_VERSION)
-        self._sheet = self._book.add_worksheet("listclean")
-        self._row = 0
+        properties = {"listclean.schema_version": SCHEMA_VERSION}
+        self._sheet = guard(
+            self._final, lambda: SheetWriter(self._tmp, columns, "listclean", properties)
+        )
         self._closed = False
-        self._put(columns)
 
     def write(self, frame: pl.DataFrame) -> None:
-        if self._row - 1 + frame.height > EXCEL_MAX_ROWS:
+        if self._sheet.written - 1 + frame.height > EXCEL_MAX_ROWS:
             raise too_many_rows(f"more than {EXCEL_MAX_ROWS:,}")
-        cells = as_cells(frame)
-        for values in zip(*(cells.get_column(c).to_list() for c in cells.columns), strict=True):
-            self._put(values)
-
-    def _put(self, values: Any) -> None:
-        written = self._sheet.write_row(self._row, 0, values)
-        if written:  # xlsxwriter's codes: -1 out of range, -2 string too long
-            raise UsageError(f"Cannot write row {self._row + 1} of {self._final} as Excel.")
-        self._row += 1
+        flat = as_flat(frame)
+        _check_lengths(flat)
+        guard(self._final, lambda: self._sheet.write(flat))
 
     def stage(self, into: Publication) -> None:
+        into.stage(self.finish(), self._final)
+
+    def finish(self) -> Path:
+        """The workbook written whole, under its temporary name (returned)."""
         self._closed = True
-        guard(self._final, self._book.close)
-        into.stage(self._tmp, self._final)
+        guard(self._final, self._sheet.finish)
+        return self._tmp
 
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            # xlsxwriter writes the zip at close: point it at nothing we keep.
-            with contextlib.suppress(Exception):
-                self._book.close()
+            self._sheet.close()
         super().close()
 
 
@@ -255,25 +263,6 @@ def _decoded(values: pl.Series) -> pl.Series:
         for v in values.to_list()
     ]
     return pl.Series(values.name, texts, dtype=pl.String)
-
-
-def as_cells(frame: pl.DataFrame) -> pl.DataFrame:
-    """*frame* as the values a sheet holds: text, floats, exact integers and booleans; an
-    error for text longer than a cell holds."""
-    flat = as_flat(frame)
-    columns = []
-    for name, dtype in flat.schema.items():
-        if dtype.is_integer():
-            wide = flat.get_column(name).abs().max()
-            exact = wide is None or int(wide) < _EXACT_IN_EXCEL  # type: ignore[arg-type]
-            columns.append(pl.col(name) if exact else pl.col(name).cast(pl.String))
-        elif dtype.is_float() or dtype == pl.Boolean or dtype == pl.String:
-            columns.append(pl.col(name))
-        else:  # dates, times, decimals, categories: as polars spells them
-            columns.append(pl.col(name).cast(pl.String))
-    cells = flat.select(columns)
-    _check_lengths(cells)
-    return cells
 
 
 def _check_lengths(cells: pl.DataFrame) -> None:

@@ -21,6 +21,7 @@ from pipeline.core.config import ListsConfig, StorageConfig
 from pipeline.core.errors import UsageError
 from pipeline.stages.dask import reading
 from pipeline.stages.dask.cluster import check_versions, versions
+from pipeline.stages.dask.stores import SHELF
 from pipeline.stages.dask.tasks import scan_batch
 from pipeline.stages.objects import filesystem
 from pipeline.stages.read.reader import open_list
@@ -28,6 +29,12 @@ from pipeline.stages.runner import batch_rows
 from tests.stages.dask.test_dask_engine import clean, same
 from tests.stages.test_objects import BUCKET, s3, s3_endpoint  # noqa: F401 (fixtures)
 from tests.stages.test_streaming import messy_list
+
+
+def staging_left(folder: Path) -> list[str]:
+    """What a run left hidden in *folder*, beside its files: staging folders or shards (the
+    shared caches' folder, .listclean-cache, is meant to stay)."""
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith(".") and p.name != SHELF)
 
 
 @pytest.fixture
@@ -149,10 +156,19 @@ def test_a_folder_output_is_written_by_the_workers(cluster: Client, tmp_path: Pa
     assert local["rows_rejected"] == 1
     expected = pl.read_parquet(tmp_path / "local")
     assert pl.read_parquet(tmp_path / "dask").equals(expected)
-    assert (tmp_path / "dask.rejects.csv").read_bytes() == (
-        tmp_path / "local.rejects.csv"
-    ).read_bytes()
+    rejects = (tmp_path / "local.rejects.csv").read_bytes()
+    assert rejects_in_parts(tmp_path / "dask.rejects") == rejects
+    assert spread["rejects_file"] == str(tmp_path / "dask.rejects")
     assert not list(tmp_path.glob(".dask*"))  # no staging folder left
+
+
+def rejects_in_parts(folder: Path) -> bytes:
+    """A dataset's rejects folder (out.rejects/, each part with the header) as one file."""
+    parts = [p.read_bytes() for p in sorted(folder.iterdir())]
+    assert parts and all(p.name.startswith("part-") for p in folder.iterdir())
+    header = parts[0].split(b"\n", 1)[0] + b"\n"
+    assert all(part.startswith(header) for part in parts)
+    return header + b"".join(part[len(header) :] for part in parts)
 
 
 def awkward_csv(path: Path, encoding: str, end: str, bom: bool) -> None:
@@ -198,7 +214,7 @@ def test_an_awkward_csv_gives_the_local_rows_and_rejects(
     assert expected.get_column("notes").str.contains("\n|\r").sum() > 400
     assert pl.read_parquet(tmp_path / "dask").equals(expected)
     rejects = (tmp_path / "local.rejects.csv").read_bytes()
-    assert (tmp_path / "dask.rejects.csv").read_bytes() == rejects
+    assert rejects_in_parts(tmp_path / "dask.rejects") == rejects
 
 
 def test_a_single_file_output_is_joined_by_a_worker(cluster: Client, tmp_path: Path) -> None:
@@ -210,11 +226,11 @@ def test_a_single_file_output_is_joined_by_a_worker(cluster: Client, tmp_path: P
     with get_task_stream(cluster) as stream:
         spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
     names = {str(t["key"]).split("-")[0] for t in stream.data}
-    assert {"survey", "read_range", "write_part", "concat_parts"} <= names
+    assert {"survey", "read_range", "write_part", "write_joined_parquet"} <= names
     same(local, spread)
     expected = pl.read_parquet(tmp_path / "local.parquet")
     assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    assert not staging_left(tmp_path)
 
 
 def test_progress_per_stage_from_the_parts(
@@ -269,5 +285,5 @@ def test_an_object_store_csv_is_read_in_ranges_by_the_workers(
     expected = pl.read_parquet(tmp_path / "local")
     assert pl.read_parquet(tmp_path / "dask").equals(expected)
     rejects = (tmp_path / "local.rejects.csv").read_bytes()
-    assert (tmp_path / "dask.rejects.csv").read_bytes() == rejects
+    assert rejects_in_parts(tmp_path / "dask.rejects") == rejects
     assert not list(tmp_path.glob("**/input*"))  # no copy of the object anywhere

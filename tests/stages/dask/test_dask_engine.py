@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,18 +17,19 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 from pipeline.cli import main
-from pipeline.core.config import ReadConfig
-from pipeline.core.errors import StoreError
+from pipeline.core.config import CacheConfig, ReadConfig
+from pipeline.core.db.buckets import Shelf
+from pipeline.core.domains.cache import DomainBuckets
+from pipeline.core.domains.dns import DnsAnswer, DnsStatus, HostStatus
 from pipeline.core.history.store import RunHistory
-from pipeline.core.history.types import RunStart
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
 from pipeline.stages.dask import engine as dask_engine
-from pipeline.stages.dask.history import open_run, reach_marker
-from pipeline.stages.history import HistoryPlan
+from pipeline.stages.dask.stores import SHELF
 from pipeline.stages.read.reader import Choice, open_list
 from pipeline.stages.runner import batch_rows
 from tests.conftest import SAMPLE_CSV, StoreAt
+from tests.exports import salesforce_report
 from tests.stages.read.test_consent import (
     CLEANED,
     SUBSCRIBED,
@@ -90,6 +91,17 @@ def clean(
         (tmp / output.replace(".parquet", ".summary.json")).read_text()
     )
     return summary
+
+
+def share_domains(cache: Path, output_folder: Path) -> None:
+    """The domain answers of a local run's *cache*, as a --sandbox Dask run writing to
+    *output_folder* finds them (the shared folder beside its output)."""
+    with sqlite3.connect(cache) as db:
+        domains = db.execute("SELECT domain, status, mx FROM domains").fetchall()
+        hosts = db.execute("SELECT host, status FROM hosts").fetchall()
+    shared = DomainBuckets(Shelf(str(output_folder / SHELF / "sandbox")), CacheConfig())
+    shared.put_many({d: DnsAnswer(DnsStatus(s), mx) for d, s, mx in domains})
+    shared.put_hosts({h: HostStatus(s) for h, s in hosts})
 
 
 def same(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
@@ -171,12 +183,11 @@ def test_smtp_checks_spread_by_provider_spend_the_local_budget(
 ) -> None:
     smtp = ("--verify", "smtp", "--budget", "40")
     local = clean(tmp_path, SAMPLE_CSV, "local.parquet", "cache-local", *smtp)
-    # The two runs share their domain answers (the local run's cache), so that what is
-    # compared is the spreading of the address checks: a DNS answer late on a busy machine
-    # (the sandbox's servers share the test process) would otherwise make one domain Risky in
-    # one run only.
-    (tmp_path / "cache-dask").mkdir()
-    shutil.copy(tmp_path / "cache-local" / DOMAINS, tmp_path / "cache-dask" / DOMAINS)
+    # The two runs share their domain answers (the local run's cache, copied to the shared
+    # folder the Dask run's workers read), so that what is compared is the spreading of the
+    # address checks: a DNS answer late on a busy machine (the sandbox's servers share the
+    # test process) would otherwise make one domain Risky in one run only.
+    share_domains(tmp_path / "cache-local" / DOMAINS, tmp_path)
     dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
     spread = clean(tmp_path, SAMPLE_CSV, "dask.parquet", "cache-dask", *smtp, *dask)
     assert spread["rcpts_sent"] == local["rcpts_sent"] <= 40
@@ -320,8 +331,7 @@ def test_a_paid_verifier_has_one_owner(cluster: Client, tmp_path: Path) -> None:
         paid += ("--config", str(config))
         local = clean(tmp_path, SAMPLE_CSV, "local.parquet", "cache-local", *paid)
         billed = fake.spent
-        (tmp_path / "cache-dask").mkdir()
-        shutil.copy(tmp_path / "cache-local" / DOMAINS, tmp_path / "cache-dask" / DOMAINS)
+        share_domains(tmp_path / "cache-local" / DOMAINS, tmp_path)
         dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
         with get_task_stream(cluster) as stream:
             spread = clean(tmp_path, SAMPLE_CSV, "dask.parquet", "cache-dask", *paid, *dask)
@@ -392,12 +402,20 @@ def _not_on_the_driver(*args: object, **kwargs: object) -> None:
     raise AssertionError("the driver opened the run history")
 
 
-def test_a_history_the_workers_cannot_reach_stops_the_run(tmp_path: Path) -> None:
-    plan = HistoryPlan("crm", tmp_path / "history.sqlite", False)
-    start = RunStart("r1", "crm", False, 1.0, "d", "1")
-    with pytest.raises(StoreError, match="not on storage this Dask worker reaches"):
-        open_run(plan, start)  # no marker beside the file: another machine's disk
-    marker = reach_marker(plan, "r1")
-    assert marker is not None
-    marker.touch()
-    assert open_run(plan, start) is None  # the list's first run, staged
+def test_a_report_with_title_rows_gives_the_local_rows_and_rejects(
+    cluster: Client, tmp_path: Path
+) -> None:
+    """A Salesforce report read in byte ranges: the title rows come from the head the driver
+    reads, the ranges start below the header; rows, rejects and summary are the local run's."""
+    source = tmp_path / "report.csv"
+    salesforce_report(source, rows=3_000)
+    local = clean(tmp_path, source, "local.parquet", "cache-local")
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
+    spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask)
+    same(local, spread)
+    assert spread["header_row"] == 5 and spread["rejects_by_reason"]["title_row"] == 3
+    assert pl.read_parquet(tmp_path / "dask.parquet").equals(
+        pl.read_parquet(tmp_path / "local.parquet")
+    )
+    rejects = [(tmp_path / f"{n}.rejects.csv").read_text() for n in ("local", "dask")]
+    assert rejects[0] == rejects[1]

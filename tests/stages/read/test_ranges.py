@@ -19,6 +19,7 @@ from pipeline.core.files.encodings import Decoding
 from pipeline.stages.dask.reading import Cluster, Planned, plan, read_ranges
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.reader import Choice, read_list
+from tests.exports import salesforce_report
 
 
 class Done:
@@ -177,3 +178,26 @@ def test_packed_and_utf16_lists_are_not_cut(tmp_path: Path) -> None:
     path = tmp_path / "list.csv"
     path.write_bytes("id,email\n1,a@b.com\n".encode("utf-16"))
     assert in_ranges(path, tmp_path, 5) is None
+
+
+@pytest.mark.parametrize("target", [7, 90, 1 << 20])
+@pytest.mark.parametrize("header_row", [None, 5])
+def test_a_report_with_title_rows(tmp_path: Path, target: int, header_row: int | None) -> None:
+    """A Salesforce report: its title rows are read from the head the driver reads, and are
+    the local reader's rejects; the ranges start below the header, on the local line numbers."""
+    path = tmp_path / "report.csv"
+    salesforce_report(path, rows=40)
+    job = CleanJob(path, tmp_path / "out.parquet", header_row=header_row)
+    planned = plan(job, tmp_path, submit)
+    assert planned.layout is not None
+    assert planned.layout.header.startswith(b'"First Name"')
+    planned = Planned(planned.reader, planned.layout, target)
+    ranged = read_ranges(Cluster(submit, gather, gather, lambda _: None), planned, ListsConfig())
+    assert ranged is not None
+    frame = pl.concat([b.result().originals for b in ranged.batches])
+    rejects = pl.concat([ranged.titles, *(r.result() for r in ranged.rejects)])
+    whole = read_list(path, tmp_path, choice=Choice(header_row=header_row))
+    assert frame.equals(whole.frame)
+    assert rejects.equals(whole.rejects)
+    assert rejects.get_column("reason").to_list()[:4] == ["title_row"] * 3 + ["empty_row"]
+    assert planned.reader.header_row == whole.reader.header_row == 5

@@ -14,10 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.core.config import ReadConfig
-from pipeline.core.errors import InputError
+from pipeline.core.errors import InputError, UsageError
 from pipeline.core.files.delimited import sniff_delimiter
-from pipeline.stages.read.reader import Choice, find_email_column, read_list
+from pipeline.stages.read.reader import Choice, find_email_column, open_list, read_list
 from tests.conftest import REPO
+from tests.exports import hubspot_report_workbook, salesforce_report
 
 
 @pytest.mark.parametrize(
@@ -214,3 +215,77 @@ def test_a_long_field_is_never_held_in_memory(tmp_path: Path) -> None:
     short = _peak_rss_mib(tmp_path, tmp_path / "short.csv")
     long = _peak_rss_mib(tmp_path, tmp_path / "long.csv")
     assert long < short + 64, (short, long)
+
+
+def test_a_salesforce_report_is_read_below_its_title(tmp_path: Path) -> None:
+    path = tmp_path / "report.csv"
+    emails = salesforce_report(path, rows=6)
+    result = read_list(path, tmp_path)
+    assert result.reader.header_row == 5
+    assert result.frame.columns[:4] == ["First Name", "Last Name", "Title", "input_Email"]
+    assert result.frame.get_column("input_Email").to_list() == emails
+    rejects = result.rejects.select("line", "reason").rows()
+    assert rejects == [
+        (1, "title_row"),
+        (2, "title_row"),
+        (3, "title_row"),
+        (4, "empty_row"),
+        (12, "empty_row"),
+        (13, "footer"),
+        (14, "footer"),
+        (15, "footer"),
+    ]
+    assert result.rejects.row(0)[2] == '"Contacts & Accounts"'  # as the file spells it
+
+
+def test_title_rows_keep_the_fast_reader(tmp_path: Path) -> None:
+    """Without footers or empty rows below the header, the rows are read by the fast reader,
+    the title rows given with its first batch."""
+    path = tmp_path / "report.csv"
+    path.write_text("Newsletter signups\nExported 2026-11-26\n\nname,email\nAnn,a@b.com\n")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    reader = open_list(str(path), path, spill, None)
+    batches = list(reader.batches(10))
+    assert not reader._source.exact  # type: ignore[attr-defined]
+    assert batches[0].frame.rows() == [("Ann", "a@b.com")]
+    assert batches[0].rejects.get_column("reason").to_list() == ["title_row"] * 2 + ["empty_row"]
+    assert reader.expected_rows == 1
+
+
+def test_header_row_names_the_header(tmp_path: Path) -> None:
+    path = tmp_path / "list.csv"
+    path.write_text("Signups\nname,email\nAnn,a@b.com\n")
+    result = read_list(path, tmp_path, choice=Choice(header_row=2))
+    assert result.frame.rows() == [("Ann", "a@b.com")]
+    assert result.rejects.rows() == [(1, "title_row", "Signups")]
+    with pytest.raises(UsageError, match="--header-row 9: no record"):
+        read_list(path, tmp_path, choice=Choice(header_row=9))
+    parquet = tmp_path / "list.parquet"
+    pl.DataFrame({"email": ["a@b.com"]}).write_parquet(parquet)
+    with pytest.raises(UsageError, match="Parquet"):
+        read_list(parquet, tmp_path, choice=Choice(header_row=2))
+
+
+def test_a_hubspot_report_workbook_keeps_its_types(tmp_path: Path) -> None:
+    path = tmp_path / "report.xlsx"
+    rows = hubspot_report_workbook(path)
+    result = read_list(path, tmp_path)
+    assert result.reader.header_row == 5  # the sheet's row
+    frame = result.frame
+    assert frame.schema["Record ID"] == pl.Int64
+    assert frame.schema["Create Date"] == pl.Date
+    assert frame.schema["Last Activity Date"] == pl.Datetime("us")
+    assert frame.schema["Lead Score"] == pl.Float64
+    assert frame.schema["Unsubscribed from all email"] == pl.Boolean
+    assert frame.get_column("Record ID").to_list() == [r[0] for r in rows]
+    assert frame.get_column("Create Date").to_list() == [r[3].date() for r in rows]  # type: ignore[attr-defined]
+    assert frame.get_column("Last Activity Date").to_list() == [r[4] for r in rows]
+    assert result.rejects.select("line", "reason").rows() == [
+        (1, "title_row"),
+        (2, "title_row"),
+        (3, "title_row"),
+        (4, "empty_row"),
+    ]
+    again = read_list(path, tmp_path, choice=Choice(header_row=5))
+    assert again.frame.equals(frame)

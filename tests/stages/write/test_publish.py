@@ -11,16 +11,32 @@ from pipeline.core.errors import OutputError
 from pipeline.stages.write.publish import Publication, tmp_of
 
 
+class Sent:
+    """A store that keeps what reached it, in order."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str]] = []
+
+    def publish(self, path: Path) -> None:
+        self.log.append(("publish", str(path)))
+
+    def adopt(self, staged: str, final: Path) -> None:
+        self.log.append(("adopt", f"{staged} -> {final.name}"))
+
+    def remove(self, staged: str) -> None:
+        self.log.append(("remove", staged))
+
+
 def test_staged_files_wait_for_the_commit_then_appear_together(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("old")
-    uploaded: list[Path] = []
-    with Publication(uploaded.append) as run:
+    store = Sent()
+    with Publication(store) as run:
         run.write_text(tmp_path / "a.txt", "new a")
         run.write_text(tmp_path / "b.txt", "new b")
         assert (tmp_path / "a.txt").read_text() == "old"
         assert not (tmp_path / "b.txt").exists()
         assert run.commit() == [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
-    assert uploaded == [tmp_path / "a.txt", tmp_path / "b.txt"]
+    assert store.log == [("publish", str(tmp_path / "a.txt")), ("publish", str(tmp_path / "b.txt"))]
     assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt"]
     assert (tmp_path / "a.txt").read_text() == "new a"
 
@@ -67,3 +83,26 @@ def test_a_dataset_folder_swaps_with_the_one_it_replaces(tmp_path: Path) -> None
         run.commit()
     assert os.listdir(tmp_path) == ["out"]
     assert (final / "part-00000.parquet").read_text() == "new"
+
+
+STAGED = "s3://lists/.out.parquet.123.tmp/joined.parquet"  # what workers wrote in the store
+
+
+def test_what_workers_staged_in_the_store_is_adopted_in_order(tmp_path: Path) -> None:
+    store = Sent()
+    with Publication(store) as run:
+        run.stage(STAGED, tmp_path / "out.parquet")
+        run.write_text(tmp_path / "out.summary.json", "{}")
+        assert run.commit() == [str(tmp_path / "out.parquet"), str(tmp_path / "out.summary.json")]
+    summary = str(tmp_path / "out.summary.json")
+    assert store.log == [("adopt", f"{STAGED} -> out.parquet"), ("publish", summary)]
+
+
+def test_a_run_that_stops_removes_what_workers_staged_in_the_store(tmp_path: Path) -> None:
+    store = Sent()
+    with pytest.raises(RuntimeError), Publication(store) as run:
+        run.stage(STAGED, tmp_path / "out.parquet")
+        raise RuntimeError("stopped")
+    assert store.log == [("remove", STAGED)]
+    with pytest.raises(ValueError, match="goes to none"), Publication() as local:
+        local.stage(STAGED, tmp_path / "out.parquet")

@@ -52,7 +52,7 @@ from pipeline.core.mailboxes.vendors.emailable import Emailable
 from pipeline.core.mailboxes.vendors.http import Adapter
 from pipeline.core.mailboxes.vendors.kickbox import Kickbox
 from pipeline.core.mailboxes.vendors.neverbounce import NeverBounce
-from pipeline.core.mailboxes.vendors.store import PaidAnswers
+from pipeline.core.mailboxes.vendors.store import PaidStore
 from pipeline.core.mailboxes.vendors.types import Job, VendorAnswer, not_answered
 from pipeline.core.mailboxes.vendors.verifier import STILL_RUNNING, Ledger, VendorVerifier
 from pipeline.core.mailboxes.vendors.zerobounce import ZeroBounce
@@ -85,25 +85,20 @@ class VendorAssignment:
     refresh: Refresh = field(default_factory=Refresh)
 
 
-def _kept_or(
-    due: Mapping[str, VendorAnswer],
-    target: Target,
-    now: float,
-    reason: Reason,
-    why: str,
-    vendor: str,
-) -> VendorAnswer:
-    """What an address the budget (or the balance) does not reach is shown with: its answer
-    kept past its lifetime, its age in DETAIL, else *reason* (not verified)."""
-    kept = due.get(target.key)
-    if kept is None:
-        return not_answered(vendor, reason, why)
+def stale_vendor(kept: VendorAnswer, now: float) -> VendorAnswer:
+    """A due answer the budget (or the balance) did not reach again, as it is shown: its age
+    in DETAIL."""
     return dataclasses.replace(kept, status=f"{kept.status} ({stale_note(kept.at, now)})")
 
 
 def attach_vendor_answers(rows: pl.DataFrame, answers: Mapping[str, VendorAnswer]) -> pl.DataFrame:
     """VENDOR_REASON, MAILBOX_REPLY (the vendor's words, DETAIL) and MAILBOX_AT by KEY."""
-    table = pl.DataFrame(
+    return join_answers(rows, vendor_table(answers))
+
+
+def vendor_table(answers: Mapping[str, VendorAnswer]) -> pl.DataFrame:
+    """A paid verifier's answers by KEY, as the rows get them."""
+    return pl.DataFrame(
         {
             "KEY": list(answers),
             "VENDOR_REASON": [a.reason.value for a in answers.values()],
@@ -112,7 +107,60 @@ def attach_vendor_answers(rows: pl.DataFrame, answers: Mapping[str, VendorAnswer
         },
         schema=keyed_schema("VENDOR_REASON", "MAILBOX_REPLY", "MAILBOX_AT"),
     )
-    return join_answers(rows, table)
+
+
+def short_of_balance(vendor: str, balance: int | None, covered: int, short: int) -> tuple[str, ...]:
+    """What the run's user is told when the balance covers fewer addresses than the budget."""
+    if not short:
+        return ()
+    return (
+        f"{vendor}'s balance of {balance:,} credits covers {covered:,} of the "
+        f"{covered + short:,} addresses the run would ask about; the other {short:,} keep "
+        "their domain-level verdict (not_verified_credits). Buy credits and run again: what "
+        "was answered is not paid for twice.",
+    )
+
+
+def beyond_budget(vendor: str) -> VendorAnswer:
+    """The stand-in answer of an address the run's budget does not reach."""
+    return not_answered(vendor, Reason.NOT_VERIFIED_BUDGET, "the run's budget")
+
+
+def beyond_balance(vendor: str, balance: int | None) -> VendorAnswer:
+    """The stand-in answer of an address the vendor's balance does not cover."""
+    why = f"the balance of {balance} credits was spent"
+    return not_answered(vendor, Reason.NOT_VERIFIED_CREDITS, why)
+
+
+def vendor_stats(
+    vendor: str,
+    warnings: tuple[str, ...],
+    found: Mapping[str, VendorAnswer],
+    verifier: VendorVerifier,
+) -> CheckStats:
+    """What a vendor's verifier sent and spent, and what the run's user must be told: the
+    share-out's *warnings*, then the addresses an empty balance or a job still running left."""
+    told = list(warnings)
+    left = [a for a in found.values() if a.reason is Reason.NOT_VERIFIED_CREDITS]
+    if left:
+        told.append(
+            f"{len(left):,} addresses were not verified: {verifier.stopped or 'out of credits'}"
+            ". They keep their domain-level verdict (not_verified_credits); every file was "
+            "written. Buy credits and run again: what was answered is not paid for twice."
+        )
+    pending = [a for a in found.values() if STILL_RUNNING in a.status]
+    if pending:
+        told.append(
+            f"{len(pending):,} addresses wait on a {vendor} bulk job that did not finish within "
+            "vendor.job_timeout; they keep their domain-level verdict. Run again later: the job "
+            "is collected, not submitted again."
+        )
+    return CheckStats(
+        "vendor",
+        vendor_requests=verifier.requests,
+        credits=verifier.credits,
+        warnings=tuple(told),
+    )
 
 
 def known_bounces(rows: pl.DataFrame) -> set[str]:
@@ -151,7 +199,7 @@ class VendorChecker:
     vendor: str
     config: VendorConfig
     key: str
-    store: PaidAnswers
+    store: PaidStore
     budget: Budget
     base: str = ""  # --api-url: stands in for the vendor's hosts
     on_plan: PlanSink | None = None
@@ -212,20 +260,12 @@ class VendorChecker:
             reached, short = reached[: max(0, balance)], reached[max(0, balance) :]
         now = self.store.now()
         skipped = {
-            **{t.key: _kept_or(due, t, now, Reason.NOT_VERIFIED_BUDGET, "the run's budget",
-                               self.vendor) for t in over_budget},
-            **{t.key: _kept_or(due, t, now, Reason.NOT_VERIFIED_CREDITS,
-                               f"the balance of {balance} credits was spent", self.vendor)
-               for t in short},
-        }  # fmt: skip
-        warnings: tuple[str, ...] = ()
-        if short:
-            warnings = (
-                f"{self.vendor}'s balance of {balance:,} credits covers {len(reached):,} of the "
-                f"{len(reached) + len(short):,} addresses the run would ask about; the other "
-                f"{len(short):,} keep their domain-level verdict (not_verified_credits). Buy "
-                "credits and run again: what was answered is not paid for twice.",
-            )
+            **{t.key: beyond_budget(self.vendor) for t in over_budget},
+            **{t.key: beyond_balance(self.vendor, balance) for t in short},
+        }
+        # A due answer the run does not buy again is shown as it was, with its age.
+        skipped |= {k: stale_vendor(due[k], now) for k in skipped if k in due}
+        warnings = short_of_balance(self.vendor, balance, len(reached), len(short))
         covered = resumed + reached
         refreshed = sum(1 for t in covered if t.key in due)
         refresh = refresh_of(stale, refreshed, len(targets), self.budget)
@@ -240,28 +280,12 @@ class VendorChecker:
     def stats(
         self, work: VendorAssignment, found: Mapping[str, VendorAnswer], verifier: VendorVerifier
     ) -> CheckStats:
-        warnings = list(work.warnings)
-        left = [a for a in found.values() if a.reason is Reason.NOT_VERIFIED_CREDITS]
-        if left:
-            warnings.append(
-                f"{len(left):,} addresses were not verified: {verifier.stopped or 'out of credits'}"
-                ". They keep their domain-level verdict (not_verified_credits); every file was "
-                "written. Buy credits and run again: what was answered is not paid for twice."
-            )
-        pending = [a for a in found.values() if STILL_RUNNING in a.status]
-        if pending:
-            warnings.append(
-                f"{len(pending):,} addresses wait on a {self.vendor} bulk job that did not "
-                "finish within vendor.job_timeout; they keep their domain-level verdict. Run "
-                "again later: the job is collected, not submitted again."
-            )
-        return CheckStats(
-            "vendor",
-            vendor_requests=verifier.requests,
-            credits=verifier.credits,
-            warnings=tuple(warnings),
-            refresh=work.refresh,
-        )
+        stats = vendor_stats(self.vendor, work.warnings, found, verifier)
+        return dataclasses.replace(stats, refresh=work.refresh)
+
+    async def balance(self) -> int | None:
+        """The vendor's balance, as :meth:`assign` reads it (asked at most once a minute)."""
+        return await self._balance_of(self.verifier(_NO_LEDGER))
 
     async def _balance_of(self, verifier: VendorVerifier) -> int | None:
         """The balance, asked at most once a minute (a service checks a batch at a time)."""
@@ -339,6 +363,25 @@ class RoutedChecker:
 
     def with_checkers(self, checkers: Mapping[str, AddressChecker]) -> RoutedChecker:
         return dataclasses.replace(self, checkers=dict(checkers))
+
+
+class _NoLedger:
+    """The ledger of a verifier that only asks the balance."""
+
+    def open_jobs(self) -> list[Job]:
+        return []
+
+    def add_job(self, job: Job) -> None:
+        raise AssertionError("asking the balance submits no job")
+
+    def close_job(self, job: Job, state: str) -> None:
+        raise AssertionError("asking the balance closes no job")
+
+    def answered(self, key: str, answer: VendorAnswer) -> None:
+        raise AssertionError("asking the balance gets no answer")
+
+
+_NO_LEDGER: Final = _NoLedger()
 
 
 def unpaid(checker: AddressChecker | None) -> AddressChecker | None:

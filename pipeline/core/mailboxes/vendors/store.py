@@ -2,7 +2,9 @@
 
 One store beside the caches (``vendor-answers.sqlite``), or a PostgreSQL database every host and
 container shares (``[vendor] db`` a ``postgresql://`` URL): a nightly job that starts on an
-empty disk still finds what was paid for yesterday.
+empty disk still finds what was paid for yesterday. On a Dask cluster that names no database,
+the same tables are bucketed tables on the run's shared storage (:class:`PaidBuckets`), which
+the worker owning the vendor writes as each answer and each job id arrives.
 
 ``answers``
     One row per address (its dedupe key): the latest vendor's answer as a reason code, the
@@ -24,9 +26,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, Protocol
+
+import polars as pl
 
 from pipeline.core.config import VendorConfig
+from pipeline.core.db.buckets import BucketTable, OnShelf, Shelf
 from pipeline.core.db.database import Dialect, OwnsDatabase, Where, dialect_of, open_database
 from pipeline.core.mailboxes.types import lifetime
 from pipeline.core.mailboxes.vendors.types import UNDECIDED, Job, VendorAnswer
@@ -100,6 +105,29 @@ class _Statements:
         self.forget = f"DELETE FROM answers WHERE key IN {d.values()}"
 
 
+Kept = tuple[dict[str, VendorAnswer], dict[str, VendorAnswer]]  # (fresh, due) by key
+
+
+class PaidStore(Protocol):
+    """The paid-answer cache and its jobs, wherever they live."""
+
+    where: str
+    remote: bool  # a database across a socket: callers on an event loop call it off the loop
+
+    def answers(self, keys: Iterable[str]) -> dict[str, VendorAnswer]: ...
+    def with_due(self, keys: Iterable[str]) -> Kept: ...
+    def now(self) -> float: ...
+    def put(self, key: str, answer: VendorAnswer) -> None: ...
+    def open_jobs(self, vendor: str, key_fp: str) -> list[Job]: ...
+    def add_job(self, job: Job) -> None: ...
+    def close_job(self, job: Job, state: str) -> None: ...
+    def forget(self, keys: Iterable[str]) -> int: ...
+
+
+def _ttl(config: VendorConfig, answer: VendorAnswer) -> int:
+    return config.ttl_unknown if answer.reason in UNDECIDED else config.ttl
+
+
 class PaidAnswers(OwnsDatabase):
     """The paid-answer cache and the bulk jobs' ledger (SQLite file or PostgreSQL)."""
 
@@ -138,9 +166,7 @@ class PaidAnswers(OwnsDatabase):
             for key, vendor, reason, status, billed, at in rows
         }
 
-    def with_due(
-        self, keys: Iterable[str]
-    ) -> tuple[dict[str, VendorAnswer], dict[str, VendorAnswer]]:
+    def with_due(self, keys: Iterable[str]) -> Kept:
         """The answers kept for *keys*: within their lifetime, and past it (due)."""
         wanted = json.dumps(sorted(set(keys)))
         now = self._clock()
@@ -160,7 +186,7 @@ class PaidAnswers(OwnsDatabase):
         """Keep an answer now (each is committed as it comes: a killed run keeps it)."""
         if not answer.answered:
             return
-        ttl = self._config.ttl_unknown if answer.reason in UNDECIDED else self._config.ttl
+        ttl = _ttl(self._config, answer)
         now = self._clock()
         lasts = lifetime(ttl, key, now, self._floor)
         row = (key, answer.vendor, answer.reason.value, answer.status, int(answer.billed))
@@ -187,3 +213,87 @@ class PaidAnswers(OwnsDatabase):
     def forget(self, keys: Iterable[str]) -> int:
         """Delete the answers kept about *keys* (an erasure or an opt-out); how many went."""
         return self._db.execute(self._sql.forget, (json.dumps(sorted(set(keys))),))
+
+
+class PaidBuckets(OnShelf):
+    """The paid-answer cache and its jobs as bucketed tables on a
+    :class:`~pipeline.core.db.buckets.Shelf` (a job's latest state is its state)."""
+
+    remote = False
+
+    def __init__(
+        self,
+        shelf: Shelf,
+        config: VendorConfig,
+        clock: Callable[[], float] = time.time,
+        floor: float = 1.0,
+    ) -> None:
+        """*floor*: as :class:`PaidAnswers`'s."""
+        self.where = shelf.shown()
+        self._config = config
+        self._clock = clock
+        self._floor = floor
+        s, f = pl.String, pl.Float64
+        values = {"vendor": s, "reason": s, "status": s, "billed": pl.Boolean, "answered_at": f}
+        # Answers past their lifetime are kept (due), as the database keeps them.
+        self._answers = BucketTable(
+            shelf, "paid_answers", ("key",), {**values, "expires_at": f}, clock=clock,
+            forget_expired=False,
+        )  # fmt: skip
+        job = {"targets": s, "created_at": f, "state": s}
+        self._jobs = BucketTable(shelf, "paid_jobs", ("vendor", "key_fp", "job_id"), job)
+
+    def answers(self, keys: Iterable[str]) -> dict[str, VendorAnswer]:
+        return self.with_due(keys)[0]
+
+    def with_due(self, keys: Iterable[str]) -> Kept:
+        columns = ("key", "reason", "status", "vendor", "billed", "answered_at", "expires_at")
+        found = self._answers.get(sorted(set(keys))).select(columns)
+        now = self._clock()
+        fresh: dict[str, VendorAnswer] = {}
+        due: dict[str, VendorAnswer] = {}
+        for key, reason, status, vendor, billed, at, expires in found.iter_rows():
+            answer = VendorAnswer(Reason(reason), status, vendor, bool(billed), at)
+            (fresh if expires > now else due)[key] = answer
+        return fresh, due
+
+    def now(self) -> float:
+        return self._clock()
+
+    def put(self, key: str, answer: VendorAnswer) -> None:
+        if not answer.answered:
+            return
+        now = self._clock()
+        expires = now + lifetime(_ttl(self._config, answer), key, now, self._floor)
+        row: dict[str, object] = {"key": key, "vendor": answer.vendor}
+        row |= {"reason": answer.reason.value, "status": answer.status, "billed": answer.billed}
+        self._answers.put(pl.DataFrame([row | {"answered_at": answer.at, "expires_at": expires}]))
+
+    def open_jobs(self, vendor: str, key_fp: str) -> list[Job]:
+        found = self._jobs.get([vendor]).filter(
+            (pl.col("key_fp") == key_fp) & (pl.col("state") == "open")
+        )
+        rows = found.sort("created_at").select("job_id", "targets", "created_at").iter_rows()
+        return [
+            Job(vendor, key_fp, job_id, tuple((k, a) for k, a in json.loads(targets)), created)
+            for job_id, targets, created in rows
+        ]
+
+    def add_job(self, job: Job) -> None:
+        self._job(job, "open")
+
+    def close_job(self, job: Job, state: str) -> None:
+        self._job(job, state)
+
+    def forget(self, keys: Iterable[str]) -> int:
+        wanted = sorted(set(keys))
+        gone = self._answers.get(wanted).height
+        self._answers.delete(wanted)
+        return gone
+
+    def _job(self, job: Job, state: str) -> None:
+        targets = json.dumps([list(t) for t in job.targets])
+        row = {"vendor": job.vendor, "key_fp": job.key_fp, "job_id": job.job_id}
+        self._jobs.put(
+            pl.DataFrame([row | {"targets": targets, "created_at": job.created_at, "state": state}])
+        )

@@ -5,28 +5,16 @@ fields for one address; both from plain code and from code that runs an event lo
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from pipeline import CleanResult, clean, verify
-from pipeline.core.config import Config, load_config
+from pipeline.core.config import Config
 from pipeline.core.errors import InputError
 from pipeline.core.schema import OUTPUT_COLUMNS, SPEC_COLUMNS
-from pipeline.sandbox.dns_server import SandboxDNS
-from pipeline.sandbox.files import SANDBOX_SETTINGS
 from pipeline.stages.summary import RunSummary
-
-
-@pytest.fixture
-def config(sample_dns: SandboxDNS, tmp_path: Path) -> Config:
-    settings = load_config(SANDBOX_SETTINGS)
-    dns = dataclasses.replace(settings.dns, nameservers=(sample_dns.address,))
-    cache = dataclasses.replace(settings.cache, dir=str(tmp_path / "cache"))
-    return dataclasses.replace(settings, dns=dns, cache=cache)
-
 
 FRAME = pl.DataFrame(
     {
@@ -78,7 +66,7 @@ def test_clean_refuses_what_the_command_line_refuses(config: Config) -> None:
 
 def test_verify_gives_the_spec_fields(config: Config) -> None:
     answer = verify("John.Doe@gmial.com", config=config)
-    assert list(answer) == [*SPEC_COLUMNS, "REASON"]
+    assert list(answer) == [*SPEC_COLUMNS, "REASON", "DETAIL"]
     assert answer["SUGGESTION"] == "John.Doe@gmail.com" and answer["VERDICT"] == "Risky"
     domain = verify("gmail.com", domain=True, config=config)
     assert domain["EMAIL"] == "" and domain["DOMAIN"] == "gmail.com"
