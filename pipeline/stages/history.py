@@ -16,6 +16,7 @@ Dask way is :mod:`pipeline.stages.dask.history`'s.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 import uuid
@@ -28,6 +29,7 @@ import polars as pl
 from pipeline.core.calibration.store import calibration_of
 from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import Config
+from pipeline.core.engine import Engine
 from pipeline.core.db.database import Where, shown, store_where
 from pipeline.core.history.compare import CHANGE_COLUMNS, Previous, compare, kept_of, remembered
 from pipeline.core.history.names import list_name_of, settings_digest
@@ -75,6 +77,14 @@ def plan_history(
     target = changes_path(changes) if changes else None
     calibration = calibration_of(store, name, sandbox)
     return HistoryPlan(name, where, sandbox, settings.retention_days, target, calibration)
+
+
+def with_calibration(engine: Engine, plan: HistoryPlan | None) -> Engine:
+    """*engine* with the calibration of the run's list (the plan's, None included); without a
+    plan, as it is (``[history] list_name``'s, from the assembly)."""
+    if plan is None:
+        return engine
+    return dataclasses.replace(engine, calibration=plan.calibration)
 
 
 def run_start(plan: HistoryPlan, config: Config) -> RunStart:

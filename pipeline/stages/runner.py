@@ -35,7 +35,7 @@ from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.base import Batch
-from pipeline.stages.history import HistoryPlan, LocalMemory
+from pipeline.stages.history import HistoryPlan, LocalMemory, with_calibration
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest
 from pipeline.stages.read.csv_source import ReadAgain
@@ -97,6 +97,7 @@ async def _clean(
 ) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
+            engine = with_calibration(engine, history)
             way = LocalWay(engine, folder, job.memory_mb)
             return await run_stages(job, engine, folder, way, history)
     finally:

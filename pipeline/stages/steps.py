@@ -78,11 +78,12 @@ def decide_rows(
     answers: pl.DataFrame | None,
     held: pl.DataFrame | None = None,
     further: tuple[Further, DomainLists] | None = None,
+    calibration: Calibration | None = None,
 ) -> pl.DataFrame:
     """The output rows of *batch* (work with DUPLICATE): see :func:`decide_work`; with
     *further* (the further columns of addresses, and the shipped lists), each further
     column's fields after them (:func:`rows_of`)."""
-    work = decide_work(batch, table, bounces, scope, answers, held)
+    work = decide_work(batch, table, bounces, scope, answers, held, calibration)
     return rows_of(batch, work, (table, bounces, scope, answers), further)
 
 

@@ -107,7 +107,7 @@ from pipeline.stages.dask.tasks import (
     scan_batch,
     scan_part,
 )
-from pipeline.stages.history import HistoryPlan
+from pipeline.stages.history import HistoryPlan, with_calibration
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest, InputDigest, input_digest
 from pipeline.stages.read.csv_source import ReadAgain
@@ -153,6 +153,7 @@ async def _attempts(
     """The run, from the read again when a worker was lost with what cannot be computed again
     (see :mod:`pipeline.stages.dask.cluster`); whatever ends it cancels its tasks."""
     lost, killed = lost_work()
+    engine = with_calibration(engine, history)
     for attempt in range(1, ATTEMPTS + 1):
         run = DaskRun(cluster, engine, folder)
         try:
@@ -331,7 +332,7 @@ class DaskRun:
         the run is recorded, each part's narrow table is kept for the history."""
         found, further = self._found, reader.further
         answers = [found.of_part(self, p) if found else None for p in range(len(self._parts))]
-        common = (self.stores, further, self.lists)
+        common = (self.stores, further, self.lists, self._engine.calibration)
         decided = decide_parts(
             self.submit, self._parts, self._tables, answers, common, self._memory
         )
