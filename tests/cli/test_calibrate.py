@@ -28,9 +28,9 @@ def where(tmp: Path) -> list[str]:
     return ["--sandbox", "--cache-dir", str(tmp / "cache")]
 
 
-def clean(tmp: Path, name: str) -> dict[str, Any]:
+def clean(tmp: Path, name: str, config: str = FAST) -> dict[str, Any]:
     output = tmp / f"{name}.parquet"
-    args = ["clean", str(SAMPLE_CSV), "-o", str(output), "--config", FAST, "--quiet"]
+    args = ["clean", str(SAMPLE_CSV), "-o", str(output), "--config", config, "--quiet"]
     assert main([*args, "--list-name", LIST, *where(tmp)]) == 0
     loaded: dict[str, Any] = json.loads((tmp / f"{name}.summary.json").read_text())
     return loaded
@@ -108,7 +108,11 @@ def test_the_next_run_gives_the_calibrated_score_inside_each_band(
         assert low <= score <= high
     valid = both.filter(pl.col("VERDICT") == "Valid")
     assert valid.height and set(valid["SCORE_AFTER"]) == {0.8}
-    assert set(both.filter(pl.col("VERDICT") == "Risky")["SCORE_AFTER"]) == {0.69}
+    # Each level takes its calibrated SCORE; a level with too few sends keeps the rules'.
+    expected = {lv["score"]: lv["calibrated"] for lv in calibrated["levels"]}
+    for score, after_score in both.select("SCORE", "SCORE_AFTER").rows():
+        assert after_score == expected.get(score, score), score
+    assert any(lv["status"] == "few_sends" for lv in calibrated["levels"])
     used = third["run"]["calibration"]
     assert used["id"] == calibrated["calibration_id"] and used["list_name"] == LIST
     assert used["levels_applied"] == sum(lv["status"] != "few_sends" for lv in calibrated["levels"])
@@ -155,3 +159,28 @@ def test_a_list_without_sends_is_told_what_to_do(
     clean(tmp_path, "night1")
     assert main(["calibrate", *where(tmp_path)]) == 2  # the history's only list
     assert "No send of the list 'crm' is known" in capsys.readouterr().err
+
+
+def test_the_history_in_postgresql_keeps_the_calibration(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """[history] db a postgresql:// URL: the calibration is kept there, beside the runs."""
+    monkeypatch.setenv("LISTCLEAN_CALIBRATION_MIN_SENDS", "5")
+    config = tmp_path / "settings.toml"
+    config.write_text(SANDBOX_SETTINGS.read_text() + f'\n[history]\ndb = "{pg_url}"\n')
+    clean(tmp_path, "night1", str(config))
+    clean(tmp_path, "night2", str(config))
+    sent = sends_file(tmp_path, decided(tmp_path, "night2"), time.time())
+    assert main(["bounces", "import", str(sent), *where(tmp_path)]) == 0
+    capsys.readouterr()
+    args = ["--list-name", LIST, "--config", str(config), *where(tmp_path)]
+    assert main(["calibrate", "--format", "json", *args]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["store"].startswith("postgresql://")
+    assert not (tmp_path / "cache" / "sandbox-history.sqlite").exists()
+    third = clean(tmp_path, "night3", str(config))
+    assert third["run"]["calibration"]["id"] == report["calibration"]["calibration_id"]
+    valid = decided(tmp_path, "night3").filter(pl.col("VERDICT") == "Valid")
+    assert set(valid["SCORE"]) == {0.8}
+    assert main(["calibrate", "remove", *args]) == 0
+    assert clean(tmp_path, "night4", str(config))["run"]["calibration"] is None
