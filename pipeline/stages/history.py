@@ -29,8 +29,8 @@ import polars as pl
 from pipeline.core.calibration.store import calibration_of
 from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import Config
-from pipeline.core.engine import Engine
 from pipeline.core.db.database import Where, shown, store_where
+from pipeline.core.engine import Engine
 from pipeline.core.history.compare import CHANGE_COLUMNS, Previous, compare, kept_of, remembered
 from pipeline.core.history.names import list_name_of, settings_digest
 from pipeline.core.history.store import RunHistory
