@@ -142,7 +142,7 @@ async def _clean(
 ) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
-            return await _attempts(job, engine, folder, cluster, history)
+            return await _attempts(job, with_calibration(engine, history), folder, cluster, history)
     finally:
         await engine.dns.close()
 
@@ -153,7 +153,6 @@ async def _attempts(
     """The run, from the read again when a worker was lost with what cannot be computed again
     (see :mod:`pipeline.stages.dask.cluster`); whatever ends it cancels its tasks."""
     lost, killed = lost_work()
-    engine = with_calibration(engine, history)
     for attempt in range(1, ATTEMPTS + 1):
         run = DaskRun(cluster, engine, folder)
         try:
