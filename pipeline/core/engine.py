@@ -116,7 +116,9 @@ async def _verified(engine: Engine, values: Sequence[str], domain_mode: bool) ->
     rows = attach_domains(annotated, table)
     if not domain_mode:
         rows, _sent = await check_addresses(engine, rows)
-    return calibrated(decide(rows, domain_mode=domain_mode), engine.calibration)
+    # A list's calibration is of its addresses' sends: a domain's answer keeps the rules' SCORE.
+    calibration = None if domain_mode else engine.calibration
+    return calibrated(decide(rows, domain_mode=domain_mode), calibration)
 
 
 async def verify_once(

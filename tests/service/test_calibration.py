@@ -36,12 +36,12 @@ def config_for(env: Env, list_name: str) -> ServiceConfig:
     )
 
 
-def score(env: Env, config: ServiceConfig) -> float:
+def score(env: Env, config: ServiceConfig, query: str = "email=john.doe@gmail.com") -> float:
     async def scenario() -> float:
         _key, secret = create_key(env.db)
         headers = {"Authorization": f"Bearer {secret}"}
         async with env.serving(config) as url, aiohttp.ClientSession(headers=headers) as session:
-            reply = await fetch(session, "GET", f"{url}/api/email?email=john.doe@gmail.com")
+            reply = await fetch(session, "GET", f"{url}/api/email?{query}")
             assert reply.status == 200, reply.text
             assert reply.json["VERDICT"] == "Valid"
             return float(reply.json["SCORE"])
@@ -62,3 +62,9 @@ def test_another_list_or_none_keeps_the_rules_score(env: Env) -> None:
     calibrate(env, 0.8)
     assert score(env, config_for(env, "other")) == 0.9
     assert score(env, env.config()) == 0.9
+
+
+def test_a_domains_answer_keeps_the_rules_score(env: Env) -> None:
+    """The calibration is of the list's addresses: domain mode is not calibrated."""
+    calibrate(env, 0.8)
+    assert score(env, config_for(env, "crm"), "domain=gmail.com") == 0.9

@@ -60,12 +60,15 @@ def sends_of(
     matched = events.join_asof(
         started, left_on="AT", right_on="STARTED", strategy="backward", allow_exact_matches=False
     ).filter(pl.col("RUN").is_not_null())
-    wanted = matched.get_column("RUN").unique().to_list()
-    kept = pl.concat(
-        [history.kept(r).with_columns(pl.lit(r).alias("RUN")) for r in wanted]
-        or [pl.DataFrame(schema={**history.kept("").schema, "RUN": pl.String})]
-    )
-    joined = matched.join(kept, on=["RUN", HASH], how="inner")
+    # One run's addresses at a time, joined with its sends at once: a history of many long
+    # runs is never held whole.
+    pieces = [
+        matched.filter(pl.col("RUN") == run).join(history.kept(run), on=HASH, how="inner")
+        for run in matched.get_column("RUN").unique(maintain_order=True).to_list()
+    ]
+    if not pieces:
+        return empty
+    joined = pl.concat(pieces)
     return joined.select(
         HASH,
         "AT",
