@@ -10,6 +10,9 @@
                      | suppress (--email ADDR | --phone NUMBER)
                      | erase (--email ADDR | --phone NUMBER)
                      | audit [--since DATE] [--format csv|json]  [store options]
+    listclean calibrate [--list-name NAME] [--since DATE] [--format text|json]
+                      | show [--list-name NAME] [--format text|json]
+                      | remove [--list-name NAME]  [store options]
     listclean serve [--host H] [--port P] [--db PATH|URL] [common options]
     listclean keys create --plan NAME [--label TEXT] | list | revoke KEY_ID
                    [--db PATH|URL] [--config FILE]
@@ -31,7 +34,8 @@ One module per concern: :mod:`.commands` declares every command's arguments (wit
 helpers of :mod:`.options`), importing nothing heavy, so that ``--help`` and ``--version``
 answer at once; each command's handler imports its module when the command runs:
 :mod:`.lists` the list commands (clean, verify, doctor), :mod:`.records` the bounce ledger and
-the contact store, :mod:`.service` the HTTP service and its API keys. :mod:`.common` holds
+the contact store, :mod:`.calibrate` SCORE calibrated on a list's sends, :mod:`.service` the
+HTTP service and its API keys. :mod:`.common` holds
 what they share (the effective config, the sandbox, the engine), :mod:`.log` what a command
 writes on standard error (text or JSON, progress), :mod:`.outcome` what ``clean`` reports
 when it is done.

@@ -27,6 +27,7 @@ def add_commands(commands: Commands) -> None:
     """Every command, in the order of ``listclean --help``."""
     _list_commands(commands)
     _record_commands(commands)
+    _calibrate_commands(commands)
     _service_commands(commands)
 
 
@@ -46,6 +47,12 @@ def _service() -> ModuleType:
     from pipeline.cli import service
 
     return service
+
+
+def _calibrate() -> ModuleType:
+    from pipeline.cli import calibrate
+
+    return calibrate
 
 
 def _list_commands(commands: Commands) -> None:
@@ -247,6 +254,59 @@ def _record_commands(commands: Commands) -> None:
         sub.add_argument("--cache-dir", type=Path, metavar="DIR", help="cache directory")
         sub.add_argument("--config", type=Path, metavar="FILE", help="settings (TOML)")
         sub.add_argument("--sandbox", action="store_true", help="the sandbox's contact store")
+
+
+def _calibrate_commands(commands: Commands) -> None:
+    """``calibrate`` (fit, print and store), ``calibrate show``, ``calibrate remove``: an
+    action's options are its own, and one given before the action is kept (SUPPRESS)."""
+    calibrate = commands.add_parser(
+        "calibrate",
+        help="calibrate SCORE on the list's own sends and hard bounces (the bounce ledger)",
+    )
+    calibrate.add_argument(
+        "--since", type=utf8_text, metavar="DATE", help="only sends from DATE on (ISO, UTC)"
+    )
+    _calibrate_options(calibrate, None)
+    calibrate.set_defaults(command=lambda: _calibrate().command_calibrate)
+    actions = calibrate.add_subparsers(required=False, metavar="ACTION")
+    show = actions.add_parser("show", help="the list's stored calibration")
+    _calibrate_options(show, argparse.SUPPRESS)
+    show.set_defaults(command=lambda: _calibrate().command_calibrate_show)
+    remove = actions.add_parser("remove", help="remove it: the list's runs go back to the rules")
+    _calibrate_options(remove, argparse.SUPPRESS)
+    remove.set_defaults(command=lambda: _calibrate().command_calibrate_remove)
+
+
+def _calibrate_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--list-name",
+        type=utf8_text,
+        metavar="NAME",
+        default=default,
+        help="the list (default [history] list_name, else the history's only list)",
+    )
+    parser.add_argument(
+        "--format", choices=("text", "json"), default=default or "text", help="text or JSON"
+    )
+    parser.add_argument(
+        "--db",
+        type=utf8_text,
+        metavar="PATH|URL",
+        default=default,
+        help="the run history: file or postgresql:// URL (default: [history] db, else cache)",
+    )
+    parser.add_argument(
+        "--cache-dir", type=Path, metavar="DIR", default=default, help="cache directory"
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", default=default, help="settings (TOML)"
+    )
+    parser.add_argument(
+        "--sandbox",
+        action="store_true",
+        default=default or False,
+        help="the sandbox's history and ledger",
+    )
 
 
 def _service_commands(commands: Commands) -> None:

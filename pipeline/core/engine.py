@@ -8,7 +8,8 @@ rule, and a distributed runner can call the same functions per partition.
     check_domains       distinct domains -> DNS answer (cache, then DNS), disposable, typo
     attach_domains      join the domain table back onto the rows
     check_addresses     the mailbox answers (SMTP or a remote API) and the bounce ledger's flags
-    decide              VERDICT, SCORE, REASON and the other spec fields (:mod:`.decide`)
+    decide              VERDICT, SCORE, REASON and the other spec fields (:mod:`.decide`),
+                        SCORE then calibrated to the list's own sends (:mod:`.calibration`)
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ import polars as pl
 from pipeline.core.addresses.step import annotate_addresses, annotate_domains
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.bounces.step import attach_bounces
+from pipeline.core.calibration.apply import calibrated
+from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import Config
 from pipeline.core.decide import decide, detail, with_address_columns
 from pipeline.core.domains.cache import DomainCache
@@ -51,6 +54,8 @@ class Engine:
     bounces: BounceLedger | None = None
     # Which addresses mail can reach: implicit MX records must lead somewhere routable.
     routing: Routing = field(default_factory=Routing)
+    # The list's calibration of SCORE (pipeline.core.calibration); None: the rules' SCORE.
+    calibration: Calibration | None = None
 
     @property
     def domains(self) -> DomainWork:
@@ -111,7 +116,9 @@ async def _verified(engine: Engine, values: Sequence[str], domain_mode: bool) ->
     rows = attach_domains(annotated, table)
     if not domain_mode:
         rows, _sent = await check_addresses(engine, rows)
-    return decide(rows, domain_mode=domain_mode)
+    # A list's calibration is of its addresses' sends: a domain's answer keeps the rules' SCORE.
+    calibration = None if domain_mode else engine.calibration
+    return calibrated(decide(rows, domain_mode=domain_mode), calibration)
 
 
 async def verify_once(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pipeline.report.calibration import section as calibration_section
 from pipeline.report.figures import (
     Chart,
     Fact,
@@ -49,6 +50,7 @@ def render_report(summary: Mapping[str, Any]) -> str:
         _headline(report.headline),
         _since(report.since),
         *(_chart(chart) for chart in report.charts),
+        calibration_section(summary),
         _facts(report.facts),
         _counters(report.counters),
         _warnings(report.warnings),

@@ -16,6 +16,7 @@ Dask way is :mod:`pipeline.stages.dask.history`'s.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 import uuid
@@ -25,8 +26,11 @@ from typing import Any, Protocol
 
 import polars as pl
 
+from pipeline.core.calibration.store import calibration_of
+from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import Config
 from pipeline.core.db.database import Where, shown, store_where
+from pipeline.core.engine import Engine
 from pipeline.core.history.compare import CHANGE_COLUMNS, Previous, compare, kept_of, remembered
 from pipeline.core.history.names import list_name_of, settings_digest
 from pipeline.core.history.store import RunHistory
@@ -49,6 +53,9 @@ class HistoryPlan:
     sandbox: bool  # a --sandbox run: kept apart from real runs
     retention_days: int = 0
     changes: Path | None = None  # --changes PATH
+    # The list's calibration of SCORE, kept beside the history (`listclean calibrate`); None:
+    # the rules' SCORE. Found in the history's database even when runs are not recorded.
+    calibration: Calibration | None = None
 
 
 def plan_history(
@@ -62,12 +69,22 @@ def plan_history(
 ) -> HistoryPlan:
     """The history plan of a run over the input *input_name*: the list's name (*list_name*,
     else ``[history] list_name``, else :func:`list_name_of` the input), the store beside
-    *domain_cache* unless ``[history] db`` names one."""
+    *domain_cache* unless ``[history] db`` names one, and the list's calibration found there."""
     settings = config.history
     name = (list_name or settings.list_name or list_name_of(input_name)).strip()
-    where = store_where(domain_cache, "history", settings.db) if settings.record else None
+    store = store_where(domain_cache, "history", settings.db)
+    where = store if settings.record else None
     target = changes_path(changes) if changes else None
-    return HistoryPlan(name, where, sandbox, settings.retention_days, target)
+    calibration = calibration_of(store, name, sandbox)
+    return HistoryPlan(name, where, sandbox, settings.retention_days, target, calibration)
+
+
+def with_calibration(engine: Engine, plan: HistoryPlan | None) -> Engine:
+    """*engine* with the calibration of the run's list (the plan's, None included); without a
+    plan, as it is (``[history] list_name``'s, from the assembly)."""
+    if plan is None:
+        return engine
+    return dataclasses.replace(engine, calibration=plan.calibration)
 
 
 def run_start(plan: HistoryPlan, config: Config) -> RunStart:

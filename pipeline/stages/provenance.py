@@ -69,6 +69,8 @@ class RunFacts:
     settings: dict[str, Any]
     # the shipped lists the typo rules decide with, and their versions ({file: version})
     lists: dict[str, str] = dataclasses.field(default_factory=dict)
+    # the list's calibration of SCORE the run applied (pipeline.core.calibration); None: none
+    calibration: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -78,10 +80,17 @@ class RunRecord:
     """The run's provenance as it goes: started when made, its input hashed alongside the
     stages (:meth:`close` stops the hash of a run that ends early)."""
 
-    def __init__(self, job: CleanJob, config: Config, elsewhere: Digest | None = None) -> None:
+    def __init__(
+        self,
+        job: CleanJob,
+        config: Config,
+        elsewhere: Digest | None = None,
+        calibration: dict[str, Any] | None = None,
+    ) -> None:
         """*elsewhere*: where the input is hashed instead of this process (a Dask run has a
-        worker read it); the hash is the same."""
+        worker read it); the hash is the same. *calibration*: the one the run applies."""
         self.started_at = now()
+        self._calibration = calibration
         self._settings = recorded_settings(config)
         given = job.name or str(job.input)
         self._hash = InputHash(job.input, given, config.storage, elsewhere)
@@ -97,6 +106,7 @@ class RunRecord:
             digest.covers,
             self._settings,
             dict(shipped_versions()),
+            self._calibration,
         )
 
     def close(self) -> None:

@@ -42,7 +42,7 @@ from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.base import Batch
-from pipeline.stages.history import HistoryPlan, LocalMemory
+from pipeline.stages.history import HistoryPlan, LocalMemory, with_calibration
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest
 from pipeline.stages.read.csv_source import ReadAgain
@@ -117,6 +117,7 @@ async def _clean(
 ) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
+            engine = with_calibration(engine, history)
             way = LocalWay(engine, folder, job.memory_mb, admit)
             return await run_stages(job, engine, folder, way, history)
     finally:
@@ -318,7 +319,9 @@ def _decide_all(
                 raise AssertionError(f"batch {index} read back with other rows than the first")
             marked = Batch(read.frame, _marked(scan, work, offset))
             offset += work.height
-            work = decide_work(marked, table, engine.bounces, scope, answers, held)
+            work = decide_work(
+                marked, table, engine.bounces, scope, answers, held, engine.calibration
+            )
             answered = (table, engine.bounces, scope, answers)
             decided = rows_of(marked, work, answered, (reader.further, engine.lists))
             sink.write(decided)

@@ -146,7 +146,10 @@ async def run_stages(
     job: CleanJob, engine: Engine, folder: Path, way: Way, history: HistoryPlan | None = None
 ) -> RunSummary:
     """One clean of *job*, its way: the files written and published, the summary; with
-    *history*, the run recorded under its list's name and compared with the list's last."""
+    *history*, the run recorded under its list's name and compared with the list's last.
+    The engine's calibration (:func:`~pipeline.stages.history.with_calibration`) is named in
+    the summary's ``run``."""
+    used = engine.calibration.named() if engine.calibration is not None else None
     clock = StageClock()
     pin = InputPin(job.input, job.name or str(job.input), job.storage)
     with pin.reading():
@@ -154,7 +157,7 @@ async def run_stages(
     paths = way.files(job)
     with contextlib.ExitStack() as stack:
         publication = stack.enter_context(paths.publication())
-        record = stack.enter_context(RunRecord(job, engine.config, way.digest))
+        record = stack.enter_context(RunRecord(job, engine.config, way.digest, used))
         started = time.perf_counter()
         with pin.reading():
             scan, reader = way.scan(job, reader, stack)

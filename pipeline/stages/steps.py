@@ -11,6 +11,8 @@ import polars as pl
 
 from pipeline.core.addresses.step import classify_addresses
 from pipeline.core.bounces.step import BounceScope, BounceSource, attach_bounces
+from pipeline.core.calibration.apply import calibrated
+from pipeline.core.calibration.types import Calibration
 from pipeline.core.decide import decide, with_address_columns
 from pipeline.core.domains.step import attach_domains, resolvable_domains
 from pipeline.core.lists import DomainLists
@@ -76,11 +78,12 @@ def decide_rows(
     answers: pl.DataFrame | None,
     held: pl.DataFrame | None = None,
     further: tuple[Further, DomainLists] | None = None,
+    calibration: Calibration | None = None,
 ) -> pl.DataFrame:
     """The output rows of *batch* (work with DUPLICATE): see :func:`decide_work`; with
     *further* (the further columns of addresses, and the shipped lists), each further
     column's fields after them (:func:`rows_of`)."""
-    work = decide_work(batch, table, bounces, scope, answers, held)
+    work = decide_work(batch, table, bounces, scope, answers, held, calibration)
     return rows_of(batch, work, (table, bounces, scope, answers), further)
 
 
@@ -111,14 +114,16 @@ def decide_work(
     scope: BounceScope | None,
     answers: pl.DataFrame | None,
     held: pl.DataFrame | None = None,
+    calibration: Calibration | None = None,
 ) -> pl.DataFrame:
     """The decided work columns of *batch* (work with DUPLICATE; :func:`rows_of` makes its
     output rows): domain answers, bounce flags and address answers joined by DOMAIN and KEY,
     the consent of every row of an address (*held*: the whole list's held-back addresses;
     None: those of *batch*, when it holds every row of its addresses; empty: none, CONSENT
-    being already the whole list's, as in a Dask part), then decided."""
+    being already the whole list's, as in a Dask part), then decided, SCORE calibrated by the
+    list's *calibration* (the rules' SCORE kept in SCORE_DEFAULT for the history)."""
     work = with_held(batch.work, held_keys(batch.work) if held is None else held)
     work = attach_bounces(bounces, attach_domains(work, table), scope)
     if answers is not None:
         work = join_answers(work, answers)
-    return decide(with_address_columns(work))
+    return calibrated(decide(with_address_columns(work)), calibration)

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core.calibration.store import calibration_of
+from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import VENDORS, Config, budgets_of, routes_of, vendor_url
 from pipeline.core.db.database import cache_where, store_where
 from pipeline.core.domains.cache import DomainCache
@@ -78,7 +80,16 @@ def open_engine(
         checker,
         ledger,
         Routing(sandbox=options.loopback_only),
+        _calibration(config, domain_cache, options.loopback_only),
     )
+
+
+def _calibration(config: Config, domain_cache: Path, sandbox: bool) -> Calibration | None:
+    """The calibration of the list ``[history] list_name`` names, from the run history beside
+    *domain_cache* (or ``[history] db``): what the service (and ``verify``) apply, the same
+    the list's runs apply. A run of another list takes its own (its history plan's)."""
+    where = store_where(domain_cache, "history", config.history.db)
+    return calibration_of(where, config.history.list_name, sandbox)
 
 
 def _checker(

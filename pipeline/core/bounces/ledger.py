@@ -128,6 +128,10 @@ class _Statements:
             f"SELECT {columns} FROM events WHERE key = {q} ORDER BY at DESC, {order} DESC LIMIT {q}"
         )
         self.forget = f"DELETE FROM events WHERE key IN {d.values()}"
+        self.outcomes = (
+            f"SELECT key, domain, kind, at FROM events WHERE kind IN ({q}, {q}) AND at >= {q} "
+            f"ORDER BY at, {order}"
+        )
 
 
 _DAY = 86400.0
@@ -255,6 +259,14 @@ class BounceLedger(OwnsDatabase):
         :mod:`pipeline.core.assembly.forget`); how many went."""
         with self._db.transaction(write=True):
             return self._db.execute(self._sql.forget, (json.dumps(sorted(set(keys))),))
+
+    def outcomes(self, since: float = 0.0) -> list[tuple[str, str, str, float]]:
+        """Every send with a known outcome at or after *since* (Unix time), oldest first:
+        (key, domain, kind, at) of each delivery and hard bounce. Soft bounces are no outcome:
+        the mail may still arrive. The calibration counts these
+        (:mod:`pipeline.core.calibration`)."""
+        kinds = (BounceKind.HARD.value, BounceKind.DELIVERED.value)
+        return [tuple(r) for r in self._db.query(self._sql.outcomes, (*kinds, since))]
 
     def events(self, email: str | None = None, limit: int = 100) -> list[BounceEvent]:
         """The newest *limit* events, of one address (any spelling of it) when *email* is given."""

@@ -368,6 +368,16 @@ class HistoryConfig:
 
 
 @dataclass(frozen=True)
+class CalibrationConfig:
+    min_sends: int = setting(
+        200,
+        "Sends (deliveries and hard bounces) a SCORE level needs before `listclean calibrate` "
+        "maps it to its observed deliverability; levels with fewer keep the default SCORE.",
+        minimum=1,
+    )
+
+
+@dataclass(frozen=True)
 class InputConfig:
     encoding: str = setting(
         "",
@@ -456,6 +466,7 @@ class Config:
     bounces: BouncesConfig = field(default_factory=BouncesConfig)
     contacts: ContactsConfig = field(default_factory=ContactsConfig)
     history: HistoryConfig = field(default_factory=HistoryConfig)
+    calibration: CalibrationConfig = field(default_factory=CalibrationConfig)
 
 
 def settings_table(cls: type[Any] = Config, prefix: str = "") -> Iterator[tuple[str, Any, str]]:

@@ -34,6 +34,7 @@ CHANGE_COLUMNS: Final[dict[str, pl.DataType]] = {
     "learned_at": pl.String(),
 }
 _ISO: Final = "%Y-%m-%dT%H:%M:%SZ"
+_DEFAULT: Final = "SCORE_DEFAULT"
 
 
 @dataclass(frozen=True)
@@ -67,11 +68,14 @@ def remembered(work: pl.DataFrame) -> pl.DataFrame:
     first = work.filter(~pl.col("DUPLICATE") & (pl.col("KEY") != ""))
     hashed = address_hashes(first.get_column("KEY"))
     learned = pl.col("MAILBOX_AT") if "MAILBOX_AT" in first.columns else pl.lit(None)
+    # A calibrated run keeps the SCORE the rules gave (SCORE_DEFAULT): the next calibration is
+    # fitted on the scale it is applied to (pipeline.core.calibration.apply).
+    score = pl.col(_DEFAULT) if _DEFAULT in first.columns else pl.col("SCORE")
     return first.select(
         hashed.alias(HASH),
         pl.col("VERDICT").cast(VERDICTS),
         "REASON",
-        "SCORE",
+        score.alias("SCORE"),
         "EMAIL",
         learned.cast(pl.Float64).alias("LEARNED_AT"),
     ).cast(DECIDED)  # type: ignore[arg-type]

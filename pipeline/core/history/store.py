@@ -104,6 +104,10 @@ class _Statements:
             "AND finished_at IS NOT NULL ORDER BY started_at"
         )
         self.run = f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id = {q}"
+        self.names = (
+            f"SELECT DISTINCT list_name FROM runs WHERE sandbox = {q} "
+            "AND finished_at IS NOT NULL ORDER BY list_name"
+        )
         self.parts = f"SELECT answers FROM parts WHERE run_id = {q} ORDER BY part"
         # Staged runs of the list older than one that finished: killed, or failed.
         self.stale = (
@@ -213,6 +217,10 @@ class RunHistory(OwnsDatabase):
     def runs(self, list_name: str, sandbox: bool = False) -> list[PastRun]:
         """The list's finished runs, oldest first."""
         return self._runs(self._sql.runs, (list_name, int(sandbox)))
+
+    def list_names(self, sandbox: bool = False) -> list[str]:
+        """The names of the lists that have a finished run."""
+        return [name for (name,) in self._db.query(self._sql.names, (int(sandbox),))]
 
     def kept(self, run_id: str) -> pl.DataFrame:
         """What the run kept of each of its addresses (:data:`KEPT`), its parts in order."""

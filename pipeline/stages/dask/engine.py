@@ -107,7 +107,7 @@ from pipeline.stages.dask.tasks import (
     scan_batch,
     scan_part,
 )
-from pipeline.stages.history import HistoryPlan
+from pipeline.stages.history import HistoryPlan, with_calibration
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest, InputDigest, input_digest
 from pipeline.stages.read.csv_source import ReadAgain
@@ -142,7 +142,7 @@ async def _clean(
 ) -> RunSummary:
     try:
         with spill_folder(spill_parent) as folder, named_failures(folder):
-            return await _attempts(job, engine, folder, cluster, history)
+            return await _attempts(job, with_calibration(engine, history), folder, cluster, history)
     finally:
         await engine.dns.close()
 
@@ -331,7 +331,7 @@ class DaskRun:
         the run is recorded, each part's narrow table is kept for the history."""
         found, further = self._found, reader.further
         answers = [found.of_part(self, p) if found else None for p in range(len(self._parts))]
-        common = (self.stores, further, self.lists)
+        common = (self.stores, further, self.lists, self._engine.calibration)
         decided = decide_parts(
             self.submit, self._parts, self._tables, answers, common, self._memory
         )

@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
+from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import ListsConfig
 from pipeline.core.lists import DomainLists, load_lists
 from pipeline.stages.base import Batch
@@ -115,15 +116,16 @@ def decide_partition(
     answers: pl.DataFrame | None,
     further: Further,
     lists: ListsConfig,
+    calibration: Calibration | None = None,
 ) -> pl.DataFrame:
     """The part's output rows, in input order (with its further address columns' fields),
-    with the bounce ledger's flags read here
+    SCORE calibrated by the list's *calibration*, with the bounce ledger's flags read here
     (:func:`~pipeline.stages.dask.stores.bounce_source`). Its CONSENT already holds what the
     whole list holds back (:func:`~pipeline.stages.dask.shuffle.mark_part`)."""
     source = bounce_source(stores)
     scope = source.scope() if source is not None else None
     more = (further, worker_lists(lists))
-    return decide_rows(part, table, source, scope, answers, NOTHING_HELD, more)
+    return decide_rows(part, table, source, scope, answers, NOTHING_HELD, more, calibration)
 
 
 def same(value: Any) -> Any:

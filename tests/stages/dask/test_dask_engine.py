@@ -17,6 +17,8 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 
 from pipeline.cli import main
+from pipeline.core.calibration.store import CalibrationStore
+from pipeline.core.calibration.types import Calibration, Level, LevelStatus
 from pipeline.core.config import CacheConfig, ReadConfig
 from pipeline.core.db.buckets import Shelf
 from pipeline.core.domains.cache import DomainBuckets
@@ -419,3 +421,27 @@ def test_a_report_with_title_rows_gives_the_local_rows_and_rejects(
     )
     rejects = [(tmp_path / f"{n}.rejects.csv").read_text() for n in ("local", "dask")]
     assert rejects[0] == rejects[1]
+
+
+def test_the_workers_apply_the_lists_calibration(cluster: Client, tmp_path: Path) -> None:
+    """A list's calibration (kept beside its history) reaches every part: the Dask run gives
+    the local run's calibrated SCORE and names the calibration in its summary."""
+    for cache in ("cache-local", "cache-dask"):
+        (tmp_path / cache).mkdir()
+        with CalibrationStore(tmp_path / cache / "sandbox-history.sqlite") as store:
+            store.put(calibration_of_valid(0.8))
+    named = ("--list-name", "crm")
+    local = clean(tmp_path, Path(SAMPLE_CSV), "local.parquet", "cache-local", *named)
+    dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address, *named)
+    spread = clean(tmp_path, Path(SAMPLE_CSV), "dask.parquet", "cache-dask", *dask)
+    assert spread["run"]["calibration"]["id"] == local["run"]["calibration"]["id"] == "cal-1"
+    rows = pl.read_parquet(tmp_path / "dask.parquet")
+    valid = set(rows.filter(pl.col("VERDICT") == "Valid")["SCORE"])
+    assert 0.8 in valid and 0.9 not in valid  # the level 0.90 calibrated, 0.81 (role) not
+    assert rows.equals(pl.read_parquet(tmp_path / "local.parquet"))
+
+
+def calibration_of_valid(observed: float) -> Calibration:
+    """The list crm's calibration (sandbox): SCORE 0.90 delivered *observed* of the time."""
+    level = Level(0.9, "Valid", 400, 80, observed, observed, observed, LevelStatus.APPLIED)
+    return Calibration("cal-1", "crm", True, 1.0, 200, 400, (level,))

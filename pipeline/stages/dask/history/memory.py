@@ -35,15 +35,19 @@ def decide_parts(
     parts: Sequence[Any],
     tables: Sequence[Any],
     answers: Sequence[Any],
-    common: tuple[Any, Any, Any],
+    common: tuple[Any, Any, Any, Any],
     memory: DaskMemory | None,
 ) -> list[Any]:
     """Each part decided where it is (:func:`~pipeline.stages.dask.tasks.decide_partition`,
-    with its domain table and answers, and the *common* stores, further columns and lists):
+    with its domain table and answers, and the *common* stores, further columns, lists and
+    the list's calibration):
     the futures of its output rows; when the history is recorded, the futures of the parts'
     narrow tables go to *memory* (``memory.parts``)."""
-    stores, further, lists = common
-    args = [(part, tables[p], stores, answers[p], further, lists) for p, part in enumerate(parts)]
+    stores, further, lists, calibration = common
+    args = [
+        (part, tables[p], stores, answers[p], further, lists, calibration)
+        for p, part in enumerate(parts)
+    ]
     if memory is None or not memory.recording:
         return [submit(decide_partition, *one) for one in args]
     both = [submit(decide_remembering, *one) for one in args]

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import ListsConfig
 from pipeline.core.db.database import is_url
 from pipeline.core.errors import StoreError
@@ -32,13 +33,14 @@ def decide_remembering(
     answers: pl.DataFrame | None,
     further: Further,
     lists: ListsConfig,
+    calibration: Calibration | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The part's output rows (as :func:`~pipeline.stages.dask.tasks.decide_partition` gives
     them) and its narrow table for the history
     (:func:`~pipeline.core.history.compare.remembered`), decided once."""
     source = bounce_source(stores)
     scope = source.scope() if source is not None else None
-    work = decide_work(part, table, source, scope, answers, NOTHING_HELD)
+    work = decide_work(part, table, source, scope, answers, NOTHING_HELD, calibration)
     more = (further, worker_lists(lists))
     return rows_of(part, work, (table, source, scope, answers), more), remembered(work)
 
