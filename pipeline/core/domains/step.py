@@ -46,6 +46,9 @@ class DomainWork:
     offline: bool = False
     progress: ProgressFactory | None = None
     routing: Routing = field(default_factory=Routing)
+    # Answers another process of the run already got from the resolver (the canaries of its
+    # health check): taken as fresh answers, so that no question is asked twice.
+    known: Mapping[str, DnsAnswer] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -109,7 +112,11 @@ async def _resolve(work: DomainWork, domains: Sequence[str]) -> tuple[dict[str, 
     # it says is believed (and kept) only after the whole round, when it can be judged.
     keeper = _AnswerKeeper(work, resolver, bar, keep=not work.dns.watched)
     try:
-        await lookup_domains(resolver, domains, work.config.concurrency, keeper.put)
+        for domain in domains:
+            if domain in work.known:
+                keeper.put(domain, work.known[domain])
+        asked = [d for d in domains if d not in work.known]
+        await lookup_domains(resolver, asked, work.config.concurrency, keeper.put)
         answers = await keeper.finish()
     finally:
         keeper.stop()

@@ -107,16 +107,19 @@ def resolve_bucket(
     lists: ListsConfig,
     sandbox: bool,
     offline: bool,
+    known: dict[str, DnsAnswer],
 ) -> Resolved:
-    """The missing domains asked (the driver checked the resolver once for the run), and the
-    bucket's table of domains."""
+    """The missing domains asked (the driver checked the resolver once for the run: its
+    canaries' answers, *known*, are not asked again), and the bucket's table of domains."""
     domain_lists = worker_lists(lists)
     answers = dict(looked.cached)
     hits, queries = len(looked.cached), 0
     if looked.missing:
         resolver = SharedResolver(dns, check=False)
         cache = None if offline else domain_store(stores)
-        work = DomainWork(domain_lists, resolver, dns, cache, offline, None, Routing(sandbox))
+        work = DomainWork(
+            domain_lists, resolver, dns, cache, offline, None, Routing(sandbox), known
+        )
         fresh, stats = asyncio.run(_answers(work, looked.missing))
         answers.update(fresh)
         hits, queries = hits + stats[0], stats[1]

@@ -292,11 +292,11 @@ class DaskRun:
         before = engine.dns.queries_sent
         if missing and not offline:
             await engine.dns.get()  # checked against the canaries, once for the run
-        # dns.concurrency is the run's, whatever the engine: the buckets resolving at once
-        # share it, so a resolver sees from a Dask run what a local run sends it.
+        # dns.concurrency is the run's: the buckets resolving at once share it, as a local run.
         dns = engine.config.dns
         dns = dataclasses.replace(dns, concurrency=max(1, dns.concurrency // max(1, self.size)))
-        config = (self.stores, dns, self.lists, engine.routing.sandbox, offline)
+        known = dict(zip(dns.canaries, engine.dns.canaries, strict=False))  # asked once, here
+        config = (self.stores, dns, self.lists, engine.routing.sandbox, offline, known)
         resolved = [self.submit(resolve_bucket, found, *config) for found in looked]
         counts = self.collect(
             [self.submit(counts_of, r) for r in resolved], "DNS", "domain", lambda c: int(c[0])
