@@ -90,11 +90,16 @@ def command_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def command_calibrate_show(args: argparse.Namespace) -> int:
+def _named(args: argparse.Namespace) -> tuple[Where, str]:
+    """Where the history lives, and the list's name (see :func:`_list_name`)."""
     config = settings(args)
     where = history_where(args, config)
     with RunHistory(where) as history:
-        name = _list_name(args, config, history)
+        return where, _list_name(args, config, history)
+
+
+def command_calibrate_show(args: argparse.Namespace) -> int:
+    where, name = _named(args)
     with CalibrationStore(where) as store:
         found = store.get(name, args.sandbox)
     if args.format == "json":
@@ -108,10 +113,7 @@ def command_calibrate_show(args: argparse.Namespace) -> int:
 
 
 def command_calibrate_remove(args: argparse.Namespace) -> int:
-    config = settings(args)
-    where = history_where(args, config)
-    with RunHistory(where) as history:
-        name = _list_name(args, config, history)
+    where, name = _named(args)
     with CalibrationStore(where) as store:
         removed = store.remove(name, args.sandbox)
     if removed:
