@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import polars as pl
+
+
+class ReadsAgain(Protocol):
+    """How the input's own columns of a batch are read again from the input."""
+
+    def frame(self) -> pl.DataFrame: ...
 
 
 @dataclass(frozen=True)
@@ -13,11 +20,14 @@ class Batch:
     """The rows in flight: the input's own columns, and our work columns beside them.
 
     They are kept apart so that an input column can never clash with a work column; the
-    write stage puts them side by side. Both frames always have the same height and order.
+    write stage puts them side by side. Both frames always have the same height and order,
+    but for a batch held without its own columns (*originals* empty) until the write, which
+    reads them *again* from the input (a Dask part: its worker holds only the work columns).
     """
 
     originals: pl.DataFrame
     work: pl.DataFrame
+    again: ReadsAgain | None = None
 
     def __sizeof__(self) -> int:
         # What the frames' buffers hold: a Dask worker sizes what it keeps by this.

@@ -442,7 +442,7 @@ class DaskRun:
         if planned is not None:
             scan = _Scan([], rejects, rows=sum(p.rows for p in planned), rejected=rejected)
             for part in planned:
-                scan.batches.append(self.submit(scan_part, part, self.lists))
+                scan.batches.append(self.submit(scan_part, part, self.lists, not reader.further))
             return scan
         while True:
             try:

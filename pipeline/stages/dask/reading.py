@@ -35,7 +35,7 @@ from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
 from pipeline.core.files.headers import RULE_RECORDS
 from pipeline.core.files.tables import FileKind, file_kind
 from pipeline.stages.base import Batch
-from pipeline.stages.dask.tasks import scan_batch
+from pipeline.stages.dask.tasks import RangeAgain, held_thin, scan_batch
 from pipeline.stages.job import CleanJob
 from pipeline.stages.objects import filesystem, is_object_url, is_remote_dataset
 from pipeline.stages.read.csv_source import REJECT_SCHEMA, not_utf8
@@ -232,8 +232,13 @@ def report_of(read: RangeRead) -> Report:
     return Report(read.frame.height, read.rejects.height, read.exact, read.settled)
 
 
-def scan_range(read: RangeRead, email_column: str, first_row: int, lists: ListsConfig) -> Batch:
-    return scan_batch(read.frame, email_column, first_row, lists)
+def scan_range(
+    read: RangeRead, email_column: str, first_row: int, lists: ListsConfig, again: Any = None
+) -> Batch:
+    """The range's rows normalized; with *again* (a :class:`~.tasks.RangeAgain`), held without
+    the list's own columns, which the write reads again."""
+    batch = scan_batch(read.frame, email_column, first_row, lists)
+    return held_thin(batch, again) if again is not None else batch
 
 
 def rejects_of(read: RangeRead) -> pl.DataFrame:
@@ -287,9 +292,12 @@ def read_ranges(on: Cluster, planned: Planned, lists: ListsConfig) -> Ranged | N
             return None
     titles = titles_of(planned.reader)
     ranged = Ranged([], [], 0, titles.height, titles)
-    for read, report in zip(reads, reports, strict=True):
+    thin = not planned.reader.further  # further address columns are read from a part's own
+    for part, read, report in zip(parts, reads, reports, strict=True):
         if report.rows:
-            ranged.batches.append(submit(scan_range, read, layout.email_column, ranged.rows, lists))
+            again = RangeAgain(part, report.exact) if thin else None
+            at = (layout.email_column, ranged.rows, lists, again)
+            ranged.batches.append(submit(scan_range, read, *at))
         if report.rejects:
             ranged.rejects.append(submit(rejects_of, read))
         ranged.rows += report.rows

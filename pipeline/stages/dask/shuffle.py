@@ -95,11 +95,12 @@ def mark_part(batch: Batch, *flags: pl.DataFrame | None) -> Batch:
     work = batch.work
     found = [f for f in flags if f is not None]
     if not found:
-        return Batch(batch.originals, work.with_columns(pl.lit(False).alias("DUPLICATE")))
+        unmarked = work.with_columns(pl.lit(False).alias("DUPLICATE"))
+        return Batch(batch.originals, unmarked, batch.again)
     table = pl.concat(found, how="vertical")
     joined = work.join(table, on=ROW, how="left", maintain_order="left")
     marked = joined.with_columns(
         pl.col("DUPLICATE").fill_null(False),
         pl.coalesce("CONSENT", _HELD).alias("CONSENT"),
     ).drop(_HELD)
-    return Batch(batch.originals, marked)
+    return Batch(batch.originals, marked, batch.again)

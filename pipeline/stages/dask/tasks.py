@@ -22,14 +22,16 @@ import pyarrow.parquet as pq
 
 from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import ListsConfig
+from pipeline.core.errors import InputError
 from pipeline.core.lists import DomainLists, load_lists
-from pipeline.stages.base import Batch
+from pipeline.stages.base import Batch, ReadsAgain
 from pipeline.stages.dask.shuffle import ROW
 from pipeline.stages.dask.stores import Stores, bounce_source
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.csv_source import ReadAgain
 from pipeline.stages.read.email_column import Further
 from pipeline.stages.read.parquet_source import ParquetPart
+from pipeline.stages.read.ranges import ByteRange, read_range
 from pipeline.stages.read.reader import ListReader, PartRead
 from pipeline.stages.runner import open_reader
 from pipeline.stages.steps import decide_rows, normalize
@@ -50,11 +52,55 @@ def scan_batch(frame: pl.DataFrame, email_column: str, first_row: int, lists: Li
     return Batch(frame, work.with_columns(rows.alias(ROW)))
 
 
-def scan_part(read: PartRead, lists: ListsConfig) -> Batch:
+def scan_part(read: PartRead, lists: ListsConfig, thin: bool = False) -> Batch:
     """A part of the list read on this worker (the driver planned it from metadata), then
-    as :func:`scan_batch`: no row of it passes through the driver."""
+    as :func:`scan_batch`: no row of it passes through the driver. *thin*: held without the
+    list's own columns, read again at the write (:class:`PartAgain`)."""
     got = read.read()
-    return scan_batch(got.frame, read.email_column, read.first_row, lists)
+    batch = scan_batch(got.frame, read.email_column, read.first_row, lists)
+    return held_thin(batch, PartAgain(read)) if thin else batch
+
+
+@dataclass(frozen=True)
+class PartAgain:
+    """A Parquet part's own columns, read again."""
+
+    read: PartRead
+
+    def frame(self) -> pl.DataFrame:
+        return self.read.read().frame
+
+
+@dataclass(frozen=True)
+class RangeAgain:
+    """A byte range's own columns, read again as the range was first read."""
+
+    part: ByteRange
+    exact: bool
+
+    def frame(self) -> pl.DataFrame:
+        return read_range(self.part, self.exact).frame
+
+
+def held_thin(batch: Batch, again: ReadsAgain) -> Batch:
+    """*batch* without the list's own columns, which the write reads *again*: from the read to
+    the write a worker holds only the work columns (about two thirds of a part)."""
+    return Batch(batch.originals.clear(), batch.work, again)
+
+
+def restored(part: Batch) -> Batch:
+    """*part* with the list's own columns, read again when it was held without them."""
+    if part.again is None:
+        return part
+    frame = part.again.frame()
+    if frame.height != part.work.height:
+        raise InputError(
+            f"The input changed while it was read (a part read again for the write held "
+            f"{frame.height:,} rows, not {part.work.height:,}), so its rows could be paired with "
+            "answers for other rows; nothing was written. Run again once whatever writes the "
+            "file has finished, or clean a copy of it."
+        )
+    return Batch(frame, part.work)
 
 
 @dataclass(frozen=True)
@@ -125,7 +171,8 @@ def decide_partition(
     source = bounce_source(stores)
     scope = source.scope() if source is not None else None
     more = (further, worker_lists(lists))
-    return decide_rows(part, table, source, scope, answers, NOTHING_HELD, more, calibration)
+    whole = restored(part)
+    return decide_rows(whole, table, source, scope, answers, NOTHING_HELD, more, calibration)
 
 
 def same(value: Any) -> Any:

@@ -253,8 +253,9 @@ def test_one_domain_stays_in_the_input_parts(
 ) -> None:
     """A list that is 90% gmail.com, over several input parts, gives the local output; no task
     holds more than one part's rows (gmail.com used to be one partition built in one task),
-    and the duplicate shuffle moves narrow (KEY, row) pairs, far smaller than the rows, into
-    a bucket per BUCKET_ROWS rows of the list."""
+    a part is held without its own columns until the write reads them again, and the
+    duplicate shuffle moves narrow (KEY, row) pairs, far smaller than the rows, into a bucket
+    per BUCKET_ROWS rows of the list."""
     monkeypatch.setattr(dask_engine, "BUCKET_ROWS", 2_500)
     rng = random.Random(26)
     rows = 12_000
@@ -284,13 +285,14 @@ def test_one_domain_stays_in_the_input_parts(
         sizes.setdefault(str(task["key"]).split("-")[0], []).append(int(task["nbytes"]))
     for name in ROW_TASKS:  # one task per input part, each holding that part's rows only
         assert len(sizes[name]) == len(planned), name
-    one_part = max(sizes["scan_part"])
-    assert all(n <= 1.5 * one_part for name in ROW_TASKS for n in sizes[name])
-    total = sum(sizes["scan_part"])
-    assert max(sizes["scan_part"]) < 0.5 * total
+    decided = sizes["decide_remembering"]  # a part's output rows, its own columns read again
+    assert all(n <= 1.5 * max(decided) for name in ROW_TASKS for n in sizes[name])
+    assert max(decided) < 0.5 * sum(decided)
+    # From the read to the write a part is held without the list's own (wide) columns.
+    assert max(sizes["scan_part"] + sizes["mark_part"]) < 0.5 * min(decided)
     # What crosses between parts is narrow: every bucket of pairs a small share of a part.
     assert len(sizes["settle_bucket"]) == 5  # 12,000 rows / 2,500
-    assert max(sizes["key_pieces"]) < 0.1 * min(sizes["scan_part"])
+    assert max(sizes["key_pieces"]) < 0.1 * min(decided)
 
 
 def test_bounce_flags_through_the_dask_engine(cluster: Client, tmp_path: Path) -> None:

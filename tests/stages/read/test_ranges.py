@@ -17,6 +17,7 @@ from pipeline.core.config import ListsConfig
 from pipeline.core.errors import InputError
 from pipeline.core.files.encodings import Decoding
 from pipeline.stages.dask.reading import Cluster, Planned, plan, read_ranges
+from pipeline.stages.dask.tasks import restored
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.reader import Choice, read_list
 from tests.exports import salesforce_report
@@ -56,7 +57,10 @@ def in_ranges(
     ranged = read_ranges(Cluster(submit, gather, gather, lambda _: None), planned, ListsConfig())
     if ranged is None:
         return None
-    frames = [b.result().originals for b in ranged.batches]
+    held = [b.result() for b in ranged.batches]
+    # A part is held without the list's own columns; the write reads its range again.
+    assert all(b.originals.is_empty() and b.again is not None for b in held)
+    frames = [restored(b).originals for b in held]
     rejects = [r.result() for r in ranged.rejects]
     schema = planned.reader.schema
     frame = pl.concat(frames) if frames else pl.DataFrame(schema=schema)
@@ -194,10 +198,28 @@ def test_a_report_with_title_rows(tmp_path: Path, target: int, header_row: int |
     planned = Planned(planned.reader, planned.layout, target)
     ranged = read_ranges(Cluster(submit, gather, gather, lambda _: None), planned, ListsConfig())
     assert ranged is not None
-    frame = pl.concat([b.result().originals for b in ranged.batches])
+    frame = pl.concat([restored(b.result()).originals for b in ranged.batches])
     rejects = pl.concat([ranged.titles, *(r.result() for r in ranged.rejects)])
     whole = read_list(path, tmp_path, choice=Choice(header_row=header_row))
     assert frame.equals(whole.frame)
     assert rejects.equals(whole.rejects)
     assert rejects.get_column("reason").to_list()[:4] == ["title_row"] * 3 + ["empty_row"]
     assert planned.reader.header_row == whole.reader.header_row == 5
+
+
+def test_a_part_read_again_to_other_rows_is_a_changed_input(tmp_path: Path) -> None:
+    """A list rewritten between a range's first reading and the write: exit 2 with the
+    words of a changed input, never rows paired with another version's answers."""
+    path = tmp_path / "list.csv"
+    path.write_bytes(awkward(random.Random(7), 300, "\n", messy=False).encode())
+    got = in_ranges(path, tmp_path, 2_000)
+    assert got is not None
+    planned = got[2]
+    job = CleanJob(path, tmp_path / "out.parquet")
+    assert planned.layout is not None and job
+    ranged = read_ranges(Cluster(submit, gather, gather, lambda _: None), planned, ListsConfig())
+    assert ranged is not None
+    part = ranged.batches[0].result()
+    path.write_bytes(path.read_bytes().replace(b"\n", b"\n\n", 40))  # more records there
+    with pytest.raises(InputError, match="changed while it was read"):
+        restored(part)

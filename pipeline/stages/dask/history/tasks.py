@@ -19,7 +19,7 @@ from pipeline.core.history.store import RunHistory
 from pipeline.core.history.types import Changes, RunStart
 from pipeline.stages.base import Batch
 from pipeline.stages.dask.stores import Stores, bounce_source
-from pipeline.stages.dask.tasks import NOTHING_HELD, worker_lists
+from pipeline.stages.dask.tasks import NOTHING_HELD, restored, worker_lists
 from pipeline.stages.history import HistoryPlan
 from pipeline.stages.read.email_column import Further
 from pipeline.stages.steps import decide_work, rows_of
@@ -40,6 +40,7 @@ def decide_remembering(
     (:func:`~pipeline.core.history.compare.remembered`), decided once."""
     source = bounce_source(stores)
     scope = source.scope() if source is not None else None
+    part = restored(part)
     work = decide_work(part, table, source, scope, answers, NOTHING_HELD, calibration)
     more = (further, worker_lists(lists))
     return rows_of(part, work, (table, source, scope, answers), more), remembered(work)
