@@ -84,7 +84,8 @@ class _Statements:
         q = d.q
         self.begin = (
             f"INSERT INTO runs ({_RUN_COLUMNS}) "
-            f"VALUES ({q}, {q}, {q}, {q}, NULL, 0, {q}, {q}, '{{}}')"
+            f"VALUES ({q}, {q}, {q}, {q}, NULL, 0, {q}, {q}, '{{}}') "
+            "ON CONFLICT (run_id) DO NOTHING"  # begun again (a Dask task run twice): the same
         )
         self.add_part = (
             f"INSERT INTO parts (run_id, part, addresses, answers) VALUES ({q}, {q}, {q}, {q}) "
@@ -155,7 +156,8 @@ class RunHistory(OwnsDatabase):
         self.where = self._db.where
 
     def begin(self, run: RunStart) -> None:
-        """Stage *run*: its parts may be added from now on."""
+        """Stage *run*: its parts may be added from now on. Staging it again (a task run again
+        after its worker was lost) changes nothing."""
         self._db.execute(
             self._sql.begin,
             (

@@ -87,6 +87,17 @@ def test_a_part_added_twice_replaces_the_first(store_at: StoreAt) -> None:
         assert history.kept("r1").height == 1
 
 
+def test_a_run_begun_twice_is_one_run(store_at: StoreAt) -> None:
+    """The task that stages a Dask run's history runs again when its worker is lost."""
+    with RunHistory(store_at("history.sqlite")) as history:
+        history.begin(start("r1", 1.0))
+        history.add_part("r1", 0, decided(ANN))
+        history.begin(start("r1", 1.0))  # run again: its part stays
+        history.finish("r1", 1, {})
+        assert [r.run_id for r in history.runs("crm")] == ["r1"]
+        assert history.kept("r1").height == 1
+
+
 def test_a_run_that_never_finished_is_swept_by_the_next_that_does(store_at: StoreAt) -> None:
     clock = Clock()
     with RunHistory(store_at("history.sqlite"), 0, clock) as history:
