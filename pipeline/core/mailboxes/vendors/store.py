@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 import polars as pl
 
@@ -169,15 +169,7 @@ class PaidAnswers(OwnsDatabase):
     def with_due(self, keys: Iterable[str]) -> Kept:
         """The answers kept for *keys*: within their lifetime, and past it (due)."""
         wanted = json.dumps(sorted(set(keys)))
-        now = self._clock()
-        fresh: dict[str, VendorAnswer] = {}
-        due: dict[str, VendorAnswer] = {}
-        for key, vendor, reason, status, billed, at, expires in self._db.query(
-            self._sql.with_due, (wanted,)
-        ):
-            answer = VendorAnswer(Reason(reason), status, vendor, bool(billed), at)
-            (fresh if expires > now else due)[key] = answer
-        return fresh, due
+        return _kept(self._db.query(self._sql.with_due, (wanted,)), self._clock())
 
     def now(self) -> float:
         return self._clock()
@@ -247,15 +239,9 @@ class PaidBuckets(OnShelf):
         return self.with_due(keys)[0]
 
     def with_due(self, keys: Iterable[str]) -> Kept:
-        columns = ("key", "reason", "status", "vendor", "billed", "answered_at", "expires_at")
+        columns = ("key", "vendor", "reason", "status", "billed", "answered_at", "expires_at")
         found = self._answers.get(sorted(set(keys))).select(columns)
-        now = self._clock()
-        fresh: dict[str, VendorAnswer] = {}
-        due: dict[str, VendorAnswer] = {}
-        for key, reason, status, vendor, billed, at, expires in found.iter_rows():
-            answer = VendorAnswer(Reason(reason), status, vendor, bool(billed), at)
-            (fresh if expires > now else due)[key] = answer
-        return fresh, due
+        return _kept(found.iter_rows(), self._clock())
 
     def now(self) -> float:
         return self._clock()
@@ -297,3 +283,14 @@ class PaidBuckets(OnShelf):
         self._jobs.put(
             pl.DataFrame([row | {"targets": targets, "created_at": job.created_at, "state": state}])
         )
+
+
+def _kept(rows: Iterable[tuple[Any, ...]], now: float) -> Kept:
+    """Rows of (key, vendor, reason, status, billed, answered_at, expires_at) as the answers
+    within their lifetime at *now*, and those past it (due)."""
+    fresh: dict[str, VendorAnswer] = {}
+    due: dict[str, VendorAnswer] = {}
+    for key, vendor, reason, status, billed, at, expires in rows:
+        answer = VendorAnswer(Reason(reason), status, vendor, bool(billed), at)
+        (fresh if expires > now else due)[key] = answer
+    return fresh, due
