@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from distributed import Client, LocalCluster, get_task_stream
+from distributed import Client, get_task_stream
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from pipeline.cli import main
@@ -26,6 +26,7 @@ from pipeline.stages.dask.tasks import scan_batch
 from pipeline.stages.objects import filesystem
 from pipeline.stages.read.reader import open_list
 from pipeline.stages.runner import batch_rows
+from tests.stages.dask.clusters import two_workers
 from tests.stages.dask.test_dask_engine import clean, same
 from tests.stages.test_objects import BUCKET, s3, s3_endpoint  # noqa: F401 (fixtures)
 from tests.stages.test_streaming import messy_list
@@ -40,18 +41,7 @@ def staging_left(folder: Path) -> list[str]:
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Client]:
     """Two worker processes with a memory limit, this test's own: it kills one of them."""
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            memory_limit="1GiB",
-            dashboard_address=":0",
-            local_directory=str(tmp_path / "workers"),
-        ) as local,
-        Client(local) as client,
-    ):
-        client.wait_for_workers(2)
+    with two_workers(tmp_path / "workers", memory_limit="1GiB") as client:
         yield client
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from distributed import Client, LocalCluster, get_task_stream
+from distributed import Client, get_task_stream
 
 from pipeline.cli import main
 from pipeline.core.calibration.store import CalibrationStore
@@ -32,6 +32,7 @@ from pipeline.stages.read.reader import Choice, open_list
 from pipeline.stages.runner import batch_rows
 from tests.conftest import SAMPLE_CSV, StoreAt
 from tests.exports import salesforce_report
+from tests.stages.dask.clusters import two_workers
 from tests.stages.read.test_consent import (
     CLEANED,
     SUBSCRIBED,
@@ -49,17 +50,7 @@ OTHERS = ["yahoo.com", "outlook.com", "acme-widgets.com", "gmial.com"]
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     """Two worker processes, each with a local directory of its own."""
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",  # never the 8787 another cluster on the host may hold
-            local_directory=str(tmp_path_factory.mktemp("workers")),
-        ) as local,
-        Client(local) as client,
-    ):
-        client.wait_for_workers(2)
+    with two_workers(tmp_path_factory.mktemp("workers")) as client:
         yield client
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import openpyxl
 import polars as pl
 import pytest
-from distributed import Client, LocalCluster, get_task_stream
+from distributed import Client, get_task_stream
 from moto.server import ThreadedMotoServer
 
 from pipeline.cli import main
@@ -28,6 +28,7 @@ from pipeline.stages import sequence
 from pipeline.stages.dask import engine as dask_engine
 from pipeline.stages.dask.engine import DaskRun
 from pipeline.stages.objects import filesystem
+from tests.stages.dask.clusters import two_workers
 from tests.stages.dask.test_cluster import rejects_in_parts, staging_left
 from tests.stages.test_streaming import messy_list
 
@@ -64,17 +65,7 @@ def store() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def cluster(store: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
     """Two worker processes, each with a local directory of its own."""
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            local_directory=str(tmp_path_factory.mktemp("workers")),
-        ) as local,
-        Client(local) as client,
-    ):
-        client.wait_for_workers(2)
+    with two_workers(tmp_path_factory.mktemp("workers")) as client:
         yield client
 
 

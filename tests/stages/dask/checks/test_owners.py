@@ -25,13 +25,14 @@ from typing import Any
 
 import polars as pl
 import pytest
-from distributed import Client, LocalCluster, get_task_stream
+from distributed import Client, get_task_stream
 
 from pipeline.cli import main
 from pipeline.sandbox.dns_server import SandboxDNS, load_world
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
 from pipeline.sandbox.smtp_server import SandboxSMTP
 from pipeline.sandbox.world import World, world_from_dict
+from tests.stages.dask.clusters import two_workers
 
 COLUMNS = ["EMAIL", "VERDICT", "SCORE", "REASON", "DUPLICATE", "DETAIL"]
 CANARIES = ("gmail.com", "outlook.com", "yahoo.com")  # [dns] canaries
@@ -90,17 +91,7 @@ def world() -> Iterator[tuple[SandboxDNS, SandboxSMTP]]:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Client]:
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=":0",
-            local_directory=str(tmp_path_factory.mktemp("workers")),
-        ) as local,
-        Client(local) as client,
-    ):
-        client.wait_for_workers(2)
+    with two_workers(tmp_path_factory.mktemp("workers")) as client:
         yield client
 
 
@@ -265,16 +256,9 @@ def test_a_worker_killed_while_it_probes(tmp_path: Path) -> None:
     with SandboxDNS(w) as dns, SandboxSMTP(w.smtp) as smtp:
         local = clean(tmp_path, dns, smtp, "local.parquet", "cache-local", *budget)
         by_local = asked(smtp)
-        with (
-            LocalCluster(
-                n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-                local_directory=str(tmp_path / "workers"),
-            ) as cluster,
-            Client(cluster) as client,
-        ):  # fmt: skip
-            client.wait_for_workers(2)
+        with two_workers(tmp_path / "workers") as client:
             args = arguments(tmp_path, dns, smtp, "dask.parquet", "cache-dask", *budget)
-            args += ["--engine", "dask", "--scheduler", cluster.scheduler_address]
+            args += ["--engine", "dask", "--scheduler", client.scheduler.address]
             run = subprocess.Popen([sys.executable, "-m", "pipeline", *args])
             victim = None
             deadline = time.monotonic() + 120

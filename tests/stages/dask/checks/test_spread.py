@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from distributed import Client, LocalCluster, get_task_stream
+from distributed import Client, get_task_stream
 
 from pipeline.cli import main
 from pipeline.sandbox.files import SANDBOX_SETTINGS
 from tests.conftest import SAMPLE_CSV
 from tests.stages.dask.checks.test_owners import cluster  # noqa: F401 (the fixture)
+from tests.stages.dask.clusters import two_workers
 from tests.test_verify_api import SECRET, FakeApi
 
 
@@ -99,16 +100,11 @@ def test_a_vendor_job_outlives_its_owner(tmp_path: Path) -> None:
         billed = reference.spent
     with (
         FakeZeroBounce(polls=100) as fake,  # a job of about five seconds
-        LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
-            local_directory=str(tmp_path / "workers"),
-        ) as own,
-        Client(own) as client,
-    ):  # fmt: skip
-        client.wait_for_workers(2)
+        two_workers(tmp_path / "workers") as client,
+    ):
         args = ["clean", f"file://{SAMPLE_CSV}", "-o", f"file://{tmp_path / 'dask.parquet'}"]
         args += ["--sandbox", "--cache-dir", str(tmp_path / "cache-dask"), "--quiet", *paid]
-        args += ["--api-url", fake.url, "--engine", "dask", "--scheduler", own.scheduler_address]
+        args += ["--api-url", fake.url, "--engine", "dask", "--scheduler", client.scheduler.address]
         run = subprocess.Popen([sys.executable, "-m", "pipeline", *args])
         victim = None
         deadline = time.monotonic() + 120
