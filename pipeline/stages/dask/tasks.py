@@ -22,7 +22,6 @@ import pyarrow.parquet as pq
 
 from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import ListsConfig
-from pipeline.core.errors import InputError
 from pipeline.core.lists import DomainLists, load_lists
 from pipeline.stages.base import Batch, ReadsAgain
 from pipeline.stages.dask.shuffle import ROW
@@ -31,6 +30,7 @@ from pipeline.stages.job import CleanJob
 from pipeline.stages.read.csv_source import ReadAgain
 from pipeline.stages.read.email_column import Further
 from pipeline.stages.read.parquet_source import ParquetPart
+from pipeline.stages.read.pin import input_changed
 from pipeline.stages.read.ranges import ByteRange, read_range
 from pipeline.stages.read.reader import ListReader, PartRead
 from pipeline.stages.runner import open_reader
@@ -94,12 +94,10 @@ def restored(part: Batch) -> Batch:
         return part
     frame = part.again.frame()
     if frame.height != part.work.height:
-        raise InputError(
-            f"The input changed while it was read (a part read again for the write held "
-            f"{frame.height:,} rows, not {part.work.height:,}), so its rows could be paired with "
-            "answers for other rows; nothing was written. Run again once whatever writes the "
-            "file has finished, or clean a copy of it."
+        held = (
+            f"a part read again for the write held {frame.height:,} rows, not {part.work.height:,}"
         )
+        raise input_changed("", held)
     return Batch(frame, part.work)
 
 

@@ -29,6 +29,16 @@ from pipeline.stages.read.parquet_source import is_dataset, shards
 Stamp = tuple[tuple[object, ...], ...]
 
 
+def input_changed(name: str, what: str) -> InputError:
+    """Exit 2: the input *name* ("": the run's) changed while it was read, as *what* shows."""
+    named = f" {name}" if name else ""
+    return InputError(
+        f"The input{named} changed while it was read ({what}), so its rows could be paired "
+        "with answers for other rows; nothing was written. "
+        "Run again once whatever writes the file has finished, or clean a copy of it."
+    )
+
+
 class InputPin:
     """What the input was when the run began to read it; :meth:`check` compares with now."""
 
@@ -42,12 +52,7 @@ class InputPin:
         """Exit 2 unless the input is as it was when pinned."""
         now = self._stamp()
         if now != self._first:
-            raise InputError(
-                f"The input {self._name} changed while it was read "
-                f"({_what_changed(self._first, now)}), so its rows could be paired with answers "
-                "for other rows; nothing was written. "
-                "Run again once whatever writes the file has finished, or clean a copy of it."
-            )
+            raise input_changed(self._name, _what_changed(self._first, now))
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[None]:
