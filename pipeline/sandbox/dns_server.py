@@ -14,8 +14,10 @@ For a query NAME/QTYPE the server answers:
   NOERROR with an empty answer section (NODATA, RFC 2308 §2.2).
 
 Every answer is delayed by the zone's ``latency_ms`` or, when that is 0, the world's; delays are
-timers on the event loop, so a slow zone never holds up the others. Malformed packets are dropped
-and nothing is logged per query.
+timers on the event loop, so a slow zone never holds up the others. :meth:`SandboxDNS.hold` keeps
+the answers for a name back until :meth:`SandboxDNS.release`: a test that needs a lookup to be
+under way while it acts holds the name instead of guessing how long a delay will last. Malformed
+packets are dropped and nothing is logged per query.
 
 The server runs an asyncio event loop in a daemon thread and listens on UDP and, on the same
 port, TCP: a resolver retries over TCP when a UDP answer is truncated (RFC 7766 §5), which
@@ -33,7 +35,8 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import cast
 
 from dnslib import AAAA, EDNS0, MX, OPCODE, QTYPE, RCODE, RR, A, DNSHeader, DNSRecord
@@ -57,10 +60,34 @@ _DEFAULT_QUERY_LOG_LIMIT = 200_000
 
 @dataclass(frozen=True)
 class _Reply:
-    """A packed reply and how long to wait before sending it."""
+    """A packed reply, how long to wait before sending it, and the held name it waits on."""
 
     packet: bytes
     delay: float
+    held: str | None = None
+
+
+@dataclass
+class _Holds:
+    """Names whose answers wait, and the sends parked until each is released; used only on the
+    server's loop thread."""
+
+    names: set[str] = field(default_factory=set)
+    parked: dict[str, list[Callable[[], None]]] = field(default_factory=dict)
+
+    def send(self, reply: _Reply, send: Callable[[], None]) -> None:
+        """Send now, after the reply's delay, or when its name is released."""
+        if reply.held is not None and reply.held in self.names:
+            self.parked.setdefault(reply.held, []).append(send)
+        elif reply.delay > 0:
+            asyncio.get_running_loop().call_later(reply.delay, send)
+        else:
+            send()
+
+    def release(self, name: str) -> None:
+        self.names.discard(name)
+        for send in self.parked.pop(name, []):
+            send()
 
 
 class _QueryLog:
@@ -94,9 +121,10 @@ class _QueryLog:
 class _Responder:
     """Turns one request packet into a reply (or into silence); transport-independent."""
 
-    def __init__(self, world: World, log: _QueryLog) -> None:
+    def __init__(self, world: World, log: _QueryLog, holds: _Holds) -> None:
         self._world = world
         self._log = log
+        self.holds = holds
 
     def respond(self, packet: bytes, *, udp: bool) -> _Reply | None:
         try:
@@ -128,7 +156,7 @@ class _Responder:
         limit = _CLASSIC_UDP_LIMIT if edns is None else min(edns, _EDNS_UDP_LIMIT)
         if udp and len(wire) > limit:
             wire = _truncated(reply).pack()
-        return _Reply(wire, self._latency_ms(zone) / 1000.0)
+        return _Reply(wire, self._latency_ms(zone) / 1000.0, name)
 
     def _latency_ms(self, zone: Zone | None) -> float:
         # A zone's own latency replaces the world's default rather than adding to it.
@@ -200,12 +228,8 @@ class _UdpProtocol(asyncio.DatagramProtocol):
 
     def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
         reply = self._responder.respond(data, udp=True)
-        if reply is None:
-            return
-        if reply.delay > 0:
-            asyncio.get_running_loop().call_later(reply.delay, self._send, reply.packet, addr)
-        else:
-            self._send(reply.packet, addr)
+        if reply is not None:
+            self._responder.holds.send(reply, lambda: self._send(reply.packet, addr))
 
     def error_received(self, exc: Exception) -> None:
         # An ICMP "port unreachable" from a client that stopped waiting is no reason to stop.
@@ -245,10 +269,7 @@ class _TcpProtocol(asyncio.Protocol):
             if reply is None:
                 continue
             framed = len(reply.packet).to_bytes(_TCP_LENGTH_PREFIX, "big") + reply.packet
-            if reply.delay > 0:
-                asyncio.get_running_loop().call_later(reply.delay, self._send, framed)
-            else:
-                self._send(framed)
+            self._responder.holds.send(reply, lambda framed=framed: self._send(framed))
 
     def _send(self, framed: bytes) -> None:
         if self._transport is not None and not self._transport.is_closing():
@@ -285,6 +306,7 @@ class SandboxDNS(LoopThreadServer[_Running]):
         self._host = host
         self._requested_port = port
         self._log = _QueryLog(query_log_limit)
+        self._holds = _Holds()
 
     @property
     def port(self) -> int:
@@ -313,8 +335,26 @@ class SandboxDNS(LoopThreadServer[_Running]):
         """Forget the queries received so far."""
         self._log.reset()
 
+    def hold(self, name: str) -> None:
+        """Keep every answer about *name* back, from now until :meth:`release`."""
+        self._on_loop(self._holds.names.add, normalize_name(name))
+
+    def release(self, name: str) -> None:
+        """Send the answers about *name* held so far, and answer it as usual from now on."""
+        self._on_loop(self._holds.release, normalize_name(name))
+
+    def _on_loop(self, call: Callable[[str], None], name: str) -> None:
+        async def run() -> None:
+            call(name)
+
+        running = self._running
+        if running is None:
+            call(name)  # not started: nothing is parked, and no loop thread to race with
+            return
+        asyncio.run_coroutine_threadsafe(run(), running.loop).result()
+
     async def _bind(self, loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> _Running:
-        responder = _Responder(self._world, self._log)
+        responder = _Responder(self._world, self._log, self._holds)
         connections: set[asyncio.Transport] = set()
         attempts = 1 if self._requested_port else _BIND_ATTEMPTS
         for attempt in range(attempts):

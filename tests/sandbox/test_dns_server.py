@@ -156,6 +156,37 @@ def test_world_latency_applies_to_every_answer() -> None:
         assert time.perf_counter() - started >= 0.28
 
 
+def test_a_held_name_is_answered_only_once_released() -> None:
+    """Held answers wait for release, over UDP and TCP; other names are answered meanwhile."""
+    world = World(
+        zones={"held.com": Zone(mx=((10, "mx.held.com"),)), "free.com": Zone(a=("192.0.2.1",))}
+    )
+    packet = DNSRecord.question("held.com", "MX").pack()
+    with SandboxDNS(world) as server:
+        server.hold("Held.COM.")
+
+        async def scenario() -> tuple[bool, Any, Any, bytes]:
+            asked = asyncio.create_task(_query(server.address, "held.com", "MX", 60.0))
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(len(packet).to_bytes(2, "big") + packet)
+            while server.queries().count(("held.com", "MX")) < 2:
+                await asyncio.sleep(0.01)
+            free = await _query(server.address, "free.com", "A", 60.0)
+            waiting = not asked.done()
+            await asyncio.to_thread(server.release, "held.com")
+            size = int.from_bytes(await reader.readexactly(2), "big")
+            framed = await reader.readexactly(size)
+            writer.close()
+            return waiting, free, await asked, framed
+
+        waiting, free, answer, framed = asyncio.run(scenario())
+        assert waiting
+        assert [rr.data.addr for rr in free.answer] == ["192.0.2.1"]
+        assert [rr.data.exchange for rr in answer.answer] == ["mx.held.com"]
+        assert [str(rr.rdata.label) for rr in DNSRecord.parse(framed).rr] == ["mx.held.com."]
+        assert mx(server, "held.com") == [(10, "mx.held.com")]  # answered at once from now on
+
+
 def test_names_match_case_insensitively(dns: SandboxDNS) -> None:
     dns.reset_counts()
     assert mx(dns, "GMail.COM") == mx(dns, "gmail.com")

@@ -1,9 +1,9 @@
 """Several ``listclean serve`` processes on one store, as a load balancer sees them.
 
 Each instance is its own process (``tests/service/instance.py``: ``serve`` with a clock the
-test moves) with its own sandbox DNS and its own domain cache (caches are per instance), on a
-port of its own on 127.0.0.1; they share the store at ``db``: one SQLite file, or one
-PostgreSQL database.
+test moves) with its own sandbox DNS, or the test's DNS server at ``nameserver``, and its own
+domain cache (caches are per instance), on a port of its own on 127.0.0.1; they share the store
+at ``db``: one SQLite file, or one PostgreSQL database.
 """
 
 from __future__ import annotations
@@ -52,9 +52,11 @@ class Instances:
         env: dict[str, str] | None = None,
         open_files: int | None = None,
         options: tuple[str, ...] = (),
+        nameserver: str | None = None,
     ) -> None:
         self.db = db
         self.options = options  # more `serve` options, for every instance
+        self.nameserver = nameserver  # the DNS server every instance asks, instead of its own
         self.open_files = open_files  # the instances' open-file limit, when not inherited
         self.root = root
         self.clock_file = root / "clock"
@@ -90,12 +92,15 @@ class Instances:
 
     def _launch(self, number: int) -> tuple[subprocess.Popen[bytes], Path, Path]:
         cache, log = self.root / f"cache{number}", self.root / f"instance{number}.log"
+        dns = ("--sandbox",) if self.nameserver is None else ()
         argv = [
             sys.executable, "-m", "tests.service.instance", str(self.clock_file),
-            "--host", "127.0.0.1", "--port", "0", "--sandbox", "--cache-dir", str(cache),
+            "--host", "127.0.0.1", "--port", "0", *dns, "--cache-dir", str(cache),
             "--db", str(self.db), *self.options,
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(REPO), **self.env}
+        if self.nameserver is not None:
+            env["LISTCLEAN_DNS_NAMESERVERS"] = self.nameserver
         with log.open("wb") as out:
             process = subprocess.Popen(
                 argv, stdout=out, stderr=out, env=env, cwd=REPO, preexec_fn=self._limits
@@ -138,8 +143,9 @@ def instances(
     env: dict[str, str] | None = None,
     open_files: int | None = None,
     options: tuple[str, ...] = (),
+    nameserver: str | None = None,
 ) -> Iterator[Instances]:
-    group = Instances(db, root, env, open_files, options)
+    group = Instances(db, root, env, open_files, options, nameserver)
     group.set_clock(now)
     try:
         group.start(count)

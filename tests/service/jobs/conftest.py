@@ -30,27 +30,37 @@ from tests.service.conftest import Env, Reply, fetch, start
 
 # What the sample list costs: its distinct addresses whose syntax passes.
 SAMPLE_UNITS = 254
-# A domain whose DNS answers come late (slow_world): a job with an address there runs this long.
-SLOW_DOMAIN = "slowpoke.io"
-SLOW_SECONDS = 4.0
+# A domain whose DNS answers the tests hold back (SandboxDNS.hold): a job with an address there
+# stays in its domain stage until the test releases the name or stops the job.
+HELD_DOMAIN = "slowpoke.io"
+# How long a job waits for one DNS answer in these worlds: far longer than any test holds one,
+# so an answer comes when the test releases it, never because the wait ran out.
+HELD_WAIT = 300.0
 
 
-def slow_world() -> dict[str, Any]:
-    """The sample world and one zone more, SLOW_DOMAIN, that answers after SLOW_SECONDS."""
+def held_world() -> dict[str, Any]:
+    """The sample world and one zone more, HELD_DOMAIN, for a test to hold."""
     world: dict[str, Any] = json.loads(Path(SANDBOX_WORLD).read_text())
-    world["zones"][SLOW_DOMAIN] = {
-        "mx": [[10, f"mx.{SLOW_DOMAIN}"]],
-        "latency_ms": SLOW_SECONDS * 1000,
-    }
+    world["zones"][HELD_DOMAIN] = {"mx": [[10, f"mx.{HELD_DOMAIN}"]]}
     return world
 
 
-def slow_list(tmp: Path) -> Path:
-    """The sample list and one address at SLOW_DOMAIN: its job waits on DNS for seconds."""
-    path = tmp / "slow.csv"
+def held_list(tmp: Path) -> Path:
+    """The sample list and one address at HELD_DOMAIN: its job waits while the name is held."""
+    path = tmp / "held.csv"
     text = SAMPLE_CSV.read_text(encoding="utf-8")
-    path.write_text(text + f"9999,Slow,Poke,slow.poke@{SLOW_DOMAIN},,2024-01-01\n", "utf-8")
+    path.write_text(text + f"9999,Slow,Poke,slow.poke@{HELD_DOMAIN},,2024-01-01\n", "utf-8")
     return path
+
+
+@contextlib.contextmanager
+def held(dns: SandboxDNS) -> Iterator[None]:
+    """HELD_DOMAIN's answers held back for the block, then sent."""
+    dns.hold(HELD_DOMAIN)
+    try:
+        yield
+    finally:
+        dns.release(HELD_DOMAIN)
 
 
 def jobs_settings(tmp: Path, **overrides: Any) -> JobsConfig:

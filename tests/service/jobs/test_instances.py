@@ -8,26 +8,27 @@ a heartbeat is late once the clock has moved past the lease."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from tests.service.conftest import NOON, fetch
 from tests.service.instances import Instances, instances
 from tests.service.jobs.conftest import (
+    HELD_WAIT,
     SAMPLE_UNITS,
-    SLOW_SECONDS,
     bearer,
     csv_rows,
     download,
     form,
     post_job,
+    held,
+    held_list,
+    held_world,
     session,
-    slow_list,
-    slow_world,
     status,
     wait_for,
 )
@@ -37,34 +38,36 @@ JANUARY = 1767225600  # the month of NOON, the instances' clock
 
 def jobs_env(tmp: Path) -> dict[str, str]:
     """Settings every instance shares: one storage folder, a short lease, quick polls, and DNS
-    answers waited for as long as the slow zone takes."""
+    answers waited for as long as a test holds them."""
     return {
         "LISTCLEAN_JOBS_STORAGE": str(tmp / "jobs"),
         "LISTCLEAN_JOBS_LEASE": "2",
         "LISTCLEAN_JOBS_POLL": "0.1",
-        "LISTCLEAN_DNS_TIMEOUT": str(SLOW_SECONDS + 3),
+        "LISTCLEAN_DNS_TIMEOUT": str(HELD_WAIT),
         "LISTCLEAN_DNS_ATTEMPTS": "1",
     }
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> tuple[str, ...]:
-    path = tmp_path / "world.json"
-    path.write_text(json.dumps(slow_world()))
-    return ("--world", str(path))
+def dns() -> Iterator[SandboxDNS]:
+    """The DNS server every instance asks: the test holds HELD_DOMAIN's answers on it."""
+    with SandboxDNS(world_from_dict(held_world())) as server:
+        yield server
 
 
 def test_a_job_whose_instance_is_killed_runs_again_elsewhere_on_its_units(
-    tmp_path: Path, world: tuple[str, ...]
+    tmp_path: Path, dns: SandboxDNS
 ) -> None:
     """On one host's SQLite file (the store's part is the same on PostgreSQL: its sweep is
     tests/service/jobs/test_store.py's, on both)."""
     db = tmp_path / "service.sqlite"
-    with instances(db, tmp_path, NOON, 1, jobs_env(tmp_path), options=world) as group:
+    env = jobs_env(tmp_path)
+    with instances(db, tmp_path, NOON, 1, env, nameserver=dns.address) as group:
         key_id, secret = group.key("starter")
         first = group.running[0]
-        job = asyncio.run(_reserved(first.url, secret, slow_list(tmp_path)))
-        first.kill()  # kill -9: no goodbye, its job process dies with it
+        with held(dns):  # the job cannot end before its instance is killed
+            job = asyncio.run(_reserved(first.url, secret, held_list(tmp_path)))
+            first.kill()  # kill -9: no goodbye, its job process dies with it
         (second,) = group.start(1)
         group.set_clock(NOON + 30)  # the killed instance's heartbeat is now late
         done, rows = asyncio.run(_finished(second.url, secret, job))
@@ -92,19 +95,22 @@ async def _finished(url: str, secret: str, job: str) -> tuple[dict[str, Any], in
 
 
 @pytest.fixture
-def three(pg_url: str, tmp_path: Path, world: tuple[str, ...]) -> Iterator[Instances]:
-    with instances(pg_url, tmp_path, NOON, 3, jobs_env(tmp_path), options=world) as group:
+def three(pg_url: str, tmp_path: Path, dns: SandboxDNS) -> Iterator[Instances]:
+    env = jobs_env(tmp_path)
+    with instances(pg_url, tmp_path, NOON, 3, env, nameserver=dns.address) as group:
         yield group
 
 
-def test_instances_on_postgresql_answer_for_every_job(three: Instances, tmp_path: Path) -> None:
+def test_instances_on_postgresql_answer_for_every_job(
+    three: Instances, dns: SandboxDNS, tmp_path: Path
+) -> None:
     """A job posted to one instance is seen, cancelled and downloaded through the others."""
     _, secret = three.key("starter")
     a, b, c = (i.url for i in three.running)
 
     async def scenario() -> dict[str, Any]:
         async with session() as s:
-            slow = (await post_job(s, a, secret, form(slow_list(tmp_path)))).json["id"]
+            slow = (await post_job(s, a, secret, form(held_list(tmp_path)))).json["id"]
             seen: dict[str, Any] = {"running": await wait_for(s, c, secret, slow, ("running",))}
             seen["cancel"] = await fetch(
                 s, "DELETE", f"{b}/api/jobs/{slow}", headers=bearer(secret)
@@ -125,7 +131,8 @@ def test_instances_on_postgresql_answer_for_every_job(three: Instances, tmp_path
             seen["gone"] = await fetch(s, "GET", f"{a}/api/jobs/{quick}", headers=bearer(secret))
             return seen
 
-    seen = asyncio.run(scenario())
+    with held(dns):  # the slow job runs until it is cancelled
+        seen = asyncio.run(scenario())
     assert seen["running"]["state"] == "running"
     assert seen["cancel"].status == 202
     assert seen["cancelled"]["units"]["charged"] == 0

@@ -1,8 +1,8 @@
 """A job through each of its states, and what each state lets a caller do.
 
-A job is kept running for a few seconds by a domain whose DNS answers come late (a zone of the
-sandbox world with a latency): long enough to see it running, queue another behind it, and
-cancel both."""
+A job is kept running by a domain whose DNS answers the test holds back (SandboxDNS.hold): it
+stays in its domain stage while the test sees it running, queues another behind it and cancels
+both, however busy the machine."""
 
 from __future__ import annotations
 
@@ -24,17 +24,18 @@ from pipeline.service.app import Paths, create_app
 from pipeline.service.settings import ServiceConfig
 from tests.service.conftest import Env, fetch, run
 from tests.service.jobs.conftest import (
+    HELD_WAIT,
     SAMPLE_UNITS,
-    SLOW_SECONDS,
     Live,
     bearer,
     csv_rows,
     download,
     form,
     post_job,
+    held,
+    held_list,
+    held_world,
     session,
-    slow_list,
-    slow_world,
     status,
     wait_for,
     with_jobs,
@@ -42,23 +43,23 @@ from tests.service.jobs.conftest import (
 
 
 @pytest.fixture(scope="module")
-def slow_dns() -> Iterator[SandboxDNS]:
-    with SandboxDNS(world_from_dict(slow_world())) as server:
+def held_dns() -> Iterator[SandboxDNS]:
+    with SandboxDNS(world_from_dict(held_world())) as server:
         yield server
 
 
-def slow_config(env: Env, dns: SandboxDNS, tmp: Path, **jobs: Any) -> ServiceConfig:
+def held_config(env: Env, dns: SandboxDNS, tmp: Path, **jobs: Any) -> ServiceConfig:
     config = env.config()
-    wait = DnsConfig(nameservers=(dns.address,), timeout=SLOW_SECONDS + 2, attempts=1)
+    wait = DnsConfig(nameservers=(dns.address,), timeout=HELD_WAIT, attempts=1)
     return with_jobs(replace(config, engine=replace(config.engine, dns=wait)), tmp, **jobs)
 
 
 @pytest.fixture(scope="module")
-def live(slow_dns: SandboxDNS, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
-    """One service with the slow world for the module's tests, running one job at a time."""
+def live(held_dns: SandboxDNS, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
+    """One service with the held world for the module's tests, running one job at a time."""
     root = tmp_path_factory.mktemp("live")
-    env = Env(slow_dns, root)
-    with Live(env, slow_config(env, slow_dns, root, at_once=1)) as running:
+    env = Env(held_dns, root)
+    with Live(env, held_config(env, held_dns, root, at_once=1)) as running:
         yield running
 
 
@@ -69,7 +70,7 @@ def test_queued_running_cancelled_and_removed(live: Live, tmp_path: Path) -> Non
 
     async def scenario() -> dict[str, Any]:
         async with session() as s:
-            first = (await post_job(s, url, secret, form(slow_list(tmp_path)))).json["id"]
+            first = (await post_job(s, url, secret, form(held_list(tmp_path)))).json["id"]
             running = await wait_for(s, url, secret, first, ("running",))
             second = (await post_job(s, url, secret, form())).json["id"]
             seen: dict[str, Any] = {"running": running}
@@ -97,7 +98,8 @@ def test_queued_running_cancelled_and_removed(live: Live, tmp_path: Path) -> Non
             )
             return seen | {"first": first, "second": second}
 
-    seen = run(scenario())
+    with held(live.env.dns):
+        seen = run(scenario())
     assert seen["running"]["state"] == "running"
     assert seen["queued"]["state"] == "queued" and seen["queued"]["started_at"] is None
     assert (seen["queued_files"].status, seen["queued_files"].json["code"]) == (409, "job_not_done")
@@ -134,20 +136,21 @@ async def _counted(s: aiohttp.ClientSession, url: str, secret: str, job: str) ->
 
 
 def test_a_job_stopped_with_the_service_runs_again_on_its_units(
-    env: Env, slow_dns: SandboxDNS, tmp_path: Path
+    env: Env, held_dns: SandboxDNS, tmp_path: Path
 ) -> None:
     """The service stops (SIGTERM, a deploy) while a job runs: the job goes back to the queue,
     and the service started again runs it to the end; its units are taken once."""
-    config = slow_config(env, slow_dns, tmp_path)
+    config = held_config(env, held_dns, tmp_path)
     key, secret = env.key("starter")
 
     async def first_life() -> str:
         async with env.serving(config) as url, session() as s:
-            job = (await post_job(s, url, secret, form(slow_list(tmp_path)))).json["id"]
+            job = (await post_job(s, url, secret, form(held_list(tmp_path)))).json["id"]
             await _counted(s, url, secret, job)
             return str(job)
 
-    job = run(first_life())
+    with held(held_dns):
+        job = run(first_life())
     with env.store() as store:
         window = 1767225600  # January 2026, the test clock's month
         assert store.used(f"key:{key.key_id}", "email-month", window) == SAMPLE_UNITS + 1
@@ -171,9 +174,11 @@ def test_a_job_stopped_with_the_service_runs_again_on_its_units(
 def test_a_callback_hears_of_the_end(live: Live) -> None:
     secret, url = live.key(), live.url
     heard: list[dict[str, Any]] = []
+    arrived = asyncio.Event()
 
     async def listen(request: web.Request) -> web.Response:
         heard.append(await request.json())
+        arrived.set()
         return web.Response(status=204)
 
     async def scenario() -> str:
@@ -189,10 +194,7 @@ def test_a_callback_hears_of_the_end(live: Live) -> None:
                 body = form(callback_url=f"http://127.0.0.1:{port}/hook")
                 job = (await post_job(s, url, secret, body)).json["id"]
                 await wait_for(s, url, secret, job)
-                for _ in range(100):
-                    if heard:
-                        break
-                    await asyncio.sleep(0.05)
+                await asyncio.wait_for(arrived.wait(), 60)  # sent after the job is done
                 return str(job)
         finally:
             await runner.cleanup()
