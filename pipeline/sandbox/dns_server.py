@@ -33,6 +33,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -229,7 +230,7 @@ class _UdpProtocol(asyncio.DatagramProtocol):
     def datagram_received(self, data: bytes, addr: tuple[str | int, ...]) -> None:
         reply = self._responder.respond(data, udp=True)
         if reply is not None:
-            self._responder.holds.send(reply, lambda: self._send(reply.packet, addr))
+            self._responder.holds.send(reply, functools.partial(self._send, reply.packet, addr))
 
     def error_received(self, exc: Exception) -> None:
         # An ICMP "port unreachable" from a client that stopped waiting is no reason to stop.
@@ -269,7 +270,7 @@ class _TcpProtocol(asyncio.Protocol):
             if reply is None:
                 continue
             framed = len(reply.packet).to_bytes(_TCP_LENGTH_PREFIX, "big") + reply.packet
-            self._responder.holds.send(reply, lambda framed=framed: self._send(framed))
+            self._responder.holds.send(reply, functools.partial(self._send, framed))
 
     def _send(self, framed: bytes) -> None:
         if self._transport is not None and not self._transport.is_closing():
