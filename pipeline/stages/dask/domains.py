@@ -33,7 +33,7 @@ from pipeline.core.domains.step import DomainWork, domain_answers, domain_table
 from pipeline.stages.base import Batch
 from pipeline.stages.dask.sizes import size_of
 from pipeline.stages.dask.stores import Stores, domain_store
-from pipeline.stages.dask.tasks import worker_lists
+from pipeline.stages.dask.tasks import part_domains, worker_lists
 from pipeline.stages.read.email_column import Further
 from pipeline.stages.steps import list_domains
 
@@ -55,7 +55,9 @@ def domain_pieces(
 ) -> list[pl.DataFrame]:
     """The part's distinct resolvable domains (its further address columns' too), one frame
     per domain bucket."""
-    found = list_domains(part.originals, part.work, further, worker_lists(lists))
+    found = part_domains(part)
+    if found is None:
+        found = list_domains(part.originals, part.work, further, worker_lists(lists))
     domains = pl.DataFrame({"DOMAIN": found}, schema={"DOMAIN": pl.String})
     bucketed = with_buckets(domains, "DOMAIN")
     bucket = bucketed.get_column("_bucket") % buckets

@@ -238,7 +238,9 @@ def scan_range(
     """The range's rows normalized; with *again* (a :class:`~.tasks.RangeAgain`), held without
     the list's own columns, which the write reads again."""
     batch = scan_batch(read.frame, email_column, first_row, lists)
-    return held_thin(batch, again) if again is not None else batch
+    if again is None:
+        return batch
+    return held_thin(batch, again, email_column, first_row, lists)
 
 
 def rejects_of(read: RangeRead) -> pl.DataFrame:

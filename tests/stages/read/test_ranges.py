@@ -14,10 +14,13 @@ import polars as pl
 import pytest
 
 from pipeline.core.config import ListsConfig
+from pipeline.core.domains.step import resolvable_domains
 from pipeline.core.errors import InputError
 from pipeline.core.files.encodings import Decoding
+from pipeline.stages.base import Batch
 from pipeline.stages.dask.reading import Cluster, Planned, plan, read_ranges
-from pipeline.stages.dask.tasks import restored
+from pipeline.stages.dask.shuffle import ROW
+from pipeline.stages.dask.tasks import NARROW, part_domains, restored, scan_batch
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.reader import Choice, read_list
 from tests.exports import salesforce_report
@@ -221,5 +224,43 @@ def test_a_part_read_again_to_other_rows_is_a_changed_input(tmp_path: Path) -> N
     assert ranged is not None
     part = ranged.batches[0].result()
     path.write_bytes(path.read_bytes().replace(b"\n", b"\n\n", 40))  # more records there
+    with pytest.raises(InputError, match="changed while it was read"):
+        restored(part)
+
+
+def test_a_part_is_held_narrow_and_made_whole_for_the_write(tmp_path: Path) -> None:
+    """From the read to the write a part holds only the shuffle's columns and its domains; the
+    write's part is the one the read normalized, with what the shuffle set kept."""
+    path = tmp_path / "list.csv"
+    path.write_bytes(awkward(random.Random(11), 400, "\n", messy=True).encode())
+    opened = plan(CleanJob(path, tmp_path / "out.parquet"), tmp_path, submit)
+    assert opened.layout is not None
+    planned = Planned(opened.reader, opened.layout, 3_000)
+    ranged = read_ranges(Cluster(submit, gather, gather, lambda _: None), planned, ListsConfig())
+    assert ranged is not None and len(ranged.batches) > 2
+    first_row = 0
+    for future in ranged.batches:
+        part = future.result()
+        assert part.work.columns == list(NARROW)
+        marked = part.work.with_columns((pl.col(ROW) % 3 == 0).alias("DUPLICATE"))
+        whole = restored(Batch(part.originals, marked, part.again))
+        again = scan_batch(whole.originals, opened.layout.email_column, first_row, ListsConfig())
+        assert whole.work.drop("DUPLICATE").equals(again.work)
+        assert whole.work.get_column("DUPLICATE").equals(marked.get_column("DUPLICATE"))
+        assert list(part_domains(part) or []) == resolvable_domains(again.work)
+        first_row += part.work.height
+
+
+def test_a_part_read_again_to_other_addresses_is_a_changed_input(tmp_path: Path) -> None:
+    """The same number of records, another address among them: refused as a changed input,
+    never one address's row with another's answers."""
+    path = tmp_path / "list.csv"
+    path.write_text("email,name\nann@gmail.com,Ann\nbob@yahoo.com,Bob\n")
+    opened = plan(CleanJob(path, tmp_path / "out.parquet"), tmp_path, submit)
+    assert opened.layout is not None
+    ranged = read_ranges(Cluster(submit, gather, gather, lambda _: None), opened, ListsConfig())
+    assert ranged is not None
+    part = ranged.batches[0].result()
+    path.write_text("email,name\nann@gmail.com,Ann\nbib@yahoo.com,Bob\n")
     with pytest.raises(InputError, match="changed while it was read"):
         restored(part)

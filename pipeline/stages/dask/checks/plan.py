@@ -53,7 +53,7 @@ from pipeline.stages.base import Batch
 from pipeline.stages.dask.shuffle import ROW
 from pipeline.stages.dask.sizes import size_of
 from pipeline.stages.dask.stores import Stores, bounce_source, mailbox_store, paid_store
-from pipeline.stages.dask.tasks import worker_lists
+from pipeline.stages.dask.tasks import restored, worker_lists
 from pipeline.stages.steps import probe_candidates
 
 RANK = "_RANK"  # a domain's place in the priority order
@@ -94,7 +94,8 @@ def candidate_pieces(
     lists: ListsConfig,
 ) -> list[pl.DataFrame]:
     """The part's candidates, narrow, one frame per key bucket."""
-    rows = attach_bounces(bounce_source(stores), probe_candidates(part.work, table))
+    whole = restored(part).work  # a part held narrow is normalized again for its candidates
+    rows = attach_bounces(bounce_source(stores), probe_candidates(whole, table))
     flags = [
         (pl.col(c).fill_null(False) if c in rows.columns else pl.lit(False)).alias(c)
         for c in ("LEDGER_KNOWN", "LEDGER_DELIVERED")
