@@ -91,16 +91,27 @@ def counts_of(settled: Settled) -> tuple[int, int]:
 
 
 def mark_part(batch: Batch, *flags: pl.DataFrame | None) -> Batch:
-    """The part with DUPLICATE, and CONSENT on every row of an address held back anywhere."""
-    work = batch.work
+    """The part with DUPLICATE, and CONSENT on every row of an address held back anywhere. A
+    part held narrow (:func:`~pipeline.stages.dask.tasks.held_thin`) keeps the flags alone,
+    which its write applies (:func:`marked`): from here to the write it holds a few bytes for
+    each duplicate or held row, and nothing for the others."""
     found = [f for f in flags if f is not None]
-    if not found:
-        unmarked = work.with_columns(pl.lit(False).alias("DUPLICATE"))
-        return Batch(batch.originals, unmarked, batch.again)
-    table = pl.concat(found, how="vertical")
-    joined = work.join(table, on=ROW, how="left", maintain_order="left")
-    marked = joined.with_columns(
+    table = pl.concat(found, how="vertical") if found else NO_FLAGS
+    if batch.again is not None:
+        return Batch(batch.originals, table, batch.again)
+    return Batch(batch.originals, marked(batch.work, table), batch.again)
+
+
+# A part's flags when none of its rows is a duplicate or held back.
+NO_FLAGS = pl.DataFrame(
+    schema={ROW: pl.UInt64, PART: pl.UInt32, "DUPLICATE": pl.Boolean, _HELD: pl.String}
+).drop(PART)
+
+
+def marked(work: pl.DataFrame, flags: pl.DataFrame) -> pl.DataFrame:
+    """*work* with the shuffle's *flags* (ROW, DUPLICATE, and the reason an address is held)."""
+    joined = work.join(flags, on=ROW, how="left", maintain_order="left")
+    return joined.with_columns(
         pl.col("DUPLICATE").fill_null(False),
         pl.coalesce("CONSENT", _HELD).alias("CONSENT"),
     ).drop(_HELD)
-    return Batch(batch.originals, marked, batch.again)

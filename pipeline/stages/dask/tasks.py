@@ -25,7 +25,7 @@ from pipeline.core.config import ListsConfig
 from pipeline.core.domains.step import resolvable_domains
 from pipeline.core.lists import DomainLists, load_lists
 from pipeline.stages.base import Batch, ReadsAgain
-from pipeline.stages.dask.shuffle import ROW
+from pipeline.stages.dask.shuffle import ROW, marked
 from pipeline.stages.dask.stores import Stores, bounce_source
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.csv_source import ReadAgain
@@ -85,8 +85,9 @@ class RangeAgain:
         return read_range(self.part, self.exact).frame
 
 
-# What a part held narrow keeps of its work columns: what the duplicate shuffle reads and
-# writes (the address KEY, the row number, CONSENT and then DUPLICATE).
+# What a part held narrow keeps of its work columns until its duplicates are marked: what the
+# duplicate shuffle reads (the address KEY, the row number, CONSENT). Then it keeps the
+# shuffle's flags alone (:func:`~pipeline.stages.dask.shuffle.mark_part`).
 NARROW = ("KEY", ROW, "CONSENT")
 
 
@@ -94,13 +95,16 @@ NARROW = ("KEY", ROW, "CONSENT")
 class Narrow:
     """How a part held narrow is made whole again: its own columns read *again*, normalized
     again by the same rules (so the same work columns), beside what the shuffle set. It keeps
-    the part's resolvable domains, found at the read, for the domain stage."""
+    the part's resolvable domains, found at the read, for the domain stage, and a *digest* of
+    its addresses in order, which the rows read again must match."""
 
     again: ReadsAgain
     email_column: str
     first_row: int
     lists: ListsConfig
     domains: tuple[str, ...]
+    rows: int
+    digest: int
 
     def frame(self) -> pl.DataFrame:
         return self.again.frame()
@@ -111,11 +115,16 @@ def held_thin(
 ) -> Batch:
     """*batch* held narrow from the read to the write: the list's own columns dropped (read
     *again* at the write) and the work columns cut to :data:`NARROW` (normalized again at the
-    write), about 30 bytes a row where the whole work columns take some 125."""
-    domains = tuple(resolvable_domains(batch.work))
-    narrow = batch.work.select(NARROW)
-    recipe = Narrow(again, email_column, first_row, lists, domains)
-    return Batch(batch.originals.clear(), narrow, recipe)
+    write); once its duplicates are marked, only the shuffle's flags stay."""
+    work = batch.work
+    domains = tuple(resolvable_domains(work))
+    recipe = Narrow(again, email_column, first_row, lists, domains, work.height, key_digest(work))
+    return Batch(batch.originals.clear(), work.select(NARROW), recipe)
+
+
+def key_digest(work: pl.DataFrame) -> int:
+    """A 64-bit digest of the part's (row, KEY) pairs."""
+    return int(work.select(pl.struct(ROW, "KEY").hash(seed=3).sum()).item())
 
 
 def part_domains(part: Batch) -> list[str] | None:
@@ -125,23 +134,28 @@ def part_domains(part: Batch) -> list[str] | None:
 
 def restored(part: Batch) -> Batch:
     """*part* whole: its own columns, read again when it was held without them, and its work
-    columns normalized again when it was held narrow (with what the shuffle set)."""
-    if part.again is None:
-        return part
-    frame = part.again.frame()
-    if frame.height != part.work.height:
-        held = (
-            f"a part read again for the write held {frame.height:,} rows, not {part.work.height:,}"
-        )
-        raise input_changed("", held)
+    columns normalized again when it was held narrow (with what the shuffle set). Rows read
+    again that are not those the read found are a changed input."""
     recipe = part.again
+    if recipe is None:
+        return part
+    frame = recipe.frame()
     if not isinstance(recipe, Narrow):
+        _same_height(frame, part.work.height)
         return Batch(frame, part.work)
+    _same_height(frame, recipe.rows)
     work = scan_batch(frame, recipe.email_column, recipe.first_row, recipe.lists).work
-    if not work.get_column("KEY").equals(part.work.get_column("KEY")):
+    if key_digest(work) != recipe.digest:
         raise input_changed("", "a part read again for the write holds other addresses")
-    kept = part.work.drop("KEY", ROW)
-    return Batch(frame, work.with_columns(kept.get_columns()))
+    if "KEY" in part.work.columns:  # its duplicates not marked yet
+        return Batch(frame, work)
+    return Batch(frame, marked(work, part.work))
+
+
+def _same_height(frame: pl.DataFrame, rows: int) -> None:
+    if frame.height != rows:
+        held = f"a part read again for the write held {frame.height:,} rows, not {rows:,}"
+        raise input_changed("", held)
 
 
 @dataclass(frozen=True)

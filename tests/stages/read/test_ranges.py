@@ -17,9 +17,8 @@ from pipeline.core.config import ListsConfig
 from pipeline.core.domains.step import resolvable_domains
 from pipeline.core.errors import InputError
 from pipeline.core.files.encodings import Decoding
-from pipeline.stages.base import Batch
 from pipeline.stages.dask.reading import Cluster, Planned, plan, read_ranges
-from pipeline.stages.dask.shuffle import ROW
+from pipeline.stages.dask.shuffle import NO_FLAGS, ROW, mark_part
 from pipeline.stages.dask.tasks import NARROW, part_domains, restored, scan_batch
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.reader import Choice, read_list
@@ -229,8 +228,9 @@ def test_a_part_read_again_to_other_rows_is_a_changed_input(tmp_path: Path) -> N
 
 
 def test_a_part_is_held_narrow_and_made_whole_for_the_write(tmp_path: Path) -> None:
-    """From the read to the write a part holds only the shuffle's columns and its domains; the
-    write's part is the one the read normalized, with what the shuffle set kept."""
+    """From the read to its duplicates marked a part holds only the shuffle's columns and its
+    domains, then only the shuffle's flags; the write's part is the one the read normalized,
+    with DUPLICATE and CONSENT as the flags set them."""
     path = tmp_path / "list.csv"
     path.write_bytes(awkward(random.Random(11), 400, "\n", messy=True).encode())
     opened = plan(CleanJob(path, tmp_path / "out.parquet"), tmp_path, submit)
@@ -242,11 +242,21 @@ def test_a_part_is_held_narrow_and_made_whole_for_the_write(tmp_path: Path) -> N
     for future in ranged.batches:
         part = future.result()
         assert part.work.columns == list(NARROW)
-        marked = part.work.with_columns((pl.col(ROW) % 3 == 0).alias("DUPLICATE"))
-        whole = restored(Batch(part.originals, marked, part.again))
+        rows = part.work.get_column(ROW)
+        flags = pl.DataFrame(
+            {ROW: rows.filter(rows % 3 == 0), "DUPLICATE": True, "_HELD": None},
+            schema=NO_FLAGS.schema,
+        ).with_columns(pl.when(pl.col(ROW) % 2 == 0).then(pl.lit("unsubscribed")).alias("_HELD"))
+        slim = mark_part(part, flags)
+        assert slim.work.height == flags.height  # the flags alone, until the write
+        whole = restored(slim)
         again = scan_batch(whole.originals, opened.layout.email_column, first_row, ListsConfig())
-        assert whole.work.drop("DUPLICATE").equals(again.work)
-        assert whole.work.get_column("DUPLICATE").equals(marked.get_column("DUPLICATE"))
+        assert whole.work.drop("DUPLICATE", "CONSENT").equals(again.work.drop("CONSENT"))
+        duplicate = whole.work.get_column("DUPLICATE")
+        assert duplicate.equals((again.work.get_column(ROW) % 3 == 0).alias("DUPLICATE"))
+        consent = whole.work.get_column("CONSENT")
+        held = (again.work.get_column(ROW) % 6 == 0).to_list()
+        assert [c == "unsubscribed" for c in consent.to_list()] == held
         assert list(part_domains(part) or []) == resolvable_domains(again.work)
         first_row += part.work.height
 

@@ -376,7 +376,7 @@ def owned_piece(owned: Any, bucket: int, buckets: int) -> pl.DataFrame:
 def key_pieces_of(part: Batch, buckets: int) -> list[pl.DataFrame]:
     """The part's distinct keys, one frame per key bucket (every row's: a duplicate gets its
     first row's answer)."""
-    keys = part.work.select("KEY").filter(pl.col("KEY") != "").unique()
+    keys = restored(part).work.select("KEY").filter(pl.col("KEY") != "").unique()
     bucket = with_buckets(keys, "KEY").get_column("_bucket") % buckets
     return [keys.filter(bucket == b) for b in range(buckets)]
 
