@@ -15,7 +15,10 @@ reads the cache and never sees a domain.
    cache too) and committed in small groups as they arrive, so a killed run keeps what it
    learned. The bucket's table of domains (:func:`~pipeline.core.domains.step.domain_table`)
    stays on the worker.
-4. :func:`table_piece` and :func:`part_table`: each part gets back the rows of its own domains.
+4. :func:`table_of` and :func:`whole_table`: the buckets' tables made into one table of every
+   domain of the list, which each worker gets once and every part's decide joins. (A table of
+   each part's own domains would repeat the domains the parts share: parts times domains,
+   held until the write.)
 """
 
 from __future__ import annotations
@@ -144,11 +147,11 @@ def counts_of(resolved: Resolved) -> tuple[int, int, int]:
     return resolved.domains, resolved.hits, resolved.queries
 
 
-def table_piece(resolved: Resolved, piece: pl.DataFrame) -> pl.DataFrame:
-    """The rows of the bucket's table for one part's domains of the bucket."""
-    return resolved.table.join(piece, on="DOMAIN", how="semi")
+def table_of(resolved: Resolved) -> pl.DataFrame:
+    """A bucket's table of domains."""
+    return resolved.table
 
 
-def part_table(*pieces: pl.DataFrame) -> pl.DataFrame:
-    """A part's table of domains, from its pieces of every bucket."""
-    return pl.concat(pieces, how="vertical")
+def whole_table(*tables: pl.DataFrame) -> pl.DataFrame:
+    """The list's table of domains, from every bucket's."""
+    return pl.concat(tables, how="vertical")

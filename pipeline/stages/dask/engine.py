@@ -73,9 +73,9 @@ from pipeline.stages.dask.domains import (
     domain_pieces,
     look_up,
     missing_of,
-    part_table,
     resolve_bucket,
-    table_piece,
+    table_of,
+    whole_table,
 )
 from pipeline.stages.dask.history.memory import DaskMemory, decide_parts
 from pipeline.stages.dask.reading import Cluster as Reaching
@@ -89,6 +89,7 @@ from pipeline.stages.dask.shuffle import (
     mark_part,
     piece,
     settle_bucket,
+    slimmed,
 )
 from pipeline.stages.dask.staging import (
     Output,
@@ -278,8 +279,8 @@ class DaskRun:
 
     async def domains(self, engine: Engine) -> DomainStats:
         """Each distinct domain of the list answered once, by domain buckets on the workers
-        (:mod:`pipeline.stages.dask.domains`), and each part's own domains' table built
-        where the part is. The driver checks the resolver, once, if a domain is missing."""
+        (:mod:`pipeline.stages.dask.domains`), into one table of every domain that each
+        worker gets once. The driver checks the resolver, once, if a domain is missing."""
         buckets = buckets_for(len(self._parts), self.size)
         further = self._further
         pieces = [
@@ -288,6 +289,7 @@ class DaskRun:
         grid = [[self.submit(piece, ps, b) for ps in pieces] for b in range(buckets)]
         offline = engine.offline
         looked = [self.submit(look_up, self.stores, offline, *column) for column in grid]
+        del pieces, grid  # each let go by the cluster once the tasks that read it are done
         missing = sum(self.gather([self.submit(missing_of, found) for found in looked]))
         before = engine.dns.queries_sent
         if missing and not offline:
@@ -301,11 +303,8 @@ class DaskRun:
         counts = self.collect(
             [self.submit(counts_of, r) for r in resolved], "DNS", "domain", lambda c: int(c[0])
         )
-        self._tables = [
-            self.submit(part_table, *(self.submit(table_piece, resolved[b], grid[b][p])
-                                      for b in range(buckets)))
-            for p in range(len(self._parts))
-        ]  # fmt: skip
+        whole = self.submit(whole_table, *(self.submit(table_of, r) for r in resolved))
+        self._tables = [whole] * len(self._parts)  # one table, sent once to each worker
         remote = sum(c[2] for c in counts)
         self.remote_queries += remote
         distinct, hits = sum(c[0] for c in counts), sum(c[1] for c in counts)
@@ -391,13 +390,15 @@ class DaskRun:
         with parts times buckets (:mod:`pipeline.stages.dask.shuffle`)."""
         buckets = max(1, min(len(batches), -(-rows // BUCKET_ROWS)))
         pieces = [self.submit(key_pieces, b, p, buckets) for p, b in enumerate(batches)]
+        held = [self.submit(slimmed, b) for b in batches]
+        batches.clear()  # a part held narrow is let go once its pieces are cut
         settled = [
             self.submit(settle_bucket, *(self.submit(piece, ps, k) for ps in pieces))
             for k in range(buckets)
         ]
         marked = [
             self.submit(mark_part, batch, *(self.submit(flags_of, s, p) for s in settled))
-            for p, batch in enumerate(batches)
+            for p, batch in enumerate(held)
         ]
         counts = self.client.gather([self.submit(shuffle_counts, s) for s in settled])
         return marked, NormalizeStats(sum(c[0] for c in counts), sum(c[1] for c in counts))
