@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -30,8 +31,10 @@ class Batch:
     again: ReadsAgain | None = None
 
     def __sizeof__(self) -> int:
-        # What the frames' buffers hold: a Dask worker sizes what it keeps by this.
-        return int(self.originals.estimated_size() + self.work.estimated_size()) + 128
+        # What the frames' buffers hold (and how it is read again): a Dask worker sizes what it
+        # keeps by this.
+        frames = int(self.originals.estimated_size() + self.work.estimated_size()) + 128
+        return frames + (sys.getsizeof(self.again) if self.again is not None else 0)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 workers, from and into the domain cache the cluster shares (:mod:`.stores`). The driver never
 reads the cache and never sees a domain.
 
-1. :func:`domain_pieces`, on each part's worker: the part's distinct resolvable domains, split
+1. :func:`domain_pieces`, on each part's worker: the part's distinct resolvable domains (found
+   at its read, :func:`~pipeline.stages.dask.tasks.part_domains`), split
    into buckets by the CRC-32 the shared cache buckets its domains by
    (:func:`~pipeline.core.db.buckets.bucket_of`), so a domain bucket reads only its own
    buckets of the cache.
@@ -33,12 +34,9 @@ from pipeline.core.db.buckets import BUCKETS, with_buckets
 from pipeline.core.domains.dns import DnsAnswer, SharedResolver
 from pipeline.core.domains.exchanges import Routing
 from pipeline.core.domains.step import DomainWork, domain_answers, domain_table
-from pipeline.stages.base import Batch
 from pipeline.stages.dask.sizes import size_of
 from pipeline.stages.dask.stores import Stores, domain_store
-from pipeline.stages.dask.tasks import part_domains, worker_lists
-from pipeline.stages.read.email_column import Further
-from pipeline.stages.steps import list_domains
+from pipeline.stages.dask.tasks import worker_lists
 
 
 def buckets_for(parts: int, workers: int) -> int:
@@ -53,16 +51,10 @@ def buckets_for(parts: int, workers: int) -> int:
     return buckets
 
 
-def domain_pieces(
-    part: Batch, buckets: int, further: Further, lists: ListsConfig
-) -> list[pl.DataFrame]:
-    """The part's distinct resolvable domains (its further address columns' too), one frame
-    per domain bucket."""
-    found = part_domains(part)
-    if found is None:
-        found = list_domains(part.originals, part.work, further, worker_lists(lists))
-    domains = pl.DataFrame({"DOMAIN": found}, schema={"DOMAIN": pl.String})
-    bucketed = with_buckets(domains, "DOMAIN")
+def domain_pieces(found: pl.Series, buckets: int) -> list[pl.DataFrame]:
+    """A part's distinct resolvable domains (:func:`~.tasks.part_domains`), one frame per
+    domain bucket."""
+    bucketed = with_buckets(found.rename("DOMAIN").to_frame(), "DOMAIN")
     bucket = bucketed.get_column("_bucket") % buckets
     return [bucketed.filter(bucket == b).select("DOMAIN") for b in range(buckets)]
 

@@ -11,20 +11,17 @@ How a run goes:
    (:func:`~pipeline.stages.dask.tasks.convert`: the local rejects and line numbers), then
    read like Parquet. Only standard input, or a list read in order whose output goes to an
    object store, is read by the driver and shipped batch by batch (with its rejects, which
-   workers write like any other's). Each part is normalized on the worker that read it
-   and its rows stay there to the end; each row keeps its row number in the list (its part's
-   first row plus its place in the part: no global scan).
+   workers write like any other's). Each part is normalized on the worker that read it,
+   held there narrow until the write reads it again (:func:`~.tasks.held_thin`); each row
+   keeps its row number in the list (its part's first row plus its place in it).
 2. **duplicates**: only narrow (KEY, row number) pairs cross the network, shuffled by a hash
    of the KEY into buckets; in each bucket the first row in input order of each KEY wins,
    and each part gets back the row numbers of its duplicates (and of its rows whose address
-   another row holds back from sending), exactly as the local engine decides
-   (:mod:`pipeline.stages.dask.shuffle`).
+   another row holds back), as the local engine decides (:mod:`.shuffle`).
 3. **domains**: each part sends its distinct domains, in domain buckets, to tasks that read
-   the shared domain cache (a PostgreSQL database, or bucket tables on the run's shared
-   storage: :mod:`pipeline.stages.dask.stores`) and resolve what it lacks, committing answers
-   as they arrive (:mod:`pipeline.stages.dask.domains`); the driver only checks the resolver,
-   once, when some domain is not cached. Each part then joins its own domains' table. A
-   second run anywhere that reaches the same cache sends no query.
+   the shared domain cache (:mod:`.stores`) and resolve what it lacks, committing answers as
+   they arrive (:mod:`.domains`); the driver only checks the resolver, once, when some domain
+   is not cached. One table of every domain then goes to each worker once.
 4. **addresses**: see :mod:`pipeline.stages.dask.checks` (the budget shared out from
    per-domain tallies in the local engine's order; one owner per group of mail providers,
    per remote API, per paid verifier; answers committed by the owners as they arrive).
@@ -89,7 +86,6 @@ from pipeline.stages.dask.shuffle import (
     mark_part,
     piece,
     settle_bucket,
-    slimmed,
 )
 from pipeline.stages.dask.staging import (
     Output,
@@ -103,10 +99,12 @@ from pipeline.stages.dask.tasks import (
     Converted,
     convert,
     one,
+    part_domains,
     read_rejects,
     same,
     scan_batch,
     scan_part,
+    slimmed,
 )
 from pipeline.stages.history import HistoryPlan, with_calibration
 from pipeline.stages.job import CleanJob
@@ -201,6 +199,7 @@ class DaskRun:
         self._parts: list[Any] = []  # futures of the parts' rows (Batch), in input order
         self._tables: list[Any] = []  # futures of each part's domain table
         self._further = Further()
+        self._domains: list[Any] = []  # futures of each part's distinct domains, until asked
         self._found: Found | None = None  # the address checker's answers, if any
         self._rejects: list[Any] = []  # futures of the parts' rejects (frames), in input order
         self._stores: Stores | None = None  # where the workers find the caches and stores
@@ -282,10 +281,8 @@ class DaskRun:
         (:mod:`pipeline.stages.dask.domains`), into one table of every domain that each
         worker gets once. The driver checks the resolver, once, if a domain is missing."""
         buckets = buckets_for(len(self._parts), self.size)
-        further = self._further
-        pieces = [
-            self.submit(domain_pieces, part, buckets, further, self.lists) for part in self._parts
-        ]
+        pieces = [self.submit(domain_pieces, found, buckets) for found in self._domains]
+        self._domains = []
         grid = [[self.submit(piece, ps, b) for ps in pieces] for b in range(buckets)]
         offline = engine.offline
         looked = [self.submit(look_up, self.stores, offline, *column) for column in grid]
@@ -390,8 +387,10 @@ class DaskRun:
         with parts times buckets (:mod:`pipeline.stages.dask.shuffle`)."""
         buckets = max(1, min(len(batches), -(-rows // BUCKET_ROWS)))
         pieces = [self.submit(key_pieces, b, p, buckets) for p, b in enumerate(batches)]
+        further, lists = self._further, self.lists
+        self._domains = [self.submit(part_domains, b, further, lists) for b in batches]
         held = [self.submit(slimmed, b) for b in batches]
-        batches.clear()  # a part held narrow is let go once its pieces are cut
+        batches.clear()  # a part held narrow is let go once its pieces and domains are taken
         settled = [
             self.submit(settle_bucket, *(self.submit(piece, ps, k) for ps in pieces))
             for k in range(buckets)

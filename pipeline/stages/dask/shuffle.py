@@ -90,12 +90,6 @@ def counts_of(settled: Settled) -> tuple[int, int]:
     return settled.distinct, settled.duplicates
 
 
-def slimmed(batch: Batch) -> Batch:
-    """A part held narrow without its shuffle columns, once :func:`key_pieces` has cut them
-    (a whole part as it is): the pieces hold them until the buckets are settled."""
-    return Batch(batch.originals, NO_FLAGS, batch.again) if batch.again is not None else batch
-
-
 def mark_part(batch: Batch, *flags: pl.DataFrame | None) -> Batch:
     """The part with DUPLICATE, and CONSENT on every row of an address held back anywhere. A
     part held narrow (:func:`~pipeline.stages.dask.tasks.held_thin`) keeps the flags alone,

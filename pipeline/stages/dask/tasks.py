@@ -10,6 +10,7 @@ where the cluster shares them (:mod:`pipeline.stages.dask.stores`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import shutil
 import tempfile
@@ -25,7 +26,7 @@ from pipeline.core.config import ListsConfig
 from pipeline.core.domains.step import resolvable_domains
 from pipeline.core.lists import DomainLists, load_lists
 from pipeline.stages.base import Batch, ReadsAgain
-from pipeline.stages.dask.shuffle import ROW, marked
+from pipeline.stages.dask.shuffle import NO_FLAGS, ROW, marked
 from pipeline.stages.dask.stores import Stores, bounce_source
 from pipeline.stages.job import CleanJob
 from pipeline.stages.read.csv_source import ReadAgain
@@ -35,7 +36,7 @@ from pipeline.stages.read.pin import input_changed
 from pipeline.stages.read.ranges import ByteRange, read_range
 from pipeline.stages.read.reader import ListReader, PartRead
 from pipeline.stages.runner import open_reader
-from pipeline.stages.steps import decide_rows, normalize
+from pipeline.stages.steps import decide_rows, list_domains, normalize
 
 NOTHING_HELD = pl.DataFrame()  # decide_rows: CONSENT is already the whole list's
 
@@ -95,16 +96,21 @@ NARROW = ("KEY", ROW, "CONSENT")
 class Narrow:
     """How a part held narrow is made whole again: its own columns read *again*, normalized
     again by the same rules (so the same work columns), beside what the shuffle set. It keeps
-    the part's resolvable domains, found at the read, for the domain stage, and a *digest* of
-    its addresses in order, which the rows read again must match."""
+    a *digest* of the part's addresses in order, which the rows read again must match, and,
+    until they are taken (:func:`part_domains`), the part's resolvable domains found at the
+    read."""
 
     again: ReadsAgain
     email_column: str
     first_row: int
     lists: ListsConfig
-    domains: tuple[str, ...]
     rows: int
     digest: int
+    domains: pl.Series | None = None
+
+    def __sizeof__(self) -> int:
+        held = self.domains.estimated_size() if self.domains is not None else 0
+        return int(held) + 256
 
     def frame(self) -> pl.DataFrame:
         return self.again.frame()
@@ -117,8 +123,8 @@ def held_thin(
     *again* at the write) and the work columns cut to :data:`NARROW` (normalized again at the
     write); once its duplicates are marked, only the shuffle's flags stay."""
     work = batch.work
-    domains = tuple(resolvable_domains(work))
-    recipe = Narrow(again, email_column, first_row, lists, domains, work.height, key_digest(work))
+    domains = pl.Series("DOMAIN", resolvable_domains(work), pl.String)
+    recipe = Narrow(again, email_column, first_row, lists, work.height, key_digest(work), domains)
     return Batch(batch.originals.clear(), work.select(NARROW), recipe)
 
 
@@ -127,9 +133,22 @@ def key_digest(work: pl.DataFrame) -> int:
     return int(work.select(pl.struct(ROW, "KEY").hash(seed=3).sum()).item())
 
 
-def part_domains(part: Batch) -> list[str] | None:
-    """The resolvable domains a part held narrow found at its read; None for a whole part."""
-    return list(part.again.domains) if isinstance(part.again, Narrow) else None
+def part_domains(part: Batch, further: Further, lists: ListsConfig) -> pl.Series:
+    """The part's distinct resolvable domains (its further address columns' too): those a part
+    held narrow found at its read."""
+    if isinstance(part.again, Narrow) and part.again.domains is not None:
+        return part.again.domains
+    found = list_domains(part.originals, part.work, further, worker_lists(lists))
+    return pl.Series("DOMAIN", found, pl.String)
+
+
+def slimmed(part: Batch) -> Batch:
+    """A part held narrow without its shuffle columns and its domains, once its key pieces
+    are cut and its domains taken (a whole part as it is): from here to the write it holds
+    the shuffle's flags alone (:func:`~pipeline.stages.dask.shuffle.mark_part`)."""
+    if not isinstance(part.again, Narrow):
+        return part
+    return Batch(part.originals, NO_FLAGS, dataclasses.replace(part.again, domains=None))
 
 
 def restored(part: Batch) -> Batch:
