@@ -205,10 +205,10 @@ class DaskRun:
         self._stores: Stores | None = None  # where the workers find the caches and stores
         self._memory: DaskMemory | None = None  # the run's history, when it is recorded
 
-    def submit(self, function: Callable[..., Any], *args: Any) -> Any:
-        """*function* on the cluster, wherever the scheduler places it: no task is tied to a
-        worker's address, so a lost or restarted worker's tasks run again on another."""
-        future = self.client.submit(function, *args, pure=False)
+    def submit(self, function: Callable[..., Any], *args: Any, priority: int = 0) -> Any:
+        """*function* wherever the scheduler places it (a lost worker's tasks run again on
+        another); of the tasks ready on a worker, those of higher *priority* run first."""
+        future = self.client.submit(function, *args, pure=False, priority=priority)
         self._sent.add(future)
         return future
 

@@ -135,7 +135,11 @@ def write_rows(staging: Staging, decided: list[Any], output: Output) -> Tally:
     )
     if not decided:  # an empty list still gets its files, with every column
         decided.append(_empty(output.schema))
-    futures = [staging.submit(write_part, part, i, files) for i, part in enumerate(decided)]
+    # A part's write runs before any other part's decide that waits beside it, so a worker
+    # holds one decided part at a time rather than every part it has decided so far.
+    futures = [
+        staging.submit(write_part, part, i, files, priority=1) for i, part in enumerate(decided)
+    ]
     tally = Tally()
     written: list[tuple[str, ...]] = []
     for index, future in enumerate(futures):
