@@ -10,13 +10,14 @@ worker task opens the history, stages the run and loads the list's last run
 
 * ``[history] db`` a ``postgresql://`` URL: each part's worker adds its own part to the staged
   run, the moment it is compared (PostgreSQL takes writers from any machine);
-* a SQLite file: one worker task adds every part (:func:`.tasks.keep_parts`), the parts' tables
-  reaching it worker to worker. SQLite takes one writer at a time, and its locks are not to be
-  trusted across machines, so the file must be on storage every worker reaches and only this
-  one task writes it. Before anything is staged a marker the driver leaves beside the file must
-  be found by the worker (:func:`.tasks.reach_marker`): a history on storage the workers do not
-  reach (a driver's local cache) stops the run with a message, never a history scattered over
-  the workers' disks.
+* a SQLite file: one task a part adds it (:func:`.tasks.keep_part`), each after the one before,
+  so the file has one writer at a time, in order, and a worker holds one part's table at a
+  time. SQLite's locks are not to be trusted across machines, so the file must be on storage
+  every worker reaches and only these tasks write it, one after another. Before anything is
+  staged a marker the driver leaves beside the file must be found by the worker
+  (:func:`.tasks.reach_marker`): a history on storage the workers do not reach (a driver's
+  local cache) stops the run with a message, never a history scattered over the workers'
+  disks.
 
 The changes file is written by one worker (:func:`.tasks.write_changes`) under the name the
 driver gives it, and published at the run's commit point with the other files; the driver

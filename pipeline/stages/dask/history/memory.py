@@ -16,7 +16,7 @@ from pipeline.stages.dask.history.tasks import (
     discard_run,
     finish_run,
     first,
-    keep_parts,
+    keep_part,
     open_run,
     previous_digest,
     reach_marker,
@@ -81,8 +81,11 @@ class DaskMemory:
             for i, part in enumerate(self.parts if self.recording else [])
         ]
         waits = []
-        if self.recording and not is_url(plan.where):
-            waits.append(self._submit(keep_parts, plan, start, *compared))
+        if self.recording and not is_url(plan.where) and compared:
+            kept: Any = 0
+            for index, part in enumerate(compared):
+                kept = self._submit(keep_part, plan, start, index, part, kept)
+            waits.append(kept)
         if plan.changes is not None:
             tmp = tmp_of(plan.changes)
             waits.append(self._submit(write_changes, plan.changes, tmp, *compared))

@@ -100,6 +100,11 @@ class PartCompared:
     kept: pl.DataFrame | None
     addresses: int
 
+    def __sizeof__(self) -> int:
+        # What Dask sizes it by, so that it can spill it.
+        kept = self.kept.estimated_size() if self.kept is not None else 0
+        return int(self.rows.estimated_size() + kept) + 256
+
 
 def compare_part(
     plan: HistoryPlan, start: RunStart, index: int, decided: pl.DataFrame, previous: Any
@@ -117,13 +122,14 @@ def counts_of(part: PartCompared) -> tuple[Changes | None, int]:
     return part.changes, part.addresses
 
 
-def keep_parts(plan: HistoryPlan, start: RunStart, *parts: PartCompared) -> int:
-    """Every part added to a SQLite history by this one task, in order."""
-    with _history(plan, start.run_id) as history:
-        for index, part in enumerate(parts):
-            if part.kept is not None:
-                history.add_part(start.run_id, index, part.kept)
-    return len(parts)
+def keep_part(plan: HistoryPlan, start: RunStart, index: int, part: PartCompared, kept: int) -> int:
+    """Part *index* added to a SQLite history, after the *kept* parts before it (each part's
+    task waits for the one before: one writer, in order, and one part's table on a worker at
+    a time, where one task taking every part would hold the whole list's)."""
+    if part.kept is not None:
+        with _history(plan, start.run_id) as history:
+            history.add_part(start.run_id, index, part.kept)
+    return kept + 1
 
 
 def write_changes(path: Path, tmp: Path, *parts: PartCompared) -> Path:
