@@ -16,7 +16,7 @@ reads the cache and never sees a domain.
    cache too) and committed in small groups as they arrive, so a killed run keeps what it
    learned. The bucket's table of domains (:func:`~pipeline.core.domains.step.domain_table`)
    stays on the worker.
-4. :func:`table_of` and :func:`whole_table`: the buckets' tables made into one table of every
+4. :func:`whole_table`: the buckets' tables made into one table of every
    domain of the list, which each worker gets once and every part's decide joins. (A table of
    each part's own domains would repeat the domains the parts share: parts times domains,
    held until the write.)
@@ -139,11 +139,6 @@ def counts_of(resolved: Resolved) -> tuple[int, int, int]:
     return resolved.domains, resolved.hits, resolved.queries
 
 
-def table_of(resolved: Resolved) -> pl.DataFrame:
-    """A bucket's table of domains."""
-    return resolved.table
-
-
-def whole_table(*tables: pl.DataFrame) -> pl.DataFrame:
+def whole_table(*resolved: Resolved) -> pl.DataFrame:
     """The list's table of domains, from every bucket's."""
-    return pl.concat(tables, how="vertical")
+    return pl.concat([r.table for r in resolved], how="vertical")

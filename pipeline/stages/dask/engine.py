@@ -71,7 +71,6 @@ from pipeline.stages.dask.domains import (
     look_up,
     missing_of,
     resolve_bucket,
-    table_of,
     whole_table,
 )
 from pipeline.stages.dask.history.memory import DaskMemory, decide_parts
@@ -197,7 +196,7 @@ class DaskRun:
         self.digest: Digest | None = self._digest  # the input hashed by a worker
         self._planned: Planned | None = None
         self._parts: list[Any] = []  # futures of the parts' rows (Batch), in input order
-        self._tables: list[Any] = []  # futures of each part's domain table
+        self._tables: list[Any] = []  # each part's domain table: one future, the list's
         self._further = Further()
         self._domains: list[Any] = []  # futures of each part's distinct domains, until asked
         self._found: Found | None = None  # the address checker's answers, if any
@@ -300,7 +299,7 @@ class DaskRun:
         counts = self.collect(
             [self.submit(counts_of, r) for r in resolved], "DNS", "domain", lambda c: int(c[0])
         )
-        whole = self.submit(whole_table, *(self.submit(table_of, r) for r in resolved))
+        whole = self.submit(whole_table, *resolved)
         self._tables = [whole] * len(self._parts)  # one table, sent once to each worker
         remote = sum(c[2] for c in counts)
         self.remote_queries += remote

@@ -103,9 +103,7 @@ def mark_part(batch: Batch, *flags: pl.DataFrame | None) -> Batch:
 
 
 # A part's flags when none of its rows is a duplicate or held back.
-NO_FLAGS = pl.DataFrame(
-    schema={ROW: pl.UInt64, PART: pl.UInt32, "DUPLICATE": pl.Boolean, _HELD: pl.String}
-).drop(PART)
+NO_FLAGS = pl.DataFrame(schema={ROW: pl.UInt64, "DUPLICATE": pl.Boolean, _HELD: pl.String})
 
 
 def marked(work: pl.DataFrame, flags: pl.DataFrame) -> pl.DataFrame:

@@ -156,25 +156,18 @@ def restored(part: Batch) -> Batch:
     columns normalized again when it was held narrow (with what the shuffle set). Rows read
     again that are not those the read found are a changed input."""
     recipe = part.again
-    if recipe is None:
+    if not isinstance(recipe, Narrow):  # held whole: nothing to read again
         return part
     frame = recipe.frame()
-    if not isinstance(recipe, Narrow):
-        _same_height(frame, part.work.height)
-        return Batch(frame, part.work)
-    _same_height(frame, recipe.rows)
+    if frame.height != recipe.rows:
+        held = f"a part read again for the write held {frame.height:,} rows, not {recipe.rows:,}"
+        raise input_changed("", held)
     work = scan_batch(frame, recipe.email_column, recipe.first_row, recipe.lists).work
     if key_digest(work) != recipe.digest:
         raise input_changed("", "a part read again for the write holds other addresses")
     if "KEY" in part.work.columns:  # its duplicates not marked yet
         return Batch(frame, work)
     return Batch(frame, marked(work, part.work))
-
-
-def _same_height(frame: pl.DataFrame, rows: int) -> None:
-    if frame.height != rows:
-        held = f"a part read again for the write held {frame.height:,} rows, not {rows:,}"
-        raise input_changed("", held)
 
 
 @dataclass(frozen=True)
