@@ -50,7 +50,11 @@ class DnsConfig:
     nameservers: tuple[str, ...] = setting(
         (), "Resolvers as HOST or HOST:PORT; empty uses the system's resolver."
     )
-    timeout: float = setting(2.0, "Seconds to wait for one DNS answer.", minimum=0.01)
+    timeout: float = setting(
+        2.0,
+        "Seconds to wait for one DNS answer; within them the query may be sent again.",
+        minimum=0.01,
+    )
     attempts: int = setting(3, "Tries per query on SERVFAIL/timeout before the domain is Risky.")
     backoff: float = setting(
         0.5, "Seconds before the first retry; doubles on each further retry.", minimum=0

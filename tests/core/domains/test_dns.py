@@ -8,7 +8,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.core.domains.dns import DnsAnswer, DnsStatus, Resolver, check_health, lookup_domains
+from pipeline.core.domains.dns import (
+    DnsAnswer,
+    DnsStatus,
+    Resolver,
+    cares_tries,
+    check_health,
+    lookup_domains,
+)
 from pipeline.core.errors import ResolverUnhealthyError
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from tests.conftest import fast_dns
@@ -90,7 +97,12 @@ def test_temporary_failures_are_retried_then_reported(
     answer, sent = lookup(server, domain, attempts=3)
     assert answer.status is status
     assert sent == 3
-    assert [q for q in server.queries() if q[0] == domain] == [(domain, "MX")] * 3
+    seen = [q for q in server.queries() if q[0] == domain]
+    assert set(seen) == {(domain, "MX")}
+    if status is DnsStatus.TIMEOUT:  # c-ares may send each attempt again while it waits
+        assert 3 <= len(seen) <= 3 * cares_tries(fast_dns(server.address).timeout)
+    else:
+        assert len(seen) == 3
 
 
 def test_retries_wait_with_exponential_backoff(server: SandboxDNS) -> None:
@@ -106,6 +118,50 @@ def test_retries_wait_with_exponential_backoff(server: SandboxDNS) -> None:
 
     asyncio.run(go())
     assert waits == [0.5, 1.0, 2.0]
+
+
+def test_the_wait_for_an_answer_is_dns_timeout_after_fast_answers_too() -> None:
+    """c-ares would time a query out after 250 ms once its server answered fast three times; an
+    answer that comes within dns.timeout is still taken, and a silent one waits all of it."""
+    zones = {f"quick{i}.com": {"mx": [[10, f"mx.quick{i}.com"]]} for i in range(6)}
+    zones["late.com"] = {"mx": [[10, "mx.late.com"]]}
+    held_for = 0.6
+
+    async def release_when_asked(dns: SandboxDNS) -> None:
+        while ("late.com", "MX") not in dns.queries():
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(held_for)
+        dns.release("late.com")
+
+    async def go(dns: SandboxDNS) -> tuple[DnsAnswer, DnsAnswer, float]:
+        resolver = Resolver(fast_dns(dns.address, timeout=60.0, attempts=1))
+        try:
+            await lookup_domains(resolver, [f"quick{i}.com" for i in range(6)], concurrency=1)
+            releasing = asyncio.create_task(release_when_asked(dns))
+            late = (await lookup_domains(resolver, ["late.com"], concurrency=1))["late.com"]
+            await releasing
+            silent = Resolver(fast_dns(dns.address, timeout=held_for, attempts=1))
+            await lookup_domains(silent, ["quick0.com", "quick1.com", "quick2.com"], 1)
+            dns.hold("late.com")
+            started = asyncio.get_running_loop().time()
+            unanswered = (await lookup_domains(silent, ["late.com"], 1))["late.com"]
+            waited = asyncio.get_running_loop().time() - started
+            await silent.close()
+            return late, unanswered, waited
+        finally:
+            await resolver.close()
+
+    with SandboxDNS(world_from_dict({"zones": zones})) as dns:
+        dns.hold("late.com")
+        late, unanswered, waited = asyncio.run(go(dns))
+        dns.release("late.com")
+    assert late == DnsAnswer(DnsStatus.MX, "mx.late.com")
+    assert unanswered.status is DnsStatus.TIMEOUT
+    assert waited >= held_for
+
+
+def test_cares_sends_a_query_again_until_its_shortest_waits_cover_the_timeout() -> None:
+    assert [cares_tries(t) for t in (0.01, 0.125, 0.2, 0.3, 2.0, 300.0)] == [1, 1, 2, 2, 5, 12]
 
 
 def test_many_domains_concurrently(server: SandboxDNS) -> None:

@@ -39,9 +39,15 @@ HELD_WAIT = 300.0
 
 
 def held_world() -> dict[str, Any]:
-    """The sample world and one zone more, HELD_DOMAIN, for a test to hold."""
+    """The sample world and one zone more, HELD_DOMAIN, for a test to hold. Its zones that never
+    answer answer SERVFAIL instead (Risky all the same): with answers waited for HELD_WAIT, a
+    silent zone would keep every job in its domain stage that long."""
     world: dict[str, Any] = json.loads(Path(SANDBOX_WORLD).read_text())
-    world["zones"][HELD_DOMAIN] = {"mx": [[10, f"mx.{HELD_DOMAIN}"]]}
+    zones = world["zones"]
+    for name, zone in zones.items():
+        if zone.get("timeout"):
+            zones[name] = {"rcode": "SERVFAIL"}
+    zones[HELD_DOMAIN] = {"mx": [[10, f"mx.{HELD_DOMAIN}"]]}
     return world
 
 
