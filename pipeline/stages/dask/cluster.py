@@ -23,12 +23,35 @@ from pipeline.core.errors import ListcleanError, UsageError
 from pipeline.version import __version__
 
 ATTEMPTS = 3  # runs of the cluster's stages, in all, before lost workers fail the run
+# A worker thread holds the part it works on and the results of a few others (its own, and
+# those it keeps for the next stage): a part is sized for a quarter of a thread's memory.
+PARTS_A_THREAD_HOLDS = 4
 
 
 @dataclass(frozen=True)
 class Cluster:
     client: Any  # a distributed.Client
     workers: tuple[str, ...]  # worker addresses when the run began, in a stable order
+    thread_mb: int | None = None  # the smallest worker memory limit a thread, None: no limit
+
+    def part_mb(self, asked_mb: int) -> int:
+        """The memory a part is sized for: the run's (--memory), or less where the workers'
+        limits call for it (a part of the local engine's size passes a 2 GiB worker's limit
+        while it waits for its neighbours)."""
+        if self.thread_mb is None:
+            return asked_mb
+        return max(64, min(asked_mb, self.thread_mb // PARTS_A_THREAD_HOLDS))
+
+
+def thread_memory(workers: dict[str, Any]) -> int | None:
+    """MiB a worker thread may use, on the smallest worker (scheduler_info()'s workers);
+    None when no worker has a memory limit."""
+    limits = [
+        int(info["memory_limit"]) // max(1, int(info.get("nthreads", 1))) // 2**20
+        for info in workers.values()
+        if info.get("memory_limit")
+    ]
+    return min(limits) if limits else None
 
 
 class LostWorkers(ListcleanError):
@@ -66,7 +89,8 @@ def connect(scheduler: str | None, workers: int) -> Iterator[Cluster]:
             client = stack.enter_context(Client(local))  # type: ignore[no-untyped-call]
         client.wait_for_workers(1)
         check_versions(client.run(versions, on_error="return"))
-        yield Cluster(client, tuple(sorted(client.scheduler_info()["workers"])))
+        joined: dict[str, Any] = dict(client.scheduler_info()["workers"])
+        yield Cluster(client, tuple(sorted(joined)), thread_memory(joined))
 
 
 def versions() -> tuple[str, str]:

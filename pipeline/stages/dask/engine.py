@@ -186,6 +186,7 @@ class DaskRun:
     def __init__(self, cluster: Cluster, engine: Engine, folder: Path) -> None:
         self.client = cluster.client
         self.workers = cluster.workers
+        self.part_mb = cluster.part_mb  # what a part is sized for, from --memory and the workers
         self.size = len(cluster.workers)
         self.lists = engine.config.lists
         self.topic = f"listclean-{uuid.uuid4().hex}"
@@ -242,7 +243,7 @@ class DaskRun:
         """The list opened from its head (a delimited-text file: the workers read it in byte
         ranges) or its metadata; standard input, which only this process can read, is
         hashed here too."""
-        self._planned = plan(job, folder, self.submit)
+        self._planned = plan(job, folder, self.submit, self.part_mb(job.memory_mb))
         if job.spooled:
             self.digest = None
         return self._planned.reader
@@ -261,7 +262,7 @@ class DaskRun:
         sandbox = engine.routing.sandbox
         opened = run_stores(job, engine.config, sandbox, self.topic, engine.bounces)
         self._stores = stack.enter_context(opened)
-        rows = batch_rows(job.memory_mb, reader.bytes_per_row)
+        rows = batch_rows(self.part_mb(job.memory_mb), reader.bytes_per_row)
         scan, reader = self._scan(job, self._planned, rows, stack, self._folder)
         self._further = reader.further  # its further address columns, for the domains
         self._rejects = scan.rejects

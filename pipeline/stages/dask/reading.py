@@ -70,14 +70,14 @@ class Planned:
     target: int = 0  # bytes a range
 
 
-def plan(job: CleanJob, folder: Path, submit: Submit) -> Planned:
-    """The list opened from its head for the workers to read in ranges, when it can be;
-    else opened as the local engine opens it."""
+def plan(job: CleanJob, folder: Path, submit: Submit, part_mb: int) -> Planned:
+    """The list opened from its head for the workers to read in ranges of a part's size for
+    *part_mb* MiB, when it can be; else opened as the local engine opens it."""
     head = _head(job)
     if head is None:
         return Planned(open_reader(job, folder), None)
     layout, reader = _layout(job, folder, head, submit)
-    return Planned(reader, layout, range_bytes(job.memory_mb, reader.bytes_per_row))
+    return Planned(reader, layout, range_bytes(part_mb, reader.bytes_per_row))
 
 
 def range_bytes(memory_mb: int, bytes_per_row: float) -> int:

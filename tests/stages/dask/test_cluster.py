@@ -20,7 +20,7 @@ from pipeline.cli import main
 from pipeline.core.config import ListsConfig, StorageConfig
 from pipeline.core.errors import UsageError
 from pipeline.stages.dask import reading
-from pipeline.stages.dask.cluster import check_versions, versions
+from pipeline.stages.dask.cluster import check_versions, connect, versions
 from pipeline.stages.dask.stores import SHELF
 from pipeline.stages.dask.tasks import scan_batch
 from pipeline.stages.objects import filesystem
@@ -54,6 +54,14 @@ def test_a_frame_on_a_worker_is_sized_by_its_buffers(cluster: Client) -> None:
     pieces.result()
     held = cluster.nbytes(keys=[pieces.key], summary=False)[pieces.key]  # as the worker counted it
     assert held > frame.estimated_size()
+
+
+def test_parts_are_sized_for_the_workers_memory(cluster: Client) -> None:
+    """A worker of 1 GiB and one thread takes parts sized for 256 MiB, whatever --memory asks
+    above that; below it, --memory decides."""
+    with connect(cluster.scheduler.address, 0) as joined:
+        assert joined.thread_mb == 1024
+        assert [joined.part_mb(asked) for asked in (4096, 1024, 256, 100)] == [256, 256, 256, 100]
 
 
 class KillOnce(WorkerPlugin):

@@ -53,7 +53,7 @@ def in_ranges(
     job = CleanJob(path, tmp / "out.parquet", decoding=Decoding(encoding))
     spill = tmp / f"spill-{target}"
     spill.mkdir(exist_ok=True)
-    planned = plan(job, spill, submit)
+    planned = plan(job, spill, submit, job.memory_mb)
     if planned.layout is None:
         return None
     planned = Planned(planned.reader, planned.layout, target)
@@ -195,7 +195,7 @@ def test_a_report_with_title_rows(tmp_path: Path, target: int, header_row: int |
     path = tmp_path / "report.csv"
     salesforce_report(path, rows=40)
     job = CleanJob(path, tmp_path / "out.parquet", header_row=header_row)
-    planned = plan(job, tmp_path, submit)
+    planned = plan(job, tmp_path, submit, job.memory_mb)
     assert planned.layout is not None
     assert planned.layout.header.startswith(b'"First Name"')
     planned = Planned(planned.reader, planned.layout, target)
@@ -234,7 +234,7 @@ def test_a_part_is_held_narrow_and_made_whole_for_the_write(tmp_path: Path) -> N
     with DUPLICATE and CONSENT as the flags set them."""
     path = tmp_path / "list.csv"
     path.write_bytes(awkward(random.Random(11), 400, "\n", messy=True).encode())
-    opened = plan(CleanJob(path, tmp_path / "out.parquet"), tmp_path, submit)
+    opened = plan(CleanJob(path, tmp_path / "out.parquet"), tmp_path, submit, 1024)
     assert opened.layout is not None
     planned = Planned(opened.reader, opened.layout, 3_000)
     ranged = read_ranges(Cluster(submit, gather, gather, lambda _: None), planned, ListsConfig())
@@ -269,7 +269,7 @@ def test_a_part_read_again_to_other_addresses_is_a_changed_input(tmp_path: Path)
     never one address's row with another's answers."""
     path = tmp_path / "list.csv"
     path.write_text("email,name\nann@gmail.com,Ann\nbob@yahoo.com,Bob\n")
-    opened = plan(CleanJob(path, tmp_path / "out.parquet"), tmp_path, submit)
+    opened = plan(CleanJob(path, tmp_path / "out.parquet"), tmp_path, submit, 1024)
     assert opened.layout is not None
     ranged = read_ranges(Cluster(submit, gather, gather, lambda _: None), opened, ListsConfig())
     assert ranged is not None
