@@ -4,8 +4,9 @@ driver from the file's head alone (:mod:`pipeline.stages.read.ranges` has the re
 :func:`plan` opens the head (the first :data:`HEAD_BYTES`): the header, the delimiter, which
 column holds the addresses and, when the head is not UTF-8, the code page, which one worker
 finds as the local reader finds it, from the whole file. :func:`read_ranges` then has the
-workers survey their ranges (quote parity, line ends), read them, and tell the driver each
-range's rows: small tallies, from which each part gets its first row number. A list the ranges
+workers survey their ranges (quote parity, line ends), read and normalize them at once (a
+range's raw rows are not kept while the others are read), and tell the driver each range's
+rows: small tallies, from which each part gets its first row number. A list the ranges
 cannot settle (quotes that do not pair up, a byte that is not UTF-8 after a UTF-8 head, a field
 over the limit, a packed or UTF-16 file) is read in order instead, by one worker
 (:func:`~pipeline.stages.dask.tasks.convert`), so the rows are the local reader's either way.
@@ -17,6 +18,7 @@ import codecs
 import contextlib
 import dataclasses
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,7 +37,7 @@ from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
 from pipeline.core.files.headers import RULE_RECORDS
 from pipeline.core.files.tables import FileKind, file_kind
 from pipeline.stages.base import Batch
-from pipeline.stages.dask.tasks import RangeAgain, held_thin, scan_batch
+from pipeline.stages.dask.tasks import RangeAgain, held_thin, numbered, scan_batch
 from pipeline.stages.job import CleanJob
 from pipeline.stages.objects import filesystem, is_object_url, is_remote_dataset
 from pipeline.stages.read.csv_source import REJECT_SCHEMA, not_utf8
@@ -43,7 +45,6 @@ from pipeline.stages.read.ranges import (
     UTF8,
     ByteRange,
     Layout,
-    RangeRead,
     cuts,
     head_record_end,
     line_start,
@@ -228,23 +229,47 @@ class Report:
     settled: str
 
 
-def report_of(read: RangeRead) -> Report:
-    return Report(read.frame.height, read.rejects.height, read.exact, read.settled)
+@dataclass(frozen=True)
+class ScannedRange:
+    """A range read and normalized at once on its worker, its rows numbered as if it began the
+    list (:func:`numbered_range` numbers them once the ranges before it have reported): its
+    raw rows are not kept while the other ranges report."""
+
+    report: Report
+    batch: Batch | None  # None: no rows, or the ranges cannot settle the list
+    rejects: pl.DataFrame
+
+    def __sizeof__(self) -> int:
+        held = sys.getsizeof(self.batch) if self.batch is not None else 0
+        return held + int(self.rejects.estimated_size()) + 128
 
 
-def scan_range(
-    read: RangeRead, email_column: str, first_row: int, lists: ListsConfig, again: Any = None
-) -> Batch:
-    """The range's rows normalized; with *again* (a :class:`~.tasks.RangeAgain`), held without
-    the list's own columns, which the write reads again."""
-    batch = scan_batch(read.frame, email_column, first_row, lists)
-    if again is None:
-        return batch
-    return held_thin(batch, again, email_column, first_row, lists)
+def read_scanned(
+    part: ByteRange, exact: bool, email_column: str, lists: ListsConfig, thin: bool
+) -> ScannedRange:
+    """*part* read (exactly, with *exact*) and normalized; *thin*: held without the list's own
+    columns, which the write reads again (:class:`~.tasks.RangeAgain`)."""
+    read = read_range(part, exact)
+    report = Report(read.frame.height, read.rejects.height, read.exact, read.settled)
+    if read.settled or not report.rows:
+        return ScannedRange(report, None, read.rejects)
+    batch = scan_batch(read.frame, email_column, 0, lists)
+    if thin:
+        batch = held_thin(batch, RangeAgain(part, read.exact), email_column, 0, lists)
+    return ScannedRange(report, batch, read.rejects)
 
 
-def rejects_of(read: RangeRead) -> pl.DataFrame:
-    return read.rejects
+def report_of(scanned: ScannedRange) -> Report:
+    return scanned.report
+
+
+def numbered_range(scanned: ScannedRange, first_row: int) -> Batch:
+    assert scanned.batch is not None
+    return numbered(scanned.batch, first_row)
+
+
+def rejects_of(scanned: ScannedRange) -> pl.DataFrame:
+    return scanned.rejects
 
 
 @dataclass
@@ -281,25 +306,23 @@ def read_ranges(on: Cluster, planned: Planned, lists: ListsConfig) -> Ranged | N
     if not quotes_pair(surveys):
         return None
     parts = ranges_of(layout, spans, surveys)
-    reads = [submit(read_range, part, False) for part in parts]
+    scan = (layout.email_column, lists, not planned.reader.further)  # further columns: whole
+    reads = [submit(read_scanned, part, False, *scan) for part in parts]
     reports = on.hear([submit(report_of, read) for read in reads])
     if any(r.settled for r in reports):
         cancel(reads)
         return None
     if any(r.exact for r in reports) and not all(r.exact for r in reports):
-        reads = _exactly(submit, parts, reads, reports)  # as the local reader reads a file
+        reads = _exactly(submit, parts, reads, reports, scan)  # as the local reader reads a file
         reports = on.hear([submit(report_of, read) for read in reads])
         if any(r.settled for r in reports):
             cancel(reads)
             return None
     titles = titles_of(planned.reader)
     ranged = Ranged([], [], 0, titles.height, titles)
-    thin = not planned.reader.further  # further address columns are read from a part's own
-    for part, read, report in zip(parts, reads, reports, strict=True):
+    for read, report in zip(reads, reports, strict=True):
         if report.rows:
-            again = RangeAgain(part, report.exact) if thin else None
-            at = (layout.email_column, ranged.rows, lists, again)
-            ranged.batches.append(submit(scan_range, read, *at))
+            ranged.batches.append(submit(numbered_range, read, ranged.rows))
         if report.rejects:
             ranged.rejects.append(submit(rejects_of, read))
         ranged.rows += report.rows
@@ -308,9 +331,13 @@ def read_ranges(on: Cluster, planned: Planned, lists: ListsConfig) -> Ranged | N
 
 
 def _exactly(
-    submit: Submit, parts: list[ByteRange], reads: list[Any], reports: list[Report]
+    submit: Submit,
+    parts: list[ByteRange],
+    reads: list[Any],
+    reports: list[Report],
+    scan: tuple[str, ListsConfig, bool],
 ) -> list[Any]:
     return [
-        read if report.exact else submit(read_range, part, True)
+        read if report.exact else submit(read_scanned, part, True, *scan)
         for part, read, report in zip(parts, reads, reports, strict=True)
     ]

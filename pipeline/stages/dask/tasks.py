@@ -124,13 +124,26 @@ def held_thin(
     write); once its duplicates are marked, only the shuffle's flags stay."""
     work = batch.work
     domains = pl.Series("DOMAIN", resolvable_domains(work), pl.String)
-    recipe = Narrow(again, email_column, first_row, lists, work.height, key_digest(work), domains)
+    digest = key_digest(work, first_row)
+    recipe = Narrow(again, email_column, first_row, lists, work.height, digest, domains)
     return Batch(batch.originals.clear(), work.select(NARROW), recipe)
 
 
-def key_digest(work: pl.DataFrame) -> int:
-    """A 64-bit digest of the part's (row, KEY) pairs."""
-    return int(work.select(pl.struct(ROW, "KEY").hash(seed=3).sum()).item())
+def key_digest(work: pl.DataFrame, first_row: int) -> int:
+    """A 64-bit digest of the part's (place in the part, KEY) pairs: the same wherever the part
+    starts in the list (:func:`numbered`)."""
+    place = (pl.col(ROW) - first_row).alias("place")
+    return int(work.select(pl.struct(place, "KEY").hash(seed=3).sum()).item())
+
+
+def numbered(batch: Batch, first_row: int) -> Batch:
+    """*batch*, scanned as if it began the list, with its rows numbered from *first_row*
+    (known once every range before it has reported its rows)."""
+    work = batch.work.with_columns(pl.col(ROW) + first_row)
+    again = batch.again
+    if isinstance(again, Narrow):
+        again = dataclasses.replace(again, first_row=again.first_row + first_row)
+    return Batch(batch.originals, work, again)
 
 
 def part_domains(part: Batch, further: Further, lists: ListsConfig) -> pl.Series:
@@ -163,7 +176,7 @@ def restored(part: Batch) -> Batch:
         held = f"a part read again for the write held {frame.height:,} rows, not {recipe.rows:,}"
         raise input_changed("", held)
     work = scan_batch(frame, recipe.email_column, recipe.first_row, recipe.lists).work
-    if key_digest(work) != recipe.digest:
+    if key_digest(work, recipe.first_row) != recipe.digest:
         raise input_changed("", "a part read again for the write holds other addresses")
     if "KEY" in part.work.columns:  # its duplicates not marked yet
         return Batch(frame, work)

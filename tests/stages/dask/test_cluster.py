@@ -204,7 +204,7 @@ def test_an_awkward_csv_gives_the_local_rows_and_rejects(
     dask = ("--engine", "dask", "--scheduler", cluster.scheduler.address)
     with get_task_stream(cluster) as stream:
         spread = clean_to_folder(tmp_path, source, "dask", *dask)
-    reads = [t for t in stream.data if str(t["key"]).startswith("read_range")]
+    reads = [t for t in stream.data if str(t["key"]).startswith("read_scanned")]
     assert len(reads) >= source.stat().st_size // range_bytes
     same(local, spread)
     assert local["rows_rejected"] == 6
@@ -224,7 +224,7 @@ def test_a_single_file_output_is_joined_by_a_worker(cluster: Client, tmp_path: P
     with get_task_stream(cluster) as stream:
         spread = clean(tmp_path, source, "dask.parquet", "cache-dask", *dask, sandbox=False)
     names = {str(t["key"]).split("-")[0] for t in stream.data}
-    assert {"survey", "read_range", "write_part", "write_joined_parquet"} <= names
+    assert {"survey", "read_scanned", "write_part", "write_joined_parquet"} <= names
     same(local, spread)
     expected = pl.read_parquet(tmp_path / "local.parquet")
     assert pl.read_parquet(tmp_path / "dask.parquet").equals(expected)
@@ -276,7 +276,7 @@ def test_an_object_store_csv_is_read_in_ranges_by_the_workers(
     extra = ["--offline", "--config", str(s3), "--cache-dir", str(tmp_path / "cache-dask")]
     with get_task_stream(cluster) as stream:
         assert main([*args, *dask, *extra]) == 0
-    reads = [t for t in stream.data if str(t["key"]).startswith("read_range")]
+    reads = [t for t in stream.data if str(t["key"]).startswith("read_scanned")]
     assert len(reads) >= source.stat().st_size // 30_000
     spread = json.loads((tmp_path / "dask.summary.json").read_text())
     assert spread["rows_in"] == local["rows_in"] and spread["rows_rejected"] == 6
