@@ -8,7 +8,8 @@ every domain against the loopback DNS server, which runs in its own process): th
 then ``--engine dask`` on a LocalCluster of 1 and of 2 worker processes. The DNS server counts
 the questions each run asked it and how often. Checks that the three outputs are equal and that
 the three runs asked the same MX questions (every distinct domain's), reports the questions that
-came more than once (sent again after a late answer, or asked twice), prints a Markdown table
+were asked more than once (under another query id) and those whose packet was only sent again
+while the resolver waited (the same id), prints a Markdown table
 for bench/RESULTS.md, writes ``results.json`` (every question with its count included) beside the
 list, and deletes the list and the outputs.
 The driver's peak RSS is the ``listclean`` process's own; the largest worker's is the
@@ -126,7 +127,7 @@ def clean(
     server.stdin.write(f"count {out / f'{stem}.questions.txt'}\n")
     server.stdin.flush()
     measured["server"] = json.loads(server.stdout.readline())
-    asked = questions(out / f"{stem}.questions.txt")
+    asked, ids = questions(out / f"{stem}.questions.txt")
     (out / f"{stem}.questions.txt").unlink()
     summary = json.loads((out / f"{stem}.summary.json").read_text())
     measured.update(
@@ -135,6 +136,7 @@ def clean(
         dns_queries=summary["dns_queries"],
         output=str(out / f"{stem}.parquet"),
         asked=asked,
+        ids=ids,
         workers=int(workers[0]) if workers else 2 if scheduler else 1,
         stages={s["name"]: s["seconds"] for s in summary["stages"]},
     )
@@ -377,16 +379,18 @@ def check(results: dict[str, dict[str, Any]]) -> None:
             raise SystemExit(f"{name} wrote another output than the local engine")
 
 
-def questions(path: Path) -> dict[str, int]:
-    """A dns_serve.py dump ("NAME TYPE TIMES" lines): how often each "NAME TYPE" was asked."""
-    pairs = (line.rsplit(" ", 1) for line in path.read_text().splitlines())
-    return {question: int(times) for question, times in pairs}
+def questions(path: Path) -> tuple[dict[str, int], dict[str, int]]:
+    """A dns_serve.py dump ("NAME TYPE TIMES IDS" lines): how often each "NAME TYPE" came, and
+    under how many query ids (the times it was asked; a packet sent again keeps its id)."""
+    rows = [line.rsplit(" ", 2) for line in path.read_text().splitlines()]
+    return {q: int(times) for q, times, _ in rows}, {q: int(ids) for q, _, ids in rows}
 
 
 def table(r: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| engine | seconds | rows/s | rows/s per worker | DNS queries (run's count) "
-        "| distinct questions received (MX / host A, AAAA) | questions received more than once "
+        "| distinct questions received (MX / host A, AAAA) "
+        "| questions asked more than once (received more than once) "
         "| driver peak RSS MiB | largest worker peak RSS MiB | driver read / written MiB |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -398,10 +402,11 @@ def table(r: dict[str, dict[str, Any]]) -> str:
         mx = sum(1 for q in asked if q.endswith(" MX"))
         hosts = len(asked) - mx
         again = sum(1 for t in asked.values() if t > 1)
+        twice = sum(1 for t in m["ids"].values() if t > 1)
         lines.append(
             f"| {name} | {secs:.1f} | {rows / secs:,.0f} | {rows / secs / m['workers']:,.0f} | "
             f"{m['dns_queries']:,} | {m['server']['questions']:,} ({mx:,} / {hosts:,}) | "
-            f"{again:,} | {m['peak_rss_mib']:.0f} "
+            f"{twice:,} ({again:,}) | {m['peak_rss_mib']:.0f} "
             f"| {worker} | {m['read_bytes'] / _MIB:,.0f} / {m['written_bytes'] / _MIB:,.0f} |"
         )
     lines.append("")
@@ -435,9 +440,11 @@ def table(r: dict[str, dict[str, Any]]) -> str:
         stages = ", ".join(f"{k} {v:.1f}s" for k, v in m["stages"].items())
         lines.append(f"{name} stages: {stages}")
     for name, m in r.items():
-        again = [f"{q} x{t}" for q, t in m["asked"].items() if t > 1 and q.endswith(" MX")]
+        again = [f"{q} x{t}" for q, t in m["ids"].items() if t > 1 and q.endswith(" MX")]
         shown = ", ".join(again[:10]) + (f" and {len(again) - 10} more" if len(again) > 10 else "")
-        lines.append(f"{name}: MX questions received more than once: {shown or 'none'}")
+        lines.append(f"{name}: MX questions asked more than once: {shown or 'none'}")
+        sent = sum(1 for q, t in m["asked"].items() if t > m["ids"][q] and q.endswith(" MX"))
+        lines.append(f"{name}: MX questions whose packet was sent again while waiting: {sent:,}")
     return "\n".join(lines)
 
 

@@ -5,8 +5,9 @@ server here so that it does not share a CPU core's interpreter lock with the run
 
 Each line ``count [FILE]`` read on standard input prints, as one JSON line, the queries received
 since the start or the last ``count`` and how many distinct questions (name and type) they
-asked, writes each question and how often it came to FILE when given, then starts counting
-again. A question that came twice was sent again (its answer came late) or asked twice.
+asked, writes each question, how often its packet came and under how many query ids to FILE
+when given, then starts counting again. A resolver that sends a query again while it waits for
+the answer (c-ares does) sends it under the same id: a question asked twice has two ids.
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ def main() -> None:
         for line in sys.stdin:
             command, _, path = line.strip().partition(" ")
             if command == "count":
-                asked = Counter(server.queries())
+                received = server.queries_with_ids()
+                asked = Counter((name, qtype) for name, qtype, _ in received)
+                ids = Counter((name, qtype) for name, qtype, _ in set(received))
                 queries = server.query_count
                 server.reset_counts()
-                if path:  # the distinct questions too, one "NAME TYPE TIMES" a line
-                    lines = (f"{n} {t} {times}\n" for (n, t), times in sorted(asked.items()))
+                if path:  # the distinct questions too, one "NAME TYPE TIMES IDS" a line
+                    counted = sorted(asked.items())
+                    lines = (f"{n} {t} {times} {ids[n, t]}\n" for (n, t), times in counted)
                     Path(path).write_text("".join(lines))
                 print(json.dumps({"queries": queries, "questions": len(asked)}), flush=True)
 

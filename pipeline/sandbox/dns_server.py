@@ -97,19 +97,19 @@ class _QueryLog:
     def __init__(self, limit: int) -> None:
         self._lock = threading.Lock()
         self._count = 0
-        self._entries: deque[tuple[str, str]] = deque(maxlen=limit)
+        self._entries: deque[tuple[str, str, int]] = deque(maxlen=limit)
 
-    def record(self, name: str, qtype: str) -> None:
+    def record(self, name: str, qtype: str, qid: int) -> None:
         with self._lock:
             self._count += 1
-            self._entries.append((name, qtype))
+            self._entries.append((name, qtype, qid))
 
     @property
     def count(self) -> int:
         with self._lock:
             return self._count
 
-    def entries(self) -> list[tuple[str, str]]:
+    def entries(self) -> list[tuple[str, str, int]]:
         with self._lock:
             return list(self._entries)
 
@@ -145,7 +145,7 @@ class _Responder:
             return self._error(request, RCODE.FORMERR)
         question = request.q
         name = normalize_name(str(question.qname))
-        self._log.record(name, QTYPE.get(question.qtype, f"TYPE{question.qtype}"))
+        self._log.record(name, QTYPE.get(question.qtype, f"TYPE{question.qtype}"), header.id)
         zone = self._world.zones.get(name)
         if zone is not None and zone.timeout:
             return None
@@ -330,6 +330,12 @@ class SandboxDNS(LoopThreadServer[_Running]):
 
         ``name`` is lower-case without the trailing dot; ``qtype`` is its mnemonic ("MX").
         """
+        return [(name, qtype) for name, qtype, _ in self._log.entries()]
+
+    def queries_with_ids(self) -> list[tuple[str, str, int]]:
+        """``(name, qtype, query id)`` of the most recent queries, oldest first. A resolver that
+        sends a query again while it waits (c-ares does) sends it with the same id, so one
+        question asked once is one id, however many times its packet came."""
         return self._log.entries()
 
     def reset_counts(self) -> None:

@@ -208,6 +208,34 @@ def test_queries_are_counted_in_arrival_order() -> None:
         assert server.queries() == []
 
 
+def test_a_query_sent_again_keeps_its_id_and_a_question_asked_again_does_not() -> None:
+    """c-ares sends a query again while it waits for the answer, under the same id; the log's
+    ids tell those packets from a question asked twice (the bench counts both)."""
+    world = World(zones={f"{n}.com": Zone(a=("192.0.2.1",)) for n in ("a", "b", "c", "late")})
+    with SandboxDNS(world) as server:
+        server.hold("late.com")
+
+        async def scenario() -> None:
+            resolver = aiodns.DNSResolver(nameservers=[server.address], timeout=60.0, tries=12)
+            for name in ("a.com", "b.com", "c.com"):  # fast answers: c-ares now waits 250 ms
+                await resolver.query_dns(name, "A")
+            waiting = asyncio.ensure_future(resolver.query_dns("late.com", "A"))
+            while server.queries().count(("late.com", "A")) < 2:
+                await asyncio.sleep(0.01)
+            server.release("late.com")
+            await waiting
+            await resolver.close()
+            again = aiodns.DNSResolver(nameservers=[server.address], timeout=60.0, tries=1)
+            await again.query_dns("late.com", "A")  # asked again (c-ares keeps answers it had)
+            await again.close()
+
+        asyncio.run(scenario())
+        late = [qid for name, _, qid in server.queries_with_ids() if name == "late.com"]
+    assert len(late) >= 3
+    assert len(set(late[:-1])) == 1  # the packets of the held question: one id
+    assert late[-1] != late[0]  # the question asked again: another id
+
+
 def test_query_log_is_bounded_but_count_is_not() -> None:
     with SandboxDNS(WORLD, query_log_limit=2) as server:
         for name in ("a.com", "b.com", "c.com"):
