@@ -13,6 +13,7 @@ files use too), and ``member_rows`` the rows each member of a zip gave, with tho
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import re
 from collections import Counter
@@ -130,9 +131,21 @@ class Tally:
         """The *limit* domains with the most rows: rows, and rows of each verdict."""
         if not self._domains:
             return []
-        ranked = _summed(self._domains).sort(["rows", "DOMAIN"], descending=[True, False])
-        top = ranked.head(limit).rename({"DOMAIN": "domain"})
+        top = top_domain_rows(self._domains, limit).rename({"DOMAIN": "domain"})
         return [{k: v for k, v in row.items()} for row in top.iter_rows(named=True)]
+
+    def parted(self) -> tuple[Tally, pl.DataFrame | None]:
+        """This tally without its rows per domain, and those rows (summed; None if none). A
+        cluster sums the domains' rows where they are, by domain (a list's domains can be
+        millions), and its driver merges only the rest and each bucket's
+        :func:`top_domain_rows` (:meth:`add_domain_rows`)."""
+        rest = copy.copy(self)
+        rest._domains = []
+        return rest, _summed(self._domains) if self._domains else None
+
+    def add_domain_rows(self, rows: pl.DataFrame) -> None:
+        """Count *rows* (rows per domain, as :meth:`parted` gives them) too."""
+        self._domains.append(rows)
 
     def typo_fixes(self, limit: int = TOP_TYPOS) -> list[dict[str, Any]]:
         ranked = sorted(self._typos.items(), key=lambda item: (-item[1], item[0]))[:limit]
@@ -141,6 +154,13 @@ class Tally:
 
 def _summed(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return pl.concat(parts).group_by("DOMAIN").agg(pl.all().sum())
+
+
+def top_domain_rows(parts: list[pl.DataFrame], limit: int = TOP_DOMAINS) -> pl.DataFrame:
+    """The *limit* domains with the most rows in *parts* (rows per domain, summed here), the
+    name breaking ties: the top of domains split into buckets is the top of the buckets' tops."""
+    ranked = _summed(parts).sort(["rows", "DOMAIN"], descending=[True, False])
+    return ranked.head(limit)
 
 
 def reason_counts(per_string: Mapping[str, int]) -> dict[str, int]:

@@ -34,6 +34,7 @@ from pipeline.core.db.buckets import BUCKETS, with_buckets
 from pipeline.core.domains.dns import DnsAnswer, SharedResolver
 from pipeline.core.domains.exchanges import Routing
 from pipeline.core.domains.step import DomainWork, domain_answers, domain_table
+from pipeline.stages.dask.shuffle import pieces_of
 from pipeline.stages.dask.sizes import size_of
 from pipeline.stages.dask.stores import Stores, domain_store
 from pipeline.stages.dask.tasks import worker_lists
@@ -43,8 +44,7 @@ def buckets_for(parts: int, workers: int) -> int:
     """Buckets of a shuffle by a stable hash (domains, keys) for a list of *parts* parts on
     *workers* workers: a power of two (so that each covers whole buckets of the shared
     tables), about four a worker (enough to keep every worker busy and to even out the
-    buckets' sizes) but no more than the parts, at most the tables' buckets. The tasks grow
-    with parts times buckets, and so does what the driver keeps track of."""
+    buckets' sizes) but no more than the parts, at most the tables' buckets."""
     buckets = 1
     while buckets < min(parts, 4 * max(1, workers), BUCKETS):
         buckets *= 2
@@ -71,8 +71,10 @@ class Looked:
         return size_of(self.domains) + 200 * len(self.cached) + size_of(self.missing)
 
 
-def look_up(stores: Stores, offline: bool, *pieces: pl.DataFrame) -> Looked:
-    """The bucket's domains (sorted, each once) and the cache's answers for them."""
+def look_up(stores: Stores, offline: bool, *groups: list[pl.DataFrame]) -> Looked:
+    """The bucket's domains (sorted, each once) and the cache's answers for them (*groups*:
+    the bucket's pieces, :func:`~.shuffle.Exchange.to_buckets`)."""
+    pieces = pieces_of(groups)
     domains = sorted(set().union(*(p.get_column("DOMAIN").to_list() for p in pieces)))
     if offline:
         return Looked(domains, {}, domains)

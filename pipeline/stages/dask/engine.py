@@ -77,14 +77,14 @@ from pipeline.stages.dask.history.memory import DaskMemory, decide_parts
 from pipeline.stages.dask.reading import Cluster as Reaching
 from pipeline.stages.dask.reading import Planned, Report, plan, read_ranges
 from pipeline.stages.dask.shuffle import (
-    counts_of as shuffle_counts,
-)
-from pipeline.stages.dask.shuffle import (
+    Exchange,
     flags_of,
     key_pieces,
     mark_part,
-    piece,
     settle_bucket,
+)
+from pipeline.stages.dask.shuffle import (
+    counts_of as shuffle_counts,
 )
 from pipeline.stages.dask.staging import (
     Output,
@@ -188,6 +188,7 @@ class DaskRun:
         self.workers = cluster.workers
         self.part_mb = cluster.part_mb  # what a part is sized for, from --memory and the workers
         self.size = len(cluster.workers)
+        self.exchange = Exchange(self.submit, self.size)  # narrow tables to buckets and back
         self.lists = engine.config.lists
         self.topic = f"listclean-{uuid.uuid4().hex}"
         self.remote_queries = 0  # DNS queries the workers sent
@@ -283,7 +284,7 @@ class DaskRun:
         buckets = buckets_for(len(self._parts), self.size)
         pieces = [self.submit(domain_pieces, found, buckets) for found in self._domains]
         self._domains = []
-        grid = [[self.submit(piece, ps, b) for ps in pieces] for b in range(buckets)]
+        grid = self.exchange.to_buckets(pieces, buckets)
         offline = engine.offline
         looked = [self.submit(look_up, self.stores, offline, *column) for column in grid]
         del pieces, grid  # each let go by the cluster once the tasks that read it are done
@@ -326,12 +327,13 @@ class DaskRun:
         (:mod:`pipeline.stages.dask.staging`): no row of the output passes through here; when
         the run is recorded, each part's narrow table is kept for the history."""
         found, further = self._found, reader.further
-        answers = [found.of_part(self, p) if found else None for p in range(len(self._parts))]
+        parts = len(self._parts)
+        answers = found.of_parts(self, parts) if found else [None] * parts
         common = (self.stores, further, self.lists, self._engine.calibration)
         decided = decide_parts(
             self.submit, self._parts, self._tables, answers, common, self._memory
         )
-        staging = Staging(self.submit, self.files(job), stack, publication, self.cancel)
+        staging = Staging(self.exchange, self.files(job), stack, publication, self.cancel)
         schema = output_schema(reader.schema, further.fields)
         output = Output(schema, facts, job.split, job.csv_bom)
         tally = write_rows(staging, decided, output)
@@ -383,8 +385,7 @@ class DaskRun:
     def _mark_duplicates(self, batches: list[Any], rows: int) -> tuple[list[Any], NormalizeStats]:
         """DUPLICATE (and the whole list's CONSENT) on each part, where it is: only narrow
         (KEY, row) pairs cross the network, shuffled by KEY into a bucket per
-        :data:`BUCKET_ROWS` of the list's *rows* (at most one per part), so the tasks grow
-        with parts times buckets (:mod:`pipeline.stages.dask.shuffle`)."""
+        :data:`BUCKET_ROWS` of the list's *rows*, at most one per part (:mod:`.shuffle`)."""
         buckets = max(1, min(len(batches), -(-rows // BUCKET_ROWS)))
         pieces = [self.submit(key_pieces, b, p, buckets) for p, b in enumerate(batches)]
         further, lists = self._further, self.lists
@@ -392,13 +393,12 @@ class DaskRun:
         held = [self.submit(slimmed, b) for b in batches]
         batches.clear()  # a part held narrow is let go once its pieces and domains are taken
         settled = [
-            self.submit(settle_bucket, *(self.submit(piece, ps, k) for ps in pieces))
-            for k in range(buckets)
+            self.submit(settle_bucket, *column)
+            for column in self.exchange.to_buckets(pieces, buckets)
         ]
-        marked = [
-            self.submit(mark_part, batch, *(self.submit(flags_of, s, p) for s in settled))
-            for p, batch in enumerate(held)
-        ]
+        exchange = self.exchange
+        flags = exchange.to_parts(exchange.picked(settled, len(held), flags_of), len(held))
+        marked = [self.submit(mark_part, batch, f) for batch, f in zip(held, flags, strict=True)]
         counts = self.client.gather([self.submit(shuffle_counts, s) for s in settled])
         return marked, NormalizeStats(sum(c[0] for c in counts), sum(c[1] for c in counts))
 

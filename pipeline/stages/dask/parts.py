@@ -28,7 +28,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.stages.dask.places import Place
-from pipeline.stages.summary import Tally
+from pipeline.stages.dask.shuffle import pieces_of
+from pipeline.stages.summary import Tally, top_domain_rows
 from pipeline.stages.write.formats import OutputFormat
 from pipeline.stages.write.outputs import (
     OutputPaths,
@@ -89,6 +90,29 @@ def write_part(frame: pl.DataFrame, index: int, files: PartFiles) -> Written:
                     write_parquet([rows.to_arrow()], handle, files.schema, files.facts, place.where)
             roles.append(role)
     return Written(tally, tuple(roles))
+
+
+def written_tally(written: Written) -> Written:
+    """What the driver gets of a part's write: its tally without the rows per domain (see
+    :func:`domain_row_pieces`)."""
+    return Written(written.tally.parted()[0], written.roles)
+
+
+def domain_row_pieces(written: Written, buckets: int) -> list[pl.DataFrame | None]:
+    """A part's rows per domain, split into *buckets* by a hash of the domain (polars', the
+    same on every worker: the driver checks they run one polars version)."""
+    rows = written.tally.parted()[1]
+    if rows is None:
+        return [None] * buckets
+    bucket = rows.get_column("DOMAIN").hash(seed=0) % buckets
+    return [rows.filter(bucket == b) for b in range(buckets)]
+
+
+def top_domains_of(*groups: list[pl.DataFrame | None]) -> pl.DataFrame | None:
+    """One domain bucket's top domains (:func:`~pipeline.stages.summary.top_domain_rows`)
+    from every part's piece of it (*groups*: :func:`~.shuffle.Exchange.to_buckets`)."""
+    present = [p for p in pieces_of(groups) if p is not None and p.height]
+    return top_domain_rows(present) if present else None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,23 @@
-"""The narrow duplicate shuffle of a Dask run: rows stay in their input part; only
-(KEY, row number) pairs cross the network.
+"""The narrow shuffles of a Dask run: rows stay in their input part; only narrow tables cross
+the network, from the parts to buckets and back (:class:`Exchange`: the duplicate shuffle
+below, the domain and address buckets, the domains' tally), in tasks that grow with parts
+plus buckets times groups of parts, not with parts times buckets.
+
+Sent to the buckets (:meth:`Exchange.to_buckets`): each part's task returns one piece per
+bucket; one task gathers the pieces of a group of parts (at most :data:`GROUP`, and about
+four groups a worker while the parts allow, so that the gatherings, and the buckets that read
+them, spread over the workers), and each bucket takes its share of each gathering. A bucket's
+task gets its pieces as lists, one per group, in input order (:func:`pieces_of` makes them one
+list). Sent back to the parts (:meth:`Exchange.to_parts`): each bucket's answer is picked
+apart for one group of parts at a time, one task per group joins what the buckets picked for
+it, and each part takes its own.
+
+One task per part and bucket would be simpler and moves the same bytes, but the driver keeps
+track of every task it submits (a few kilobytes each), and parts times buckets grows with the
+square of the list: 10,000 tasks at 50 million rows, millions at a billion. Grouped, the
+driver's tasks grow as the list does, divided by the group.
+
+**The duplicate shuffle.** Only (KEY, row number) pairs cross the network.
 
 The rule is the local engine's (:mod:`pipeline.stages.state.dedupe`): a row is a DUPLICATE
 when a row earlier in input order has the same non-empty KEY. A row's place in input order is
@@ -8,7 +26,8 @@ needed:
 
 1. :func:`key_pieces`, on each part's worker: the part's (KEY, ROW, PART, CONSENT) pairs split
    by a hash of the KEY (:func:`~pipeline.stages.state.dedupe.partition_of`, the key level)
-   into buckets; every row of one address goes to one bucket, whatever its part.
+   into buckets; every row of one address goes to one bucket, whatever its part (the pieces
+   travel as :class:`Exchange` groups them).
 2. :func:`settle_bucket`, one task per bucket: the first row of each KEY wins; each part gets
    back a narrow table of its rows that are duplicates or whose address another row holds
    back from sending (the first held row's reason, as the local engine's ``held_keys``).
@@ -17,7 +36,9 @@ needed:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
 
 import polars as pl
 
@@ -29,6 +50,79 @@ ROW = "_ROW"  # the global row number (input order) of each row
 PART = "_PART"  # the input part a row belongs to
 _HELD = "_HELD"
 
+GROUP: Final = 32  # parts whose pieces one task gathers at most (or whose answers it joins)
+GROUPS_A_WORKER: Final = 4
+
+T = TypeVar("T")
+Grid = list[list[Any]]  # per bucket, per group of parts: a future of a list, one per part
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A run's way to exchange narrow tables: its task submitter and its workers."""
+
+    submit: Callable[..., Any]
+    workers: int
+
+    def groups_of(self, parts: int) -> list[range]:
+        """The parts of each group, in input order."""
+        spread = -(-parts // (GROUPS_A_WORKER * max(1, self.workers)))
+        size = max(1, min(GROUP, spread))
+        return [range(start, min(parts, start + size)) for start in range(0, parts, size)]
+
+    def to_buckets(self, sources: Sequence[Any], buckets: int) -> Grid:
+        """Per bucket, one future per group of *sources* (each source: a future of one piece
+        per bucket): the group's pieces of that bucket, a list in input order."""
+        submit = self.submit
+        gathered = [
+            submit(_gathered, *sources[group.start : group.stop])
+            for group in self.groups_of(len(sources))
+        ]
+        return [[submit(share, g, bucket) for g in gathered] for bucket in range(buckets)]
+
+    def picked(self, answers: Sequence[Any], parts: int, pick: Callable[..., Any]) -> Grid:
+        """Per bucket (each of *answers*, a future), per group of parts, a future of what
+        *pick(answer, part)* gives each part of the group: what :meth:`to_parts` joins."""
+        groups = self.groups_of(parts)
+        return [
+            [self.submit(_picked, pick, answer, group.start, group.stop) for group in groups]
+            for answer in answers
+        ]
+
+    def to_parts(self, grid: Grid, parts: int) -> list[Any]:
+        """Per part, a future of its items from every bucket of *grid* (per bucket, per group
+        of :meth:`groups_of`), a list in bucket order."""
+        shares = []
+        for index, group in enumerate(self.groups_of(parts)):
+            joined = self.submit(_joined, *(column[index] for column in grid))
+            shares += [self.submit(share, joined, place) for place in range(len(group))]
+        return shares
+
+
+def pieces_of(groups: Sequence[list[T]]) -> list[T]:
+    """A bucket's pieces (its task's arguments from :meth:`Exchange.to_buckets`), in input
+    order."""
+    return [piece for group in groups for piece in group]
+
+
+def share(items: Sequence[T], index: int) -> T:
+    """Item *index* of a task's list (a bucket's piece, a part's share)."""
+    return items[index]
+
+
+def _gathered(*sources: list[T]) -> list[list[T]]:
+    """Per bucket, the sources' pieces of it, in order."""
+    return [list(pieces) for pieces in zip(*sources, strict=True)]
+
+
+def _picked(pick: Callable[[Any, int], T], answer: Any, start: int, stop: int) -> list[T]:
+    return [pick(answer, part) for part in range(start, stop)]
+
+
+def _joined(*columns: list[T]) -> list[list[T]]:
+    """Per part of a group, its items from every bucket, in bucket order."""
+    return [list(items) for items in zip(*columns, strict=True)]
+
 
 def key_pieces(batch: Batch, part: int, buckets: int) -> list[pl.DataFrame]:
     """The part's addressed rows as narrow (KEY, ROW, PART, CONSENT) pieces, one per bucket."""
@@ -38,10 +132,6 @@ def key_pieces(batch: Batch, part: int, buckets: int) -> list[pl.DataFrame]:
     )
     bucket = partition_of(narrow.get_column("KEY"), buckets, level=KEY_LEVEL)
     return [narrow.filter(bucket == b) for b in range(buckets)]
-
-
-def piece(pieces: list[pl.DataFrame], bucket: int) -> pl.DataFrame:
-    return pieces[bucket]
 
 
 @dataclass(frozen=True)
@@ -56,10 +146,11 @@ class Settled:
         return size_of(list(self.flags.values())) + 64
 
 
-def settle_bucket(*pieces: pl.DataFrame) -> Settled:
+def settle_bucket(*groups: list[pl.DataFrame]) -> Settled:
     """The first row in input order of each KEY wins; the others are duplicates. A KEY one of
     whose rows is held back (CONSENT) is held back on all its rows, with its first such row's
-    reason."""
+    reason. (*groups*: the bucket's pieces, :func:`~.shuffle.Exchange.to_buckets`.)"""
+    pieces = pieces_of(groups)
     if not pieces:  # a list with no row: one bucket, and no part to send it anything
         return Settled()
     pairs = pl.concat(pieces, how="vertical")
@@ -76,8 +167,8 @@ def settle_bucket(*pieces: pl.DataFrame) -> Settled:
     marked = marked.join(held, on="KEY", how="left")
     wanted = marked.filter(pl.col("DUPLICATE") | pl.col(_HELD).is_not_null())
     narrow = wanted.select(ROW, PART, "DUPLICATE", _HELD)
-    groups = narrow.partition_by(PART, as_dict=True, include_key=False)
-    flags = {int(key[0]): frame for key, frame in groups.items()}
+    by_part = narrow.partition_by(PART, as_dict=True, include_key=False)
+    flags = {int(key[0]): frame for key, frame in by_part.items()}
     distinct = pairs.get_column("KEY").n_unique()
     return Settled(flags, distinct, len(repeats))
 
@@ -90,7 +181,7 @@ def counts_of(settled: Settled) -> tuple[int, int]:
     return settled.distinct, settled.duplicates
 
 
-def mark_part(batch: Batch, *flags: pl.DataFrame | None) -> Batch:
+def mark_part(batch: Batch, flags: list[pl.DataFrame | None]) -> Batch:
     """The part with DUPLICATE, and CONSENT on every row of an address held back anywhere. A
     part held narrow (:func:`~pipeline.stages.dask.tasks.held_thin`) keeps the flags alone,
     which its write applies (:func:`marked`): from here to the write it holds a few bytes for

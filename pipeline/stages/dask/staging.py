@@ -44,14 +44,18 @@ from pipeline.stages.dask.parts import (
     PartFiles,
     RejectParts,
     Written,
+    domain_row_pieces,
     part_name,
+    top_domains_of,
     write_joined_csv,
     write_joined_parquet,
     write_part,
     write_reject_part,
     write_workbook,
+    written_tally,
 )
 from pipeline.stages.dask.places import Place
+from pipeline.stages.dask.shuffle import Exchange
 from pipeline.stages.summary import Tally
 from pipeline.stages.write.formats import OutputFormat
 from pipeline.stages.write.outputs import (
@@ -63,6 +67,8 @@ from pipeline.stages.write.outputs import (
 )
 from pipeline.stages.write.publish import Publication, tmp_name, tmp_of
 from pipeline.stages.write.sinks import csv_head
+
+_PARTS_A_BUCKET = 32  # parts whose rows per domain one bucket of the domains' tally sums
 
 
 @contextlib.contextmanager
@@ -81,15 +87,19 @@ def staging_folder(final: Path, kind: str = "") -> Iterator[Path]:
 
 @dataclass(frozen=True)
 class Staging:
-    """Where one run's workers write: its task submitter, the files it writes
+    """Where one run's workers write: its tasks, the files it writes
     (:meth:`OutputPaths.in_parts`), the exit stack that removes what is not published, the
     commit point that publishes the rest, and how to cancel the run's tasks."""
 
-    submit: Callable[..., Any]
+    exchange: Exchange  # its task submitter, and its way to exchange narrow tables
     paths: OutputPaths
     stack: contextlib.ExitStack
     publication: Publication
     cancel: Callable[[], None]
+
+    @property
+    def submit(self) -> Callable[..., Any]:
+        return self.exchange.submit
 
     def folder_of(self, final: Path) -> Place:
         """The staging folder of *final*, beside it (or beside its URL in the object store),
@@ -137,9 +147,19 @@ def write_rows(staging: Staging, decided: list[Any], output: Output) -> Tally:
         decided.append(_empty(output.schema))
     # A part's write runs before any other part's decide that waits beside it, so a worker
     # holds one decided part at a time rather than every part it has decided so far.
-    futures = [
+    writes = [
         staging.submit(write_part, part, i, files, priority=1) for i, part in enumerate(decided)
     ]
+    # The rows per domain are summed by domain buckets on the workers: the driver gets each
+    # bucket's top domains, never a table of every domain.
+    buckets = max(1, -(-len(writes) // _PARTS_A_BUCKET))
+    pieces = [staging.submit(domain_row_pieces, w, buckets) for w in writes]
+    tops = [
+        staging.submit(top_domains_of, *column)
+        for column in staging.exchange.to_buckets(pieces, buckets)
+    ]
+    futures = [staging.submit(written_tally, w) for w in writes]
+    del writes, pieces  # each let go by the cluster once the tasks that read it are done
     tally = Tally()
     written: list[tuple[str, ...]] = []
     for index, future in enumerate(futures):
@@ -147,6 +167,9 @@ def write_rows(staging: Staging, decided: list[Any], output: Output) -> Tally:
         tally.merge(done.tally)
         written.append(done.roles)
         futures[index] = decided[index] = None  # let the cluster forget the part's rows
+    for top in tops:
+        if (rows := top.result()) is not None:
+            tally.add_domain_rows(rows)
     made = {}
     for role, folder in folders.items():
         ours = [i for i, roles in enumerate(written) if role in roles]

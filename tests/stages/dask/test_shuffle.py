@@ -1,22 +1,25 @@
 """The narrow duplicate shuffle of a Dask run, in one process: parts that keep their rows get
-back exactly the local engine's DUPLICATE and CONSENT, whatever the parts and buckets."""
+back exactly the local engine's DUPLICATE and CONSENT, whatever the parts, the buckets and the
+groups the exchange gathers them in (its tasks run as they are submitted)."""
 
 from __future__ import annotations
 
 import itertools
 import random
+from typing import Any
 
 import polars as pl
 import pytest
 
 from pipeline.stages.base import Batch
+from pipeline.stages.dask import shuffle
 from pipeline.stages.dask.shuffle import (
     ROW,
+    Exchange,
     counts_of,
     flags_of,
     key_pieces,
     mark_part,
-    piece,
     settle_bucket,
 )
 from pipeline.stages.steps import held_keys, with_held
@@ -31,19 +34,34 @@ def a_list(rows: int, seed: int) -> pl.DataFrame:
     )
 
 
+def now(function: Any, *args: Any, **_: Any) -> Any:
+    """A task run as it is submitted: its arguments are already the results."""
+    return function(*args)
+
+
 @pytest.mark.parametrize(
-    ("cuts", "buckets", "seed"),
-    [([0, 1000], 1, 1), ([0, 3, 400, 401, 1000], 3, 2), ([0, 250, 500, 750, 1000], 7, 3)],
+    ("cuts", "buckets", "seed", "group"),
+    [
+        ([0, 1000], 1, 1, 32),
+        ([0, 3, 400, 401, 1000], 3, 2, 2),
+        ([0, 250, 500, 750, 1000], 7, 3, 3),
+        ([0, 100, 200, 300, 400, 500, 600, 700, 1000], 4, 4, 1),
+    ],
 )
-def test_the_shuffle_marks_as_the_local_engine(cuts: list[int], buckets: int, seed: int) -> None:
+def test_the_shuffle_marks_as_the_local_engine(
+    cuts: list[int], buckets: int, seed: int, group: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shuffle, "GROUP", group)
     work = a_list(cuts[-1], seed)
     parts = [
         Batch(pl.DataFrame({"n": range(b - a)}), work.slice(a, b - a))
         for a, b in itertools.pairwise(cuts)
     ]
     pieces = [key_pieces(part, p, buckets) for p, part in enumerate(parts)]
-    settled = [settle_bucket(*(piece(ps, k) for ps in pieces)) for k in range(buckets)]
-    marked = [mark_part(part, *(flags_of(s, p) for s in settled)) for p, part in enumerate(parts)]
+    here = Exchange(now, workers=1)
+    settled = [settle_bucket(*column) for column in here.to_buckets(pieces, buckets)]
+    flags = here.to_parts(here.picked(settled, len(parts), flags_of), len(parts))
+    marked = [mark_part(part, f) for part, f in zip(parts, flags, strict=True)]
     got = pl.concat([m.work for m in marked])
     assert got.get_column(ROW).to_list() == list(range(cuts[-1]))  # the parts' own rows, in order
     duplicate = (pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct()

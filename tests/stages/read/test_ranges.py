@@ -248,7 +248,7 @@ def test_a_part_is_held_narrow_and_made_whole_for_the_write(tmp_path: Path) -> N
             {ROW: rows.filter(rows % 3 == 0), "DUPLICATE": True, "_HELD": None},
             schema=NO_FLAGS.schema,
         ).with_columns(pl.when(pl.col(ROW) % 2 == 0).then(pl.lit("unsubscribed")).alias("_HELD"))
-        slim = mark_part(part, flags)
+        slim = mark_part(part, [flags])
         assert slim.work.height == flags.height  # the flags alone, until the write
         whole = restored(slim)
         again = scan_batch(whole.originals, opened.layout.email_column, first_row, ListsConfig())

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import polars as pl
 
@@ -50,7 +50,7 @@ from pipeline.core.mailboxes.vendors.checker import (
 )
 from pipeline.core.mailboxes.vendors.types import VendorAnswer
 from pipeline.stages.base import Batch
-from pipeline.stages.dask.shuffle import ROW
+from pipeline.stages.dask.shuffle import ROW, pieces_of
 from pipeline.stages.dask.sizes import size_of
 from pipeline.stages.dask.stores import Stores, bounce_source, mailbox_store, paid_store
 from pipeline.stages.dask.tasks import restored, worker_lists
@@ -123,8 +123,15 @@ class Settled:
         return size_of(self.rows) + size_of(self.cached) + size_of(self.stale) + 64
 
 
-def settle(method: Method, stores: Stores, *pieces: pl.DataFrame) -> Settled:
-    """Which of the bucket's candidates the caches answer, and which are open."""
+def settle(method: Method, stores: Stores, since: float, *groups: list[pl.DataFrame]) -> Settled:
+    """Which of the bucket's candidates the caches answer, and which are open (*groups*: the
+    bucket's pieces, :func:`~pipeline.stages.dask.shuffle.Exchange.to_buckets`).
+
+    An answer learned at or after *since* (when the driver planned the checks) is this run's
+    own and counts as open: a bucket settled again after a lost worker then plans the targets
+    it planned the first time, and an owner run again finds them answered (a domain's
+    refusals are judged on all of its answers; the RCPTs spent are counted once)."""
+    pieces = pieces_of(groups)
     rows = pl.concat(pieces, how="vertical") if pieces else pl.DataFrame()
     if METHOD in rows.columns:
         rows = rows.filter(pl.col(METHOD) == method.name)
@@ -137,19 +144,19 @@ def settle(method: Method, stores: Stores, *pieces: pl.DataFrame) -> Settled:
         now = store.now()
         if method.kind == "smtp":
             fresh, due = store.with_due(keys)
-            table = mailbox_table(fresh)
+            table = mailbox_table(_before(fresh, since))
             stale = mailbox_table({k: stale_mailbox(a, now) for k, a in due.items()})
             learned = {k: a.at for k, a in due.items()}
         else:
             found, gone = store.remote_with_due(keys, method.api)
-            table = remote_table(found)
+            table = remote_table(_before(found, since))
             stale = remote_table({k: stale_remote(a, now) for k, a in gone.items()})
             learned = {k: a.at or 0.0 for k, a in gone.items()}
     else:  # a paid verifier is never asked about a known bounce
         bounced = set(rows.filter(pl.col("LEDGER_KNOWN")).get_column("KEY").to_list())
         paid = paid_store(stores)
         bought, aged = paid.with_due([k for k in keys if k not in bounced])
-        table = vendor_table(bought)
+        table = vendor_table(_before(bought, since))
         stale = vendor_table({k: stale_vendor(a, paid.now()) for k, a in aged.items()})
         learned = {k: a.at or 0.0 for k, a in aged.items()}
         jobs = paid.open_jobs(method.name, method.key_fp)
@@ -167,6 +174,19 @@ def settle(method: Method, stores: Stores, *pieces: pl.DataFrame) -> Settled:
         ).with_columns((pl.col(_OPEN) & pl.col(LEARNED).is_not_null()).alias(_DUE))
         rows = rows.with_columns(pl.col(LEARNED).fill_null(0.0))
     return Settled(rows, table, stale)
+
+
+class _Dated(Protocol):
+    @property
+    def at(self) -> float | None: ...
+
+
+A = TypeVar("A", bound=_Dated)
+
+
+def _before(answers: dict[str, A], since: float) -> dict[str, A]:
+    """The *answers* learned before *since* (an answer of unknown age counts as earlier)."""
+    return {k: a for k, a in answers.items() if (a.at or 0.0) < since}
 
 
 _COUNTS = ("_size", "_open", "_held", "_cached", "_bounced", "_due")
@@ -386,7 +406,14 @@ def answers_for(answers: pl.DataFrame | None, keys: pl.DataFrame) -> pl.DataFram
     return None if answers is None else answers.join(keys, on="KEY", how="semi")
 
 
-def part_answers(*pieces: pl.DataFrame | None) -> pl.DataFrame | None:
+def answers_of_group(
+    answers: pl.DataFrame | None, keys: list[pl.DataFrame]
+) -> list[pl.DataFrame | None]:
+    """The answers of a bucket for each part of a group (*keys*: their keys of it)."""
+    return [answers_for(answers, k) for k in keys]
+
+
+def part_answers(pieces: list[pl.DataFrame | None]) -> pl.DataFrame | None:
     """A part's answers, from its pieces of every bucket (None: no answer at all)."""
     found = [p for p in pieces if p is not None]
     return pl.concat(found, how="diagonal_relaxed") if found else None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,7 +57,7 @@ from pipeline.stages.dask.checks.plan import (
     Reach,
     Routes,
     answer_table,
-    answers_for,
+    answers_of_group,
     candidate_pieces,
     first_due,
     first_rows,
@@ -70,7 +71,7 @@ from pipeline.stages.dask.checks.plan import (
     targets_of,
 )
 from pipeline.stages.dask.domains import buckets_for
-from pipeline.stages.dask.shuffle import piece
+from pipeline.stages.dask.shuffle import Exchange, share
 from pipeline.stages.dask.stores import Stores, mailbox_store
 
 
@@ -80,6 +81,7 @@ class Spreader(Protocol):
     size: int  # workers
     topic: str  # where owners send what they spend
     lists: ListsConfig  # for the workers' own domain lists
+    exchange: Exchange  # narrow tables to buckets and back
 
     @property
     def stores(self) -> Stores: ...
@@ -96,13 +98,15 @@ class Found:
     be in another part), never the whole table."""
 
     buckets: list[Any]  # futures: a bucket's answers by KEY (or None)
-    keys: list[list[Any]]  # futures: per part, its distinct keys of each bucket
+    keys: list[list[Any]]  # futures: per bucket, per group of parts, their distinct keys of it
 
-    def of_part(self, run: Spreader, part: int) -> Any:
-        """A future of *part*'s answers (None: none)."""
-        keys = self.keys[part]
-        pieces = (run.submit(answers_for, a, k) for a, k in zip(self.buckets, keys, strict=True))
-        return run.submit(part_answers, *pieces)
+    def of_parts(self, run: Spreader, parts: int) -> list[Any]:
+        """A future of each part's answers (None: none), in input order."""
+        grid = [
+            [run.submit(answers_of_group, answers, keys) for keys in column]
+            for answers, column in zip(self.buckets, self.keys, strict=True)
+        ]
+        return [run.submit(part_answers, a) for a in run.exchange.to_parts(grid, parts)]
 
 
 async def check_on_cluster(
@@ -118,7 +122,7 @@ async def check_on_cluster(
         run.submit(candidate_pieces, part, tables[p], run.stores, buckets, routes, run.lists)
         for p, part in enumerate(parts)
     ]
-    grid = [[run.submit(piece, ps, b) for ps in pieces] for b in range(buckets)]
+    grid = run.exchange.to_buckets(pieces, buckets)
     found: list[list[Any]] = [[] for _ in range(buckets)]
     stats: list[CheckStats] = []
     for method, inner in _methods(checker):
@@ -132,7 +136,7 @@ async def check_on_cluster(
     keys = [run.submit(key_pieces_of, part, buckets) for part in parts]
     answers = Found(
         [run.submit(answer_table, *tables_of) for tables_of in found],
-        [[run.submit(piece, k, b) for b in range(buckets)] for k in keys],
+        run.exchange.to_buckets(keys, buckets),
     )
     return answers, stats[0] if routes is None else combined(stats)
 
@@ -163,7 +167,8 @@ class _Method:
         self.run = run
         self.engine = engine
         self.method = method
-        self.settled = [run.submit(settle, method, run.stores, *column) for column in grid]
+        since = time.time()  # what the caches learn from here on is this run's (see settle)
+        self.settled = [run.submit(settle, method, run.stores, since, *column) for column in grid]
 
     async def check(self, inner: AddressChecker) -> tuple[list[list[Any]], CheckStats] | None:
         run = self.run
@@ -322,7 +327,7 @@ class _Method:
         owners = len(orders)
         targets = [run.submit(targets_of, s, reach, owners) for s in self.settled]
         owned = [
-            run.submit(ask, order, *(run.submit(piece, t, o) for t in targets))
+            run.submit(ask, order, *(run.submit(share, t, o) for t in targets))
             for o, order in enumerate(orders)
         ]
         count = len(self.settled)

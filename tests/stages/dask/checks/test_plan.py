@@ -17,7 +17,15 @@ from pipeline.core.db.buckets import Shelf
 from pipeline.core.mailboxes.cache import MailboxBuckets
 from pipeline.core.mailboxes.step import allocate, cut, probe_order, refresh_order
 from pipeline.core.mailboxes.types import Budget, Mailbox, MailboxResult
-from pipeline.stages.dask.checks.plan import Method, as_targets, fixed, rank, tally, targets_of
+from pipeline.stages.dask.checks.plan import (
+    Method,
+    as_targets,
+    fixed,
+    rank,
+    settle,
+    tally,
+    targets_of,
+)
 from pipeline.stages.dask.checks.spread import _Method, _refresh, _runs
 from pipeline.stages.dask.shuffle import ROW
 from pipeline.stages.dask.stores import Stores
@@ -122,8 +130,8 @@ def test_the_driver_reaches_what_the_local_order_reaches(tmp_path: Path, budget:
     rows = _rows()
     method = Method("smtp", "smtp")
     here = _Here(stores)
-    # Two key buckets, each with some of every domain.
-    grid = [[rows.filter(pl.col(ROW) % 2 == b)] for b in range(2)]
+    # Two key buckets, each with some of every domain (one group of one part's piece).
+    grid = [[[rows.filter(pl.col(ROW) % 2 == b)]] for b in range(2)]
     planned = _Method(here, None, method, grid)  # type: ignore[arg-type]
     settled = [s.result() for s in planned.settled]
     ranked = rank(method, stores, *(tally(s) for s in settled))
@@ -145,3 +153,24 @@ def test_the_driver_reaches_what_the_local_order_reaches(tmp_path: Path, budget:
             assert "due again, and this run's budget did not refresh it" in reply
         else:
             assert reply == "the run's RCPT budget is spent"
+
+
+def test_a_bucket_settled_again_counts_this_run_s_answers_as_open(tmp_path: Path) -> None:
+    """A bucket settled again after a lost worker plans the targets it planned the first
+    time: the answers the run's owners committed since the driver planned are still open (the
+    owner run again finds them answered), while the answers of earlier runs stay answered."""
+    stores = _stores(tmp_path)
+    rows = _rows()
+    method = Method("smtp", "smtp")
+    first = settle(method, stores, time.time(), [rows])
+    planned = time.time()
+    learned = [a for a, d in ADDRESSES if d is None]  # this run's owners answer these
+    for address in learned:
+        MailboxBuckets(stores.shelf, VERIFY).put(address, MailboxResult(Mailbox.OK, "250 ok"))
+    again = settle(method, stores, planned, [rows])
+    assert again.rows.equals(first.rows) and again.cached.equals(first.cached)
+    later = settle(method, stores, time.time() + 1, [rows])  # a later run: they are answered
+    answered = set(later.cached.get_column("KEY").to_list())
+    assert set(learned) <= answered and not set(learned) & set(
+        first.cached.get_column("KEY").to_list()
+    )

@@ -1,0 +1,63 @@
+"""The exchange between a Dask run's parts and its buckets, in one process (each task runs as
+it is submitted): every bucket gets every part's piece of it, in input order; every part gets
+its item from every bucket, in bucket order; the groups spread over the workers; and the tasks
+grow with the parts, not with parts times buckets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pipeline.stages.dask import shuffle
+from pipeline.stages.dask.shuffle import Exchange, pieces_of
+
+
+class Counted:
+    """A submitter that runs each task at once and counts them."""
+
+    def __init__(self) -> None:
+        self.tasks = 0
+
+    def __call__(self, function: Any, *args: Any, **_: Any) -> Any:
+        self.tasks += 1
+        return function(*args)
+
+
+@pytest.mark.parametrize(("parts", "buckets"), [(0, 1), (1, 1), (5, 3), (33, 2), (70, 9)])
+@pytest.mark.parametrize(("group", "workers"), [(1, 1), (4, 1), (32, 1), (32, 3)])
+def test_each_bucket_gets_every_part_s_piece_in_order(
+    parts: int, buckets: int, group: int, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shuffle, "GROUP", group)
+    here = Exchange(Counted(), workers)
+    sources = [[f"p{p}b{b}" for b in range(buckets)] for p in range(parts)]
+    columns = here.to_buckets(sources, buckets)
+    assert [pieces_of(column) for column in columns] == [
+        [f"p{p}b{b}" for p in range(parts)] for b in range(buckets)
+    ]
+    answers = [f"answer{b}" for b in range(buckets)]
+    shares = here.to_parts(here.picked(answers, parts, lambda a, p: f"{a}:p{p}"), parts)
+    assert shares == [[f"answer{b}:p{p}" for b in range(buckets)] for p in range(parts)]
+
+
+@pytest.mark.parametrize(("parts", "workers", "groups"), [(10, 2, 5), (78, 2, 8), (390, 2, 13)])
+def test_the_groups_spread_over_the_workers(parts: int, workers: int, groups: int) -> None:
+    """About four groups a worker while the parts allow (each gathering is a task a worker runs, and
+    the buckets go where their pieces are), else groups of at most GROUP parts."""
+    made = Exchange(Counted(), workers).groups_of(parts)
+    assert len(made) == groups
+    assert [p for group in made for p in group] == list(range(parts))
+
+
+def test_the_tasks_grow_with_the_parts_not_with_parts_times_buckets() -> None:
+    submit = Counted()
+    here = Exchange(submit, workers=2)
+    parts, buckets = 390, 25  # 50 million rows of the bench: 128,000-row parts, 2M-row buckets
+    sources = [[None] * buckets for _ in range(parts)]
+    here.to_buckets(sources, buckets)
+    groups = -(-parts // shuffle.GROUP)
+    assert submit.tasks == groups + groups * buckets  # 338, where a task a piece was 9,750
+    submit.tasks = 0
+    here.to_parts(here.picked([None] * buckets, parts, lambda a, p: a), parts)
+    assert submit.tasks == buckets * groups + groups + parts
