@@ -14,10 +14,12 @@ it, and each part takes its own.
 
 One task per part and bucket would be simpler and moves the same bytes, but the driver keeps
 track of every task it submits (a few kilobytes each), and parts times buckets grows with the
-square of the list: 10,000 tasks at 50 million rows, millions at a billion. Grouped, the
-driver's tasks grow as the list does, divided by the group.
+square of the list: 10,000 tasks at 50 million rows, millions at a billion. Grouped, they
+grow with the list times its buckets divided by the group. A group is small: its gathering
+holds every piece of its parts at once, on a worker whose memory the held parts already fill.
 
-**The duplicate shuffle.** Only (KEY, row number) pairs cross the network.
+**The duplicate shuffle.** Only (KEY, row number) pairs cross the network, each KEY as its
+128-bit hash.
 
 The rule is the local engine's (:mod:`pipeline.stages.state.dedupe`): a row is a DUPLICATE
 when a row earlier in input order has the same non-empty KEY. A row's place in input order is
@@ -49,8 +51,9 @@ from pipeline.stages.state.dedupe import KEY_LEVEL, partition_of, repeated_rows
 ROW = "_ROW"  # the global row number (input order) of each row
 PART = "_PART"  # the input part a row belongs to
 _HELD = "_HELD"
+_SEEDS = (0x5EED_0001, 0x5EED_0002)  # the KEY's two hashes (neither is a bucket's level)
 
-GROUP: Final = 32  # parts whose pieces one task gathers at most (or whose answers it joins)
+GROUP: Final = 8  # parts whose pieces one task gathers at most (or whose answers it joins)
 GROUPS_A_WORKER: Final = 4
 
 T = TypeVar("T")
@@ -125,13 +128,22 @@ def _joined(*columns: list[T]) -> list[list[T]]:
 
 
 def key_pieces(batch: Batch, part: int, buckets: int) -> list[pl.DataFrame]:
-    """The part's addressed rows as narrow (KEY, ROW, PART, CONSENT) pieces, one per bucket."""
-    work = batch.work
-    narrow = work.select("KEY", pl.col(ROW), pl.lit(part, pl.UInt32).alias(PART), "CONSENT").filter(
-        pl.col("KEY") != ""
+    """The part's addressed rows as narrow (KEY, ROW, PART, CONSENT) pieces, one per bucket;
+    each KEY is sent as its 128-bit hash (:func:`key_hash`)."""
+    work = batch.work.filter(pl.col("KEY") != "")
+    bucket = partition_of(work.get_column("KEY"), buckets, level=KEY_LEVEL)
+    narrow = work.select(
+        key_hash(pl.col("KEY")), pl.col(ROW), pl.lit(part, pl.UInt32).alias(PART), "CONSENT"
     )
-    bucket = partition_of(narrow.get_column("KEY"), buckets, level=KEY_LEVEL)
     return [narrow.filter(bucket == b) for b in range(buckets)]
+
+
+def key_hash(key: pl.Expr) -> pl.Expr:
+    """A KEY as two 64-bit hashes of it with different seeds (a struct, named KEY): 16 bytes
+    where the address takes 40 or so, and two different addresses alike with a chance of
+    about one in 10^20 among a billion. Duplicates are settled on it exactly as on the KEY."""
+    hashes = key.hash(seed=_SEEDS[0]).alias("h1"), key.hash(seed=_SEEDS[1]).alias("h2")
+    return pl.struct(*hashes).alias("KEY")
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,9 @@ def test_each_bucket_gets_every_part_s_piece_in_order(
     assert shares == [[f"answer{b}:p{p}" for b in range(buckets)] for p in range(parts)]
 
 
-@pytest.mark.parametrize(("parts", "workers", "groups"), [(10, 2, 5), (78, 2, 8), (390, 2, 13)])
+@pytest.mark.parametrize(
+    ("parts", "workers", "groups"), [(10, 2, 5), (30, 2, 8), (78, 2, 10), (390, 2, 49)]
+)
 def test_the_groups_spread_over_the_workers(parts: int, workers: int, groups: int) -> None:
     """About four groups a worker while the parts allow (each gathering is a task a worker runs, and
     the buckets go where their pieces are), else groups of at most GROUP parts."""
@@ -57,7 +59,7 @@ def test_the_tasks_grow_with_the_parts_not_with_parts_times_buckets() -> None:
     sources = [[None] * buckets for _ in range(parts)]
     here.to_buckets(sources, buckets)
     groups = -(-parts // shuffle.GROUP)
-    assert submit.tasks == groups + groups * buckets  # 338, where a task a piece was 9,750
+    assert submit.tasks == groups + groups * buckets  # 1,274, where a task a piece was 9,750
     submit.tasks = 0
     here.to_parts(here.picked([None] * buckets, parts, lambda a, p: a), parts)
     assert submit.tasks == buckets * groups + groups + parts

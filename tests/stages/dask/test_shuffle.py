@@ -73,3 +73,13 @@ def test_the_shuffle_marks_as_the_local_engine(
         work.filter(pl.col("KEY") != "").get_column("KEY").n_unique(),
         int(expected.get_column("DUPLICATE").sum()),
     )
+
+
+def test_the_pieces_carry_each_address_as_its_hash() -> None:
+    """What crosses the network is 16 bytes a KEY, never the address."""
+    work = a_list(400, 5)
+    part = Batch(pl.DataFrame({"n": range(400)}), work)
+    pieces = key_pieces(part, 0, 3)
+    hashed = pl.Struct({"h1": pl.UInt64, "h2": pl.UInt64})
+    assert all(p.schema["KEY"] == hashed for p in pieces)
+    assert sum(p.height for p in pieces) == work.filter(pl.col("KEY") != "").height

@@ -51,8 +51,10 @@ def decide_parts(
     if memory is None or not memory.recording:
         return [submit(decide_partition, *one) for one in args]
     both = [submit(decide_remembering, *one) for one in args]
-    memory.parts = [submit(second, b) for b in both]
-    return [submit(first, b) for b in both]
+    # Taken apart at the write's priority: a part's rows go on to its write before the next
+    # part is decided, rather than every part decided first and held (spilled) until written.
+    memory.parts = [submit(second, b, priority=1) for b in both]
+    return [submit(first, b, priority=1) for b in both]
 
 
 class DaskMemory:
