@@ -63,10 +63,14 @@ def connect(scheduler: str | None, workers: int) -> Iterator[Cluster]:
     """The cluster at *scheduler*, or a LocalCluster of *workers* processes (closed after);
     refused when a worker runs another listclean or polars than this one."""
     try:
+        import dask
         from distributed import Client, LocalCluster
     except ImportError as exc:
         raise UsageError("--engine dask needs Dask: pip install 'listclean[dask]'.") from exc
     with contextlib.ExitStack() as stack:
+        # Dask keeps the last 1,000 batches of messages each comm sent, for debugging: on the
+        # driver, every task it submitted, tens of megabytes once a list has thousands of parts.
+        stack.enter_context(dask.config.set({"distributed.admin.low-level-log-length": 0}))
         if scheduler:
             try:
                 client = stack.enter_context(Client(scheduler, timeout="20s"))  # type: ignore[no-untyped-call]

@@ -1,7 +1,6 @@
 """The narrow shuffles of a Dask run: rows stay in their input part; only narrow tables cross
 the network, from the parts to buckets and back (:class:`Exchange`: the duplicate shuffle
-below, the domain and address buckets, the domains' tally), in tasks that grow with parts
-plus buckets times groups of parts, not with parts times buckets.
+below, the domain and address buckets, the domains' tally).
 
 Sent to the buckets (:meth:`Exchange.to_buckets`): each part's task returns one piece per
 bucket; one task gathers the pieces of a group of parts (at most :data:`GROUP`, and about
@@ -12,11 +11,16 @@ list). Sent back to the parts (:meth:`Exchange.to_parts`): each bucket's answer 
 apart for one group of parts at a time, one task per group joins what the buckets picked for
 it, and each part takes its own.
 
-One task per part and bucket would be simpler and moves the same bytes, but the driver keeps
-track of every task it submits (a few kilobytes each), and parts times buckets grows with the
-square of the list: 10,000 tasks at 50 million rows, millions at a billion. Grouped, they
-grow with the list times its buckets divided by the group. A group is small: its gathering
-holds every piece of its parts at once, on a worker whose memory the held parts already fill.
+A group is one part. Larger groups cut the tasks (parts times buckets, divided by the group)
+but not the bytes, and a gathering's pieces are held whole on one worker: when that worker
+pauses (Dask pauses a worker at 80% of its memory), the tasks that take a bucket's share of
+it run elsewhere and pull the whole gathering over. Groups of 8 parts restarted both 2 GiB
+workers of a 50M-row run that groups of one part finish. The driver's memory does not grow
+with the tasks (:func:`~pipeline.stages.dask.cluster.connect` turns Dask's log of recent
+messages off), but the scheduler's does: at a billion rows (7,800 parts, 500 duplicate
+buckets) the duplicate shuffle is about 4 million small tasks, too many for one scheduler;
+such lists want larger parts (workers with more memory a thread), larger groups on such
+workers, or Dask's own P2P shuffle, which is not used.
 
 **The duplicate shuffle.** Only (KEY, row number) pairs cross the network, each KEY as its
 128-bit hash.
@@ -53,7 +57,7 @@ PART = "_PART"  # the input part a row belongs to
 _HELD = "_HELD"
 _SEEDS = (0x5EED_0001, 0x5EED_0002)  # the KEY's two hashes (neither is a bucket's level)
 
-GROUP: Final = 8  # parts whose pieces one task gathers at most (or whose answers it joins)
+GROUP: Final = 1  # parts whose pieces one task gathers at most (or whose answers it joins)
 GROUPS_A_WORKER: Final = 4
 
 T = TypeVar("T")

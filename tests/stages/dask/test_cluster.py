@@ -64,6 +64,17 @@ def test_parts_are_sized_for_the_workers_memory(cluster: Client) -> None:
         assert [joined.part_mb(asked) for asked in (4096, 1024, 256, 100)] == [256, 256, 256, 100]
 
 
+def test_the_driver_keeps_no_log_of_the_tasks_it_sent(cluster: Client) -> None:
+    """Dask keeps each comm's last 1,000 batches of messages: every task the driver submitted,
+    tens of megabytes at 50M rows. The run's client keeps none."""
+    with connect(cluster.scheduler.address, 0) as joined:
+        sent = joined.client.scheduler_comm
+        for _ in range(50):
+            joined.client.submit(len, "x" * 1000, pure=False).result()
+        assert sent.recent_message_log.maxlen == 0 and not sent.recent_message_log
+    assert cluster.scheduler_comm.recent_message_log  # the default: kept
+
+
 class KillOnce(WorkerPlugin):
     """SIGKILLs the worker that starts the first task named *prefix* (once in the cluster's
     life: *marker* is made first), as a machine lost or the kernel's OOM killer would."""

@@ -1,7 +1,7 @@
 """The exchange between a Dask run's parts and its buckets, in one process (each task runs as
 it is submitted): every bucket gets every part's piece of it, in input order; every part gets
 its item from every bucket, in bucket order; the groups spread over the workers; and the tasks
-grow with the parts, not with parts times buckets."""
+grow with parts times buckets divided by the group."""
 
 from __future__ import annotations
 
@@ -44,22 +44,30 @@ def test_each_bucket_gets_every_part_s_piece_in_order(
 @pytest.mark.parametrize(
     ("parts", "workers", "groups"), [(10, 2, 5), (30, 2, 8), (78, 2, 10), (390, 2, 49)]
 )
-def test_the_groups_spread_over_the_workers(parts: int, workers: int, groups: int) -> None:
-    """About four groups a worker while the parts allow (each gathering is a task a worker runs, and
-    the buckets go where their pieces are), else groups of at most GROUP parts."""
+def test_the_groups_spread_over_the_workers(
+    parts: int, workers: int, groups: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With groups of up to 8 parts: about four groups a worker while the parts allow (each
+    gathering is a task a worker runs, and the buckets go where their pieces are), else groups
+    of at most GROUP parts."""
+    monkeypatch.setattr(shuffle, "GROUP", 8)
     made = Exchange(Counted(), workers).groups_of(parts)
     assert len(made) == groups
     assert [p for group in made for p in group] == list(range(parts))
 
 
-def test_the_tasks_grow_with_the_parts_not_with_parts_times_buckets() -> None:
+@pytest.mark.parametrize("group", [1, 8])
+def test_the_tasks_grow_with_parts_times_buckets_divided_by_the_group(
+    group: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(shuffle, "GROUP", group)
     submit = Counted()
     here = Exchange(submit, workers=2)
     parts, buckets = 390, 25  # 50 million rows of the bench: 128,000-row parts, 2M-row buckets
     sources = [[None] * buckets for _ in range(parts)]
     here.to_buckets(sources, buckets)
     groups = -(-parts // shuffle.GROUP)
-    assert submit.tasks == groups + groups * buckets  # 1,274, where a task a piece was 9,750
+    assert submit.tasks == groups + groups * buckets  # 9,750 + 390, or 1,274 in groups of 8
     submit.tasks = 0
     here.to_parts(here.picked([None] * buckets, parts, lambda a, p: a), parts)
     assert submit.tasks == buckets * groups + groups + parts
