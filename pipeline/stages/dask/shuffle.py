@@ -42,7 +42,7 @@ needed:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
@@ -57,11 +57,23 @@ PART = "_PART"  # the input part a row belongs to
 _HELD = "_HELD"
 _SEEDS = (0x5EED_0001, 0x5EED_0002)  # the KEY's two hashes (neither is a bucket's level)
 
-GROUP: Final = 1  # parts whose pieces one task gathers at most (or whose answers it joins)
+GROUP: Final = 1  # parts whose pieces one task gathers at most, on the way to the buckets
+BACK_GROUP: Final = 8  # parts whose answers one task picks and joins, on the way back
 GROUPS_A_WORKER: Final = 4
 
 T = TypeVar("T")
-Grid = list[list[Any]]  # per bucket, per group of parts: a future of a list, one per part
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Per bucket, per group of parts (of at most *most* parts): a future of a list, one item
+    per part of the group (a piece, an answer)."""
+
+    columns: list[list[Any]]
+    most: int
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        return iter(self.columns)
 
 
 @dataclass(frozen=True)
@@ -71,10 +83,10 @@ class Exchange:
     submit: Callable[..., Any]
     workers: int
 
-    def groups_of(self, parts: int) -> list[range]:
-        """The parts of each group, in input order."""
+    def groups_of(self, parts: int, most: int) -> list[range]:
+        """The parts of each group of at most *most* parts, in input order."""
         spread = -(-parts // (GROUPS_A_WORKER * max(1, self.workers)))
-        size = max(1, min(GROUP, spread))
+        size = max(1, min(most, spread))
         return [range(start, min(parts, start + size)) for start in range(0, parts, size)]
 
     def to_buckets(self, sources: Sequence[Any], buckets: int) -> Grid:
@@ -83,24 +95,27 @@ class Exchange:
         submit = self.submit
         gathered = [
             submit(_gathered, *sources[group.start : group.stop])
-            for group in self.groups_of(len(sources))
+            for group in self.groups_of(len(sources), GROUP)
         ]
-        return [[submit(share, g, bucket) for g in gathered] for bucket in range(buckets)]
+        columns = [[submit(share, g, bucket) for g in gathered] for bucket in range(buckets)]
+        return Grid(columns, GROUP)
 
     def picked(self, answers: Sequence[Any], parts: int, pick: Callable[..., Any]) -> Grid:
         """Per bucket (each of *answers*, a future), per group of parts, a future of what
-        *pick(answer, part)* gives each part of the group: what :meth:`to_parts` joins."""
-        groups = self.groups_of(parts)
-        return [
+        *pick(answer, part)* gives each part of the group: what :meth:`to_parts` joins. An
+        answer is small (a bucket's duplicates), so a task picks it apart for several parts."""
+        groups = self.groups_of(parts, BACK_GROUP)
+        columns = [
             [self.submit(_picked, pick, answer, group.start, group.stop) for group in groups]
             for answer in answers
         ]
+        return Grid(columns, BACK_GROUP)
 
     def to_parts(self, grid: Grid, parts: int) -> list[Any]:
-        """Per part, a future of its items from every bucket of *grid* (per bucket, per group
-        of :meth:`groups_of`), a list in bucket order."""
+        """Per part, a future of its items from every bucket of *grid*, a list in bucket
+        order."""
         shares = []
-        for index, group in enumerate(self.groups_of(parts)):
+        for index, group in enumerate(self.groups_of(parts, grid.most)):
             joined = self.submit(_joined, *(column[index] for column in grid))
             shares += [self.submit(share, joined, place) for place in range(len(group))]
         return shares

@@ -30,6 +30,7 @@ def test_each_bucket_gets_every_part_s_piece_in_order(
     parts: int, buckets: int, group: int, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(shuffle, "GROUP", group)
+    monkeypatch.setattr(shuffle, "BACK_GROUP", max(1, group // 2))
     here = Exchange(Counted(), workers)
     sources = [[f"p{p}b{b}" for b in range(buckets)] for p in range(parts)]
     columns = here.to_buckets(sources, buckets)
@@ -49,18 +50,18 @@ def test_the_groups_spread_over_the_workers(
 ) -> None:
     """With groups of up to 8 parts: about four groups a worker while the parts allow (each
     gathering is a task a worker runs, and the buckets go where their pieces are), else groups
-    of at most GROUP parts."""
-    monkeypatch.setattr(shuffle, "GROUP", 8)
-    made = Exchange(Counted(), workers).groups_of(parts)
+    of at most 8 parts."""
+    made = Exchange(Counted(), workers).groups_of(parts, 8)
     assert len(made) == groups
     assert [p for group in made for p in group] == list(range(parts))
 
 
-@pytest.mark.parametrize("group", [1, 8])
+@pytest.mark.parametrize(("group", "back"), [(1, 8), (8, 1)])
 def test_the_tasks_grow_with_parts_times_buckets_divided_by_the_group(
-    group: int, monkeypatch: pytest.MonkeyPatch
+    group: int, back: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(shuffle, "GROUP", group)
+    monkeypatch.setattr(shuffle, "BACK_GROUP", back)
     submit = Counted()
     here = Exchange(submit, workers=2)
     parts, buckets = 390, 25  # 50 million rows of the bench: 128,000-row parts, 2M-row buckets
@@ -70,4 +71,5 @@ def test_the_tasks_grow_with_parts_times_buckets_divided_by_the_group(
     assert submit.tasks == groups + groups * buckets  # 9,750 + 390, or 1,274 in groups of 8
     submit.tasks = 0
     here.to_parts(here.picked([None] * buckets, parts, lambda a, p: a), parts)
-    assert submit.tasks == buckets * groups + groups + parts
+    groups = -(-parts // back)
+    assert submit.tasks == buckets * groups + groups + parts  # 1,664 in groups of 8

@@ -19,7 +19,7 @@ import contextlib
 import dataclasses
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -71,7 +71,7 @@ from pipeline.stages.dask.checks.plan import (
     targets_of,
 )
 from pipeline.stages.dask.domains import buckets_for
-from pipeline.stages.dask.shuffle import Exchange, share
+from pipeline.stages.dask.shuffle import Exchange, Grid, share
 from pipeline.stages.dask.stores import Stores, mailbox_store
 
 
@@ -98,14 +98,15 @@ class Found:
     be in another part), never the whole table."""
 
     buckets: list[Any]  # futures: a bucket's answers by KEY (or None)
-    keys: list[list[Any]]  # futures: per bucket, per group of parts, their distinct keys of it
+    keys: Grid  # futures: per bucket, per group of parts, their distinct keys of it
 
     def of_parts(self, run: Spreader, parts: int) -> list[Any]:
         """A future of each part's answers (None: none), in input order."""
-        grid = [
+        columns = [
             [run.submit(answers_of_group, answers, keys) for keys in column]
             for answers, column in zip(self.buckets, self.keys, strict=True)
         ]
+        grid = Grid(columns, self.keys.most)  # the parts grouped as their keys were
         return [run.submit(part_answers, a) for a in run.exchange.to_parts(grid, parts)]
 
 
@@ -163,7 +164,7 @@ def _methods(checker: AddressChecker) -> list[tuple[Method, AddressChecker]]:
 class _Method:
     """One method's share-out and owners."""
 
-    def __init__(self, run: Spreader, engine: Engine, method: Method, grid: list[list[Any]]):
+    def __init__(self, run: Spreader, engine: Engine, method: Method, grid: Iterable[list[Any]]):
         self.run = run
         self.engine = engine
         self.method = method
