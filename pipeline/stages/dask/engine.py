@@ -392,11 +392,9 @@ class DaskRun:
         self._domains = [self.submit(part_domains, b, further, lists) for b in batches]
         held = [self.submit(slimmed, b) for b in batches]
         batches.clear()  # a part held narrow is let go once its pieces and domains are taken
-        settled = [
-            self.submit(settle_bucket, *column)
-            for column in self.exchange.to_buckets(pieces, buckets)
-        ]
         exchange = self.exchange
+        settled = [self.submit(settle_bucket, *c) for c in exchange.to_buckets(pieces, buckets)]
+        del pieces  # each part's pieces let go once the buckets took theirs: held once, not twice
         flags = exchange.to_parts(exchange.picked(settled, len(held), flags_of), len(held))
         marked = [self.submit(mark_part, batch, f) for batch, f in zip(held, flags, strict=True)]
         counts = self.client.gather([self.submit(shuffle_counts, s) for s in settled])

@@ -11,7 +11,11 @@ list). Sent back to the parts (:meth:`Exchange.to_parts`): each bucket's answer 
 apart for one group of parts at a time, one task per group joins what the buckets picked for
 it, and each part takes its own.
 
-A group is one part. Larger groups cut the tasks (parts times buckets, divided by the group)
+A group is one part, and a part alone is not gathered: each bucket's task takes its piece of
+the part straight from the part's task, and the driver lets go of the part's task once they
+are submitted. A piece is then held once: Dask counts each result that holds a frame, so a
+frame that two results hold counts twice, is spilled without freeing anything, and comes back
+from the disk as a second copy. Larger groups cut the tasks (parts times buckets, divided by the group)
 but not the bytes, and a gathering's pieces are held whole on one worker: when that worker
 pauses (Dask pauses a worker at 80% of its memory), the tasks that take a bucket's share of
 it run elsewhere and pull the whole gathering over. Groups of 8 parts restarted both 2 GiB
@@ -93,10 +97,11 @@ class Exchange:
         """Per bucket, one future per group of *sources* (each source: a future of one piece
         per bucket): the group's pieces of that bucket, a list in input order."""
         submit = self.submit
-        gathered = [
-            submit(_gathered, *sources[group.start : group.stop])
-            for group in self.groups_of(len(sources), GROUP)
-        ]
+        groups = self.groups_of(len(sources), GROUP)
+        if all(len(group) == 1 for group in groups):  # each bucket takes its piece of each part
+            columns = [[submit(_alone, s, bucket) for s in sources] for bucket in range(buckets)]
+            return Grid(columns, 1)
+        gathered = [submit(_gathered, *sources[group.start : group.stop]) for group in groups]
         columns = [[submit(share, g, bucket) for g in gathered] for bucket in range(buckets)]
         return Grid(columns, GROUP)
 
@@ -130,6 +135,12 @@ def pieces_of(groups: Sequence[list[T]]) -> list[T]:
 def share(items: Sequence[T], index: int) -> T:
     """Item *index* of a task's list (a bucket's piece, a part's share)."""
     return items[index]
+
+
+def _alone(source: Sequence[T], bucket: int) -> list[T]:
+    """One part's piece of *bucket*, as a group of one (no task gathers a single part: its
+    pieces would be held by the gathering and by the part's task at once)."""
+    return [source[bucket]]
 
 
 def _gathered(*sources: list[T]) -> list[list[T]]:

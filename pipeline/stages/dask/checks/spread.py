@@ -124,6 +124,7 @@ async def check_on_cluster(
         for p, part in enumerate(parts)
     ]
     grid = run.exchange.to_buckets(pieces, buckets)
+    del pieces  # each part's candidates let go once the buckets took theirs
     found: list[list[Any]] = [[] for _ in range(buckets)]
     stats: list[CheckStats] = []
     for method, inner in _methods(checker):
