@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Iterator, Mapping
 from pathlib import Path
 
 import aiohttp
@@ -54,6 +55,40 @@ def cached(cache: Path) -> set[str]:
 INTERVAL = 0.3  # seconds between the service's own checks, short for the test
 
 
+class Heard(logging.Handler):
+    """What the resolver's watcher logged: each turn of its health (the service runs in this
+    process), so the test waits for the watcher's own verdict instead of for a time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def turn(self, words: str) -> Awaitable[None]:
+        """Until the watcher logs *words*, from now on (at most 60 s: a watcher that never
+        turns fails the test instead of hanging it)."""
+        seen = len(self.messages)
+
+        async def logged() -> None:
+            while not any(words in m for m in self.messages[seen:]):
+                await asyncio.sleep(0.02)
+
+        return asyncio.wait_for(logged(), 60)
+
+
+@pytest.fixture
+def heard() -> Iterator[Heard]:
+    handler = Heard()
+    watcher = logging.getLogger("listclean.dns")
+    watcher.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        watcher.removeHandler(handler)
+
+
 def asked_beside_canaries(dns: SandboxDNS, before: int) -> int:
     """Questions the server received after its first *before*, but for the canaries' (the
     service's own check asks them every INTERVAL, whenever that falls)."""
@@ -62,7 +97,7 @@ def asked_beside_canaries(dns: SandboxDNS, before: int) -> int:
 
 
 def test_a_resolver_gone_bad_is_noticed_and_its_answers_are_not_kept(
-    switchable: tuple[SandboxDNS, Switchable], tmp_path: Path
+    switchable: tuple[SandboxDNS, Switchable], tmp_path: Path, heard: Heard
 ) -> None:
     dns, zones = switchable
     cache = tmp_path / "domains.sqlite"
@@ -88,11 +123,13 @@ def test_a_resolver_gone_bad_is_noticed_and_its_answers_are_not_kept(
             steps["while bad"] = await ask(s, url, "c@hotmail.com", "192.0.2.3")
             steps["queries while bad"] = asked_beside_canaries(dns, before)
             steps["cached domain"] = await ask(s, url, "d@gmail.com", "192.0.2.4")
+            passes = heard.turn("passes its health check again")
             zones.broken = False
-            await asyncio.sleep(INTERVAL * 3)  # the periodic check sees it recover
+            await passes  # the periodic check sees it recover
             steps["recovered"] = await ask(s, url, "e@faraway-isp.com.au", "192.0.2.5")
+            fails = heard.turn("failed its health check while serving")
             zones.broken = True
-            await asyncio.sleep(INTERVAL * 3)  # ... and sees it go bad, with no request
+            await fails  # ... and sees it go bad, with no request
             before = dns.query_count
             steps["bad again"] = await ask(s, url, "f@icloud.com", "192.0.2.6")
             steps["queries bad again"] = asked_beside_canaries(dns, before)
