@@ -15,11 +15,11 @@ A group is one part, and a part alone is not gathered: each bucket's task takes 
 the part straight from the part's task, and the driver lets go of the part's task once they
 are submitted. A piece is then held once: Dask counts each result that holds a frame, so a
 frame that two results hold counts twice, is spilled without freeing anything, and comes back
-from the disk as a second copy. Larger groups cut the tasks (parts times buckets, divided by the group)
-but not the bytes, and a gathering's pieces are held whole on one worker: when that worker
-pauses (Dask pauses a worker at 80% of its memory), the tasks that take a bucket's share of
-it run elsewhere and pull the whole gathering over. Groups of 8 parts restarted both 2 GiB
-workers of a 50M-row run that groups of one part finish. The driver's memory does not grow
+from the disk as a second copy. Larger groups cut the tasks (parts times buckets, divided by
+the group) but not the bytes, and a gathering's pieces are held whole on one worker: when
+that worker pauses (Dask pauses a worker at 80% of its memory), the tasks that take a bucket's
+share of it run elsewhere and pull the whole gathering over. Groups of 8 parts restarted both
+2 GiB workers of a 50M-row run that groups of one part finish. The driver's memory does not grow
 with the tasks (:func:`~pipeline.stages.dask.cluster.connect` turns Dask's log of recent
 messages off), but the scheduler's does: at a billion rows (7,800 parts, 500 duplicate
 buckets) the duplicate shuffle is about 4 million small tasks, too many for one scheduler;
