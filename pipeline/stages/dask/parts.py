@@ -29,6 +29,8 @@ import pyarrow.parquet as pq
 
 from pipeline.stages.dask.places import Place
 from pipeline.stages.dask.shuffle import pieces_of
+from pipeline.stages.dask.sizes import size_of
+from pipeline.stages.state.dedupe import partition_of
 from pipeline.stages.summary import Tally, top_domain_rows
 from pipeline.stages.write.formats import OutputFormat
 from pipeline.stages.write.outputs import (
@@ -66,11 +68,16 @@ class PartFiles:
 
 @dataclass(frozen=True)
 class Written:
-    """What one input part's task wrote: its rows' tally, and the roles it wrote a file for
-    (a role none of its rows has gets none)."""
+    """What one input part's task wrote: its rows' tally (without the rows per domain), the
+    roles it wrote a file for (a role none of its rows has gets none), and its rows per domain
+    (None once taken out for the driver, or when none has a domain)."""
 
     tally: Tally
     roles: tuple[str, ...]
+    domains: pl.DataFrame | None = None
+
+    def __sizeof__(self) -> int:
+        return (size_of(self.domains) if self.domains is not None else 0) + 1024
 
 
 def write_part(frame: pl.DataFrame, index: int, files: PartFiles) -> Written:
@@ -89,22 +96,23 @@ def write_part(frame: pl.DataFrame, index: int, files: PartFiles) -> Written:
                 else:
                     write_parquet([rows.to_arrow()], handle, files.schema, files.facts, place.where)
             roles.append(role)
-    return Written(tally, tuple(roles))
+    rest, domains = tally.parted()
+    return Written(rest, tuple(roles), domains)
 
 
 def written_tally(written: Written) -> Written:
-    """What the driver gets of a part's write: its tally without the rows per domain (see
+    """What the driver gets of a part's write: all but its rows per domain (see
     :func:`domain_row_pieces`)."""
-    return Written(written.tally.parted()[0], written.roles)
+    return Written(written.tally, written.roles)
 
 
 def domain_row_pieces(written: Written, buckets: int) -> list[pl.DataFrame | None]:
-    """A part's rows per domain, split into *buckets* by a hash of the domain (polars', the
-    same on every worker: the driver checks they run one polars version)."""
-    rows = written.tally.parted()[1]
+    """A part's rows per domain, split into *buckets* by the domain's stable hash
+    (:func:`~pipeline.stages.state.dedupe.partition_of`)."""
+    rows = written.domains
     if rows is None:
         return [None] * buckets
-    bucket = rows.get_column("DOMAIN").hash(seed=0) % buckets
+    bucket = partition_of(rows.get_column("DOMAIN"), buckets)
     return [rows.filter(bucket == b) for b in range(buckets)]
 
 

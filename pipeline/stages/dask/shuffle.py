@@ -3,28 +3,25 @@ the network, from the parts to buckets and back (:class:`Exchange`: the duplicat
 below, the domain and address buckets, the domains' tally).
 
 Sent to the buckets (:meth:`Exchange.to_buckets`): each part's task returns one piece per
-bucket; one task gathers the pieces of a group of parts (at most :data:`GROUP`, and about
-four groups a worker while the parts allow, so that the gatherings, and the buckets that read
-them, spread over the workers), and each bucket takes its share of each gathering. A bucket's
-task gets its pieces as lists, one per group, in input order (:func:`pieces_of` makes them one
-list). Sent back to the parts (:meth:`Exchange.to_parts`): each bucket's answer is picked
-apart for one group of parts at a time, one task per group joins what the buckets picked for
-it, and each part takes its own.
+bucket, and each bucket's task takes its piece of every part straight from the part's task (a
+list of one piece per part, in input order: :func:`pieces_of` makes them one list); the driver
+lets go of the parts' tasks once the buckets' are submitted. A piece is then held once: Dask
+counts each result that holds a frame, so a frame that two results hold counts twice, is
+spilled without freeing anything, and comes back from the disk as a second copy. Sent back to
+the parts (:meth:`Exchange.to_parts`): each bucket's answer, small, is picked apart for a group
+of parts at a time (at most :data:`BACK_GROUP`, and about four groups a worker while the parts
+allow), one task per group joins what the buckets picked for it, and each part takes its own.
 
-A group is one part, and a part alone is not gathered: each bucket's task takes its piece of
-the part straight from the part's task, and the driver lets go of the part's task once they
-are submitted. A piece is then held once: Dask counts each result that holds a frame, so a
-frame that two results hold counts twice, is spilled without freeing anything, and comes back
-from the disk as a second copy. Larger groups cut the tasks (parts times buckets, divided by
-the group) but not the bytes, and a gathering's pieces are held whole on one worker: when
-that worker pauses (Dask pauses a worker at 80% of its memory), the tasks that take a bucket's
-share of it run elsewhere and pull the whole gathering over. Groups of 8 parts restarted both
-2 GiB workers of a 50M-row run that groups of one part finish. The driver's memory does not grow
-with the tasks (:func:`~pipeline.stages.dask.cluster.connect` turns Dask's log of recent
-messages off), but the scheduler's does: at a billion rows (7,800 parts, 500 duplicate
-buckets) the duplicate shuffle is about 4 million small tasks, too many for one scheduler;
-such lists want larger parts (workers with more memory a thread), larger groups on such
-workers, or Dask's own P2P shuffle, which is not used.
+Gathering several parts' pieces in one task on the way to the buckets would cut the tasks
+(parts times buckets, divided by the group) but not the bytes, and was tried: a gathering's
+pieces are held whole on one worker, and when that worker pauses (Dask pauses a worker at 80%
+of its memory), the tasks that take a bucket's share of it run elsewhere and pull the whole
+gathering over. Groups of 8 parts restarted both 2 GiB workers of a 50M-row run that parts
+alone finish. The driver's memory does not grow with the tasks
+(:func:`~pipeline.stages.dask.cluster.connect` turns Dask's log of recent messages off), but
+the scheduler's does: at a billion rows (7,800 parts, 500 duplicate buckets) the duplicate
+shuffle is about 4 million small tasks, too many for one scheduler; such lists want larger
+parts (workers with more memory a thread) or Dask's own P2P shuffle, which is not used.
 
 **The duplicate shuffle.** Only (KEY, row number) pairs cross the network, each KEY as its
 128-bit hash.
@@ -37,7 +34,7 @@ needed:
 1. :func:`key_pieces`, on each part's worker: the part's (KEY, ROW, PART, CONSENT) pairs split
    by a hash of the KEY (:func:`~pipeline.stages.state.dedupe.partition_of`, the key level)
    into buckets; every row of one address goes to one bucket, whatever its part (the pieces
-   travel as :class:`Exchange` groups them).
+   travel by :class:`Exchange`).
 2. :func:`settle_bucket`, one task per bucket: the first row of each KEY wins; each part gets
    back a narrow table of its rows that are duplicates or whose address another row holds
    back from sending (the first held row's reason, as the local engine's ``held_keys``).
@@ -61,7 +58,6 @@ PART = "_PART"  # the input part a row belongs to
 _HELD = "_HELD"
 _SEEDS = (0x5EED_0001, 0x5EED_0002)  # the KEY's two hashes (neither is a bucket's level)
 
-GROUP: Final = 1  # parts whose pieces one task gathers at most, on the way to the buckets
 BACK_GROUP: Final = 8  # parts whose answers one task picks and joins, on the way back
 GROUPS_A_WORKER: Final = 4
 
@@ -94,16 +90,12 @@ class Exchange:
         return [range(start, min(parts, start + size)) for start in range(0, parts, size)]
 
     def to_buckets(self, sources: Sequence[Any], buckets: int) -> Grid:
-        """Per bucket, one future per group of *sources* (each source: a future of one piece
-        per bucket): the group's pieces of that bucket, a list in input order."""
-        submit = self.submit
-        groups = self.groups_of(len(sources), GROUP)
-        if all(len(group) == 1 for group in groups):  # each bucket takes its piece of each part
-            columns = [[submit(_alone, s, bucket) for s in sources] for bucket in range(buckets)]
-            return Grid(columns, 1)
-        gathered = [submit(_gathered, *sources[group.start : group.stop]) for group in groups]
-        columns = [[submit(share, g, bucket) for g in gathered] for bucket in range(buckets)]
-        return Grid(columns, GROUP)
+        """Per bucket, one future per source (each source: a future of one piece per bucket):
+        the source's piece of that bucket, as a list of one, in input order."""
+        columns = [
+            [self.submit(_alone, source, bucket) for source in sources] for bucket in range(buckets)
+        ]
+        return Grid(columns, 1)
 
     def picked(self, answers: Sequence[Any], parts: int, pick: Callable[..., Any]) -> Grid:
         """Per bucket (each of *answers*, a future), per group of parts, a future of what
@@ -138,14 +130,8 @@ def share(items: Sequence[T], index: int) -> T:
 
 
 def _alone(source: Sequence[T], bucket: int) -> list[T]:
-    """One part's piece of *bucket*, as a group of one (no task gathers a single part: its
-    pieces would be held by the gathering and by the part's task at once)."""
+    """One part's piece of *bucket*, as a group of one."""
     return [source[bucket]]
-
-
-def _gathered(*sources: list[T]) -> list[list[T]]:
-    """Per bucket, the sources' pieces of it, in order."""
-    return [list(pieces) for pieces in zip(*sources, strict=True)]
 
 
 def _picked(pick: Callable[[Any, int], T], answer: Any, start: int, stop: int) -> list[T]:

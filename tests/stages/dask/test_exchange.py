@@ -1,7 +1,7 @@
 """The exchange between a Dask run's parts and its buckets, in one process (each task runs as
 it is submitted): every bucket gets every part's piece of it, in input order; every part gets
-its item from every bucket, in bucket order; the groups spread over the workers; and the tasks
-grow with parts times buckets divided by the group."""
+its item from every bucket, in bucket order; the groups of the way back spread over the
+workers; and that way's tasks grow with parts times buckets divided by the group."""
 
 from __future__ import annotations
 
@@ -29,8 +29,7 @@ class Counted:
 def test_each_bucket_gets_every_part_s_piece_in_order(
     parts: int, buckets: int, group: int, workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(shuffle, "GROUP", group)
-    monkeypatch.setattr(shuffle, "BACK_GROUP", max(1, group // 2))
+    monkeypatch.setattr(shuffle, "BACK_GROUP", group)
     here = Exchange(Counted(), workers)
     sources = [[f"p{p}b{b}" for b in range(buckets)] for p in range(parts)]
     columns = here.to_buckets(sources, buckets)
@@ -49,27 +48,23 @@ def test_the_groups_spread_over_the_workers(
     parts: int, workers: int, groups: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With groups of up to 8 parts: about four groups a worker while the parts allow (each
-    gathering is a task a worker runs, and the buckets go where their pieces are), else groups
-    of at most 8 parts."""
+    group's tasks run where its answers are), else groups of at most 8 parts."""
     made = Exchange(Counted(), workers).groups_of(parts, 8)
     assert len(made) == groups
     assert [p for group in made for p in group] == list(range(parts))
 
 
-@pytest.mark.parametrize(("group", "back"), [(1, 8), (8, 1)])
+@pytest.mark.parametrize("back", [1, 8])
 def test_the_tasks_grow_with_parts_times_buckets_divided_by_the_group(
-    group: int, back: int, monkeypatch: pytest.MonkeyPatch
+    back: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(shuffle, "GROUP", group)
     monkeypatch.setattr(shuffle, "BACK_GROUP", back)
     submit = Counted()
     here = Exchange(submit, workers=2)
     parts, buckets = 390, 25  # 50 million rows of the bench: 128,000-row parts, 2M-row buckets
     sources = [[None] * buckets for _ in range(parts)]
     here.to_buckets(sources, buckets)
-    groups = -(-parts // shuffle.GROUP)
-    gatherings = groups if group > 1 else 0  # a part alone is not gathered
-    assert submit.tasks == gatherings + groups * buckets  # 9,750, or 1,274 in groups of 8
+    assert submit.tasks == parts * buckets  # 9,750: each bucket takes each part's piece
     submit.tasks = 0
     here.to_parts(here.picked([None] * buckets, parts, lambda a, p: a), parts)
     groups = -(-parts // back)

@@ -1,6 +1,6 @@
 """The narrow duplicate shuffle of a Dask run, in one process: parts that keep their rows get
 back exactly the local engine's DUPLICATE and CONSENT, whatever the parts, the buckets and the
-groups the exchange gathers them in (its tasks run as they are submitted)."""
+groups the exchange sends their flags back in (its tasks run as they are submitted)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def now(function: Any, *args: Any, **_: Any) -> Any:
 def test_the_shuffle_marks_as_the_local_engine(
     cuts: list[int], buckets: int, seed: int, group: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(shuffle, "GROUP", group)
+    monkeypatch.setattr(shuffle, "BACK_GROUP", group)
     work = a_list(cuts[-1], seed)
     parts = [
         Batch(pl.DataFrame({"n": range(b - a)}), work.slice(a, b - a))
