@@ -79,7 +79,7 @@ def command_calibrate(args: argparse.Namespace) -> int:
             f"No send of the list {name!r} is known: import the sending service's deliveries "
             "and bounces (listclean bounces import) after a run of the list, then calibrate."
         )
-    report = fit(sends, name, args.sandbox, config.calibration.min_sends)
+    report = fit(sends, name, args.sandbox, config.calibration.min_sends, providers)
     with CalibrationStore(where) as store:
         store.put(report.calibration)
     if args.format == "json":
@@ -129,18 +129,18 @@ def levels_text(c: Calibration) -> str:
         f"Calibration {c.calibration_id} of the list {c.list_name!r}"
         f"{' (sandbox)' if c.sandbox else ''}, made {when} from {c.sends:,} sends "
         f"(calibration.min_sends = {c.min_sends}):",
-        f"  {'SCORE':>5}  {'VERDICT':<7}  {'sends':>7}  {'hard':>6}  {'observed':>8}  "
-        f"{'calibrated':>10}  status",
+        f"  {'SCORE (REASON, provider)':<40}  {'VERDICT':<7}  {'sends':>7}  {'hard':>6}  "
+        f"{'observed':>8}  {'calibrated':>10}  status",
     ]
     for lv in c.levels:
         status = {
             "applied": "applied",
-            "few_sends": f"too few sends (< {c.min_sends}): default kept",
+            "few_sends": f"too few sends (< {c.min_sends}): default kept where order allows",
             "above_band": "observed above the band: the band's top edge",
             "below_band": "observed below the band: the band's bottom edge",
         }[lv.status.value]
         lines.append(
-            f"  {lv.score:>5.2f}  {lv.verdict:<7}  {lv.sends:>7,}  {lv.bounces:>6,}  "
+            f"  {lv.name:<40}  {lv.verdict:<7}  {lv.sends:>7,}  {lv.bounces:>6,}  "
             f"{lv.observed:>8.3f}  {lv.calibrated:>10.2f}  {status}"
         )
     return "\n".join(lines)

@@ -1,12 +1,13 @@
 """The report's calibration section: SCORE as predicted against the list's observed
-deliverability, level by level, from the calibration the run used (``summary.json``'s
+deliverability, cell by cell, from the calibration the run used (``summary.json``'s
 ``run.calibration``, :mod:`pipeline.core.calibration`).
 
 A reliability diagram in inline SVG: x is the rules' SCORE (what was predicted), y the observed
-deliverability of the sends at that level; a point on the diagonal is calibrated. Each level
-with enough sends is a filled dot, the others hollow, and the SCORE later runs give it is a
-tick beside it. The table after the diagram holds the same values for everyone else; every
-value carries ``data-chart="calibration"``, ``data-label`` (the level) and ``data-series``.
+deliverability of the sends of that cell (a level, or a REASON or a provider at it); a point on
+the diagonal is calibrated. Each cell with enough sends is a filled dot, the others hollow, and
+the SCORE later runs give it is a tick beside it. The table after the diagram holds the same
+values for everyone else; every value carries ``data-chart="calibration"``, ``data-label`` (the
+cell's name) and ``data-series``.
 A run without a calibration has no such section.
 """
 
@@ -31,6 +32,13 @@ def levels_of(summary: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [lv for lv in levels if isinstance(lv, Mapping)] if isinstance(levels, list) else []
 
 
+def _label(level: Mapping[str, Any]) -> str:
+    """A cell's name ("0.50 greylisted at gmail.com"); a level's SCORE for a calibration made
+    before cells were named."""
+    name = level.get("name")
+    return name if isinstance(name, str) and name else f"{float(level['score']):.2f}"
+
+
 def _xy(x: float, y: float) -> tuple[float, float]:
     return PAD + x * SIZE, PAD + (1 - y) * SIZE
 
@@ -53,10 +61,10 @@ def diagram(levels: list[Mapping[str, Any]]) -> str:
         _tx, ty = _xy(score, float(lv["calibrated"]))
         applied = lv.get("status") != "few_sends"
         fill = "#1f5fa8" if applied else "none"
-        marks = attrs({"data-chart": KEY, "data-label": f"{score:.2f}", "data-value": observed})
+        marks = attrs({"data-chart": KEY, "data-label": _label(lv), "data-value": observed})
         parts.append(
             f'<circle {marks} cx="{cx:.1f}" cy="{cy:.1f}" r="4" fill="{fill}" stroke="#1f5fa8">'
-            f"<title>SCORE {score:.2f}: observed {observed:.3f}, "
+            f"<title>SCORE {esc(_label(lv))}: observed {observed:.3f}, "
             f"{int(lv['sends'])} sends</title></circle>"
             f'<line x1="{cx - 6:.1f}" y1="{ty:.1f}" x2="{cx + 6:.1f}" y2="{ty:.1f}" '
             'stroke="#b26a00" stroke-width="2"/>'
@@ -84,7 +92,7 @@ def _table(levels: list[Mapping[str, Any]]) -> str:
     head = "".join(f'<th scope="col" class="n">{esc(c.capitalize())}</th>' for c in _SERIES)
     rows = []
     for lv in levels:
-        label = f"{float(lv['score']):.2f}"
+        label = _label(lv)
         values = (int(lv["sends"]), float(lv["score"]), float(lv["observed"]), lv["calibrated"])
         cells = "".join(_cell(label, s, v) for s, v in zip(_SERIES, values, strict=True))
         rows.append(f'<tr><th scope="row">{esc(label)}</th>{cells}</tr>')
@@ -102,9 +110,10 @@ def section(summary: Mapping[str, Any]) -> str:
     if not levels:
         return ""
     note = (
-        "Each dot is a SCORE level of the list's sends: the rules' SCORE across, the observed "
-        "deliverability up (on the dashed line: calibrated). The tick is the SCORE this run gave "
-        "the level; a hollow dot had too few sends and kept the rules' SCORE."
+        "Each dot is a cell of the list's sends (a SCORE level, or a REASON or a provider at "
+        "it): the rules' SCORE across, the observed deliverability up (on the dashed line: "
+        "calibrated). The tick is the SCORE this run gave the cell; a hollow dot had too few "
+        "sends and kept the rules' SCORE where the order allowed."
     )
     return (
         '<section id="chart-calibration" aria-labelledby="title-calibration">'

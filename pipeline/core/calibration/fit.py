@@ -2,13 +2,22 @@
 and whether it hard-bounced) to a calibration and the report's groups.
 
 A *level* is one value of SCORE as the rules gave it (hundredths): the rules score an address
-from its reasons, so a list's sends fall on a few dozen levels, each a kind of address. Within
-each VERDICT's band the levels' observed deliverability (deliveries / sends) is fitted by
-isotonic regression (pool-adjacent-violators, weighted by sends), so a higher SCORE never
-calibrates lower than a lower one; the bands do not overlap, so the whole mapping is monotone.
-Only levels with at least ``calibration.min_sends`` sends are fitted and applied; the others
-keep the default SCORE. A fitted rate outside the level's band is a finding, and the level takes
-the band's edge: VERDICT and SCORE never contradict (:mod:`pipeline.core.verdict`).
+from its reasons, so a list's sends fall on a few dozen levels. The rules give one SCORE to
+kinds of address that need not deliver alike (``greylisted`` and ``smtp_timeout`` share one),
+and a provider may take less mail than another, so a level's sends are cut into *cells*: each
+REASON at each provider with at least ``calibration.min_sends`` sends; then each REASON's
+remaining sends, if they are enough; then the level's remaining sends, if they are enough
+(:class:`~.types.Level`). The rest of a level has too few sends and keeps the default SCORE
+where the order allows.
+
+Within each VERDICT's band the cells are fitted to their observed deliverability
+(deliveries / sends) by the monotone fit of :mod:`.order`: a cell of a higher SCORE never
+calibrates lower than one of a lower SCORE, and as the bands do not overlap the whole mapping
+is monotone in SCORE; the cells of one level are told apart. A cell whose observed rate lies
+outside its band is a finding and takes the band's edge (VERDICT and SCORE never contradict,
+:mod:`pipeline.core.verdict`); so is a cell the order holds more than
+:data:`ORDER_FINDING` from its observed rate (the list's sends rank its kind of address
+otherwise than the rules do).
 
 The calibration error (ECE) is the send-weighted mean over :data:`~.types.BINS` equal-width
 bins of SCORE of |mean SCORE - observed deliverability| (Naeini et al., 2015).
@@ -18,12 +27,13 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Final
 
 import polars as pl
 
 from pipeline.core.calibration.apply import calibrated, level_of
+from pipeline.core.calibration.order import Cell, clipped, fences
 from pipeline.core.calibration.types import BINS, Calibration, Group, Level, LevelStatus, Report
 from pipeline.core.verdict import BANDS, Verdict
 
@@ -35,21 +45,16 @@ SENDS: Final = {
     "PROVIDER": pl.String(),
     "HARD": pl.Boolean(),
 }
+# How far the order may hold a cell from its observed rate before the report says so.
+ORDER_FINDING: Final = 0.03
+# How hard a cell's rate is pulled toward its parent's, in sends of calibration.min_sends.
+PULL: Final = 1.0
+# A cell with too few sends weighs next to nothing: it takes its default where order allows.
+_NO_EVIDENCE: Final = 1e-9
 
-
-def pav(values: Sequence[float], weights: Sequence[float]) -> list[float]:
-    """The non-decreasing sequence nearest *values* in weighted least squares
-    (pool-adjacent-violators: each violating pair of blocks is pooled into its weighted mean)."""
-    blocks: list[list[float]] = []  # [mean, weight, count]
-    for v, w in zip(values, weights, strict=True):
-        blocks.append([float(v), float(w), 1])
-        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
-            mean, weight, count = blocks.pop()
-            last = blocks[-1]
-            total = last[1] + weight
-            last[0] = (last[0] * last[1] + mean * weight) / total if total else mean
-            last[1], last[2] = total, last[2] + count
-    return [mean for mean, _w, count in blocks for _ in range(int(count))]
+# A cell's evidence: (level, REASON or None, provider or None, sends, hard bounces, enough,
+# the rate it is fitted to, the sends it is applied to).
+_Counted = tuple[int, str | None, str | None, int, int, bool, float, int]
 
 
 def _band_of(level: int) -> Verdict:
@@ -60,36 +65,110 @@ def _band_of(level: int) -> Verdict:
     return Verdict.VALID
 
 
-def _levels(sends: pl.DataFrame, min_sends: int) -> list[Level]:
-    counted = (
-        sends.group_by(level_of(pl.col("SCORE")).alias("L"))
-        .agg(pl.len().alias("n"), pl.col("HARD").sum().alias("hard"))
-        .sort("L")
+def _pulled(n: str, hard: str, toward: str, strength: float) -> pl.Expr:
+    """A cell's rate pulled toward its parent's: its deliveries and *strength* sends at the
+    parent's rate (a small cell's rate is mostly its parent's; a large one's, its own)."""
+    return (pl.col(n) - pl.col(hard) + strength * pl.col(toward)) / (pl.col(n) + strength)
+
+
+def _counted(sends: pl.DataFrame, min_sends: int) -> list[_Counted]:
+    """The cells with enough sends (and each level without), their evidence, the rate each is
+    fitted to (its own, pulled toward its REASON's at its level, that toward its level's, by
+    :data:`PULL` times ``calibration.min_sends`` sends) and the sends it is applied to (those
+    no finer cell holds)."""
+    strength = PULL * min_sends
+    by = {"L": ["L"], "R": ["L", "R"], "P": ["L", "R", "P"]}
+    fine = sends.group_by(
+        level_of(pl.col("SCORE")).alias("L"),
+        pl.col("REASON").fill_null("").alias("R"),
+        pl.col("PROVIDER").alias("P"),
+    ).agg(pl.len().alias("n"), pl.col("HARD").sum().alias("hard"))
+    for tier, keys in by.items():
+        fine = fine.with_columns(
+            pl.col("n").sum().over(keys).alias(f"n{tier}"),
+            pl.col("hard").sum().over(keys).alias(f"hard{tier}"),
+        )
+    fine = fine.with_columns(
+        (1 - pl.col("hardL") / pl.col("nL")).alias("rateL"),
+        # A finer cell that holds all its parent's sends would only repeat it.
+        ((pl.col("nP") >= min_sends) & (pl.col("nP") < pl.col("nR"))).alias("okP"),
+        ((pl.col("nR") >= min_sends) & (pl.col("nR") < pl.col("nL"))).alias("okR"),
+        (pl.col("nL") >= min_sends).alias("okL"),
     )
-    levels: list[Level] = []
-    for verdict, (low, high) in BANDS.items():
-        rows = [r for r in counted.iter_rows() if _band_of(r[0]) == verdict]
-        enough = [r for r in rows if r[1] >= min_sends]
-        fitted = pav([1 - h / n for _l, n, h in enough], [n for _l, n, _h in enough])
-        fit = {r[0]: f for r, f in zip(enough, fitted, strict=True)}
-        for lv, n, hard in rows:
-            levels.append(_level(lv / 100, verdict, n, hard, fit.get(lv), (low, high)))
-    return sorted(levels, key=lambda lv: lv.score)
+    fine = fine.with_columns(_pulled("nR", "hardR", "rateL", strength).alias("rateR"))
+    fine = fine.with_columns(_pulled("nP", "hardP", "rateR", strength).alias("rateP"))
+    # The finest cell that holds each group of sends: its provider's, its REASON's, its level's.
+    fine = fine.with_columns(
+        pl.when("okP")
+        .then(pl.lit("P"))
+        .when("okR")
+        .then(pl.lit("R"))
+        .otherwise(pl.lit("L"))
+        .alias("held")
+    )
+    found: list[_Counted] = []
+    for tier, keys in by.items():
+        cells = (
+            fine.filter(pl.col(f"ok{tier}") | (tier == "L"))
+            .group_by(keys)
+            .agg(
+                pl.col(f"n{tier}", f"hard{tier}", f"ok{tier}", f"rate{tier}").first(),
+                pl.col("n").filter(pl.col("held") == tier).sum().alias("applied"),
+            )
+            .sort(keys)
+        )
+        for row in cells.iter_rows():
+            named = dict(zip(keys, row, strict=False))
+            n, hard, ok, rate, applied = row[len(keys) :]
+            found.append((named["L"], named.get("R"), named.get("P"), n, hard, ok, rate, applied))
+    return found
+
+
+def _levels(sends: pl.DataFrame, min_sends: int) -> list[Level]:
+    counted = _counted(sends, min_sends)
+    made: list[Level] = []
+    for verdict, band in BANDS.items():
+        mine = [c for c in counted if _band_of(c[0]) == verdict]
+        steps = sorted({c[0] for c in mine})
+        cells = [
+            [
+                Cell(rate, max(applied, _NO_EVIDENCE)) if ok else Cell(lv / 100, _NO_EVIDENCE)
+                for lv, _r, _p, _n, _h, ok, rate, applied in mine
+                if lv == step
+            ]
+            for step in steps
+        ]
+        fenced = dict(zip(steps, fences(cells, *band), strict=True))
+        for lv, reason, provider, n, hard, ok, rate, _applied in mine:
+            value = clipped(rate if ok else lv / 100, fenced[lv])
+            made.append(_level(lv, reason, provider, (n, hard, ok), value, verdict))
+    return sorted(
+        made, key=lambda lv: (lv.score, lv.reason is not None, lv.reason or "", lv.provider or "")
+    )
 
 
 def _level(
-    score: float, verdict: Verdict, n: int, hard: int, fit: float | None, band: tuple[float, float]
+    lv: int,
+    reason: str | None,
+    provider: str | None,
+    evidence: tuple[int, int, bool],
+    value: float,
+    verdict: Verdict,
 ) -> Level:
+    n, hard, enough = evidence
     observed = 1 - hard / n
-    if fit is None:
-        status, value, fit = LevelStatus.FEW_SENDS, score, observed
-    elif fit > band[1]:
-        status, value = LevelStatus.ABOVE_BAND, band[1]
-    elif fit < band[0]:
-        status, value = LevelStatus.BELOW_BAND, band[0]
+    low, high = BANDS[verdict]
+    if not enough:
+        status = LevelStatus.FEW_SENDS
+    elif observed > high:
+        status = LevelStatus.ABOVE_BAND
+    elif observed < low:
+        status = LevelStatus.BELOW_BAND
     else:
-        status, value = LevelStatus.APPLIED, round(fit, 4)
-    return Level(score, verdict.value, n, hard, observed, fit, value, status)
+        status = LevelStatus.APPLIED
+    return Level(
+        lv / 100, verdict.value, n, hard, observed, value, round(value, 4), status, reason, provider
+    )
 
 
 def ece(predicted: pl.Expr, hard: pl.Expr, frame: pl.DataFrame) -> float:
@@ -133,10 +212,19 @@ def groups(sends: pl.DataFrame, score: str = "SCORE", after: str = "CALIBRATED")
     return found
 
 
-def fit(sends: pl.DataFrame, list_name: str, sandbox: bool, min_sends: int) -> Report:
+def fit(
+    sends: pl.DataFrame,
+    list_name: str,
+    sandbox: bool,
+    min_sends: int,
+    providers: Mapping[str, str] | None = None,
+) -> Report:
     """The calibration of the list *list_name* from its *sends* (:data:`SENDS`), and the
-    report: its groups, the calibration error before and after (on these sends), findings."""
+    report: its groups, the calibration error before and after (on these sends), findings.
+    *providers* (domain -> provider's name, as :func:`~.sends.sends_of` named them) tells
+    later runs which domains a provider's cells hold."""
     levels = _levels(sends, min_sends)
+    named = {lv.provider for lv in levels if lv.provider is not None}
     made = Calibration(
         uuid.uuid4().hex[:12],
         list_name,
@@ -145,6 +233,7 @@ def fit(sends: pl.DataFrame, list_name: str, sandbox: bool, min_sends: int) -> R
         min_sends,
         sends.height,
         tuple(levels),
+        {d: p for d, p in (providers or {}).items() if p in named},
     )
     after = calibrated(sends, made).rename({"SCORE": "CALIBRATED", "SCORE_DEFAULT": "SCORE"})
     hard = pl.col("HARD")
@@ -153,17 +242,27 @@ def fit(sends: pl.DataFrame, list_name: str, sandbox: bool, min_sends: int) -> R
         tuple(groups(after)),
         ece(pl.col("SCORE"), hard, after),
         ece(pl.col("CALIBRATED"), hard, after),
-        tuple(_finding(lv) for lv in levels if lv.status in _OUTSIDE),
+        tuple(f for f in map(_finding, levels) if f),
     )
-
-
-_OUTSIDE: Final = (LevelStatus.ABOVE_BAND, LevelStatus.BELOW_BAND)
 
 
 def _finding(level: Level) -> str:
+    """What the report says of a cell the band or the order holds from its observed rate
+    ("" for none)."""
     low, high = BANDS[Verdict(level.verdict)]
-    return (
-        f"SCORE {level.score:.2f} ({level.verdict}, {level.sends} sends): the observed "
-        f"deliverability {level.observed:.3f} lies outside the band {low:.2f}-{high:.2f} of "
-        f"{level.verdict}; its calibrated SCORE is the band's edge, {level.calibrated:.2f}."
-    )
+    cell = f"SCORE {level.name} ({level.verdict}, {level.sends} sends)"
+    if level.status in (LevelStatus.ABOVE_BAND, LevelStatus.BELOW_BAND):
+        return (
+            f"{cell}: the observed deliverability {level.observed:.3f} lies outside the band "
+            f"{low:.2f}-{high:.2f} of {level.verdict}; its calibrated SCORE is the band's "
+            f"edge, {level.calibrated:.2f}."
+        )
+    if level.applied and abs(level.fitted - level.observed) > ORDER_FINDING:
+        side = "more" if level.observed > level.fitted else "less"
+        return (
+            f"{cell}: the observed deliverability {level.observed:.3f} is {side} than that of "
+            f"sends the rules scored {'higher' if side == 'more' else 'lower'}; a higher SCORE "
+            f"never calibrates lower, so it takes {level.calibrated:.2f}. The list's sends "
+            "rank this kind of address otherwise than the rules do."
+        )
+    return ""

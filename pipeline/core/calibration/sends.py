@@ -18,11 +18,11 @@ import polars as pl
 from pipeline.core.bounces.ledger import BounceLedger
 from pipeline.core.bounces.types import BounceKind
 from pipeline.core.calibration.fit import SENDS
+from pipeline.core.calibration.types import OTHER
 from pipeline.core.history.keys import HASH, address_hashes
 from pipeline.core.history.store import RunHistory
 from pipeline.core.lists import DomainLists
 
-OTHER: Final = "other"
 _TYPES: Final[Any] = {HASH: pl.UInt64(), **SENDS}
 
 
