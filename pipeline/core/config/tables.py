@@ -375,8 +375,10 @@ class HistoryConfig:
 class CalibrationConfig:
     min_sends: int = setting(
         200,
-        "Sends (deliveries and hard bounces) a SCORE level needs before `listclean calibrate` "
-        "maps it to its observed deliverability; levels with fewer keep the default SCORE.",
+        "Sends (deliveries and hard bounces) a cell (a SCORE level, a REASON at it, or a "
+        "provider's) needs before `listclean calibrate` maps it to its observed deliverability, "
+        "and how hard a cell's rate is pulled toward its parent's; levels with fewer keep the "
+        "default SCORE where the order allows.",
         minimum=1,
     )
 
