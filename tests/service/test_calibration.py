@@ -10,6 +10,7 @@ import aiohttp
 import polars as pl
 import pytest
 
+from pipeline.core.calibration.apply import calibrated
 from pipeline.core.calibration.fit import SENDS, fit
 from pipeline.core.calibration.store import CalibrationStore
 from pipeline.core.config import HistoryConfig
@@ -68,3 +69,33 @@ def test_a_domains_answer_keeps_the_rules_score(env: Env) -> None:
     """The calibration is of the list's addresses: domain mode is not calibrated."""
     calibrate(env, 0.8)
     assert score(env, config_for(env, "crm"), "domain=gmail.com") == 0.9
+
+
+def test_the_service_takes_a_providers_cell_as_the_batch_does(env: Env) -> None:
+    """Sends at gmail.com deliver 0.95, elsewhere 0.75: the calibration keeps a cell for each
+    provider, and a gmail.com address gets gmail.com's, as a run's row would."""
+    rows = [(0.9, "Valid", "", "gmail.com", i < 50) for i in range(1000)]
+    rows += [(0.9, "Valid", "", "other", i < 250) for i in range(1000)]
+    made = fit(
+        pl.DataFrame(rows, schema=dict(SENDS), orient="row"),
+        "crm",
+        False,
+        200,
+        {"gmail.com": "gmail.com", "googlemail.com": "gmail.com"},
+    ).calibration
+    with CalibrationStore(env.tmp / "history.sqlite") as store:
+        store.put(made)
+    batch = calibrated(
+        pl.DataFrame(
+            {
+                "SCORE": [0.9] * 2,
+                "VERDICT": ["Valid"] * 2,
+                "REASON": [""] * 2,
+                "DOMAIN": ["gmail.com", "corp.example"],
+            }
+        ),
+        made,
+    )["SCORE"].to_list()
+    # Each provider's rate pulled a sixth toward the level's 0.85 (any other domain: "other").
+    assert batch == [0.93, 0.77]
+    assert score(env, config_for(env, "crm")) == batch[0]
