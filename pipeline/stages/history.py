@@ -154,6 +154,15 @@ def iso(at: float) -> str:
     return dt.datetime.fromtimestamp(at, dt.UTC).strftime(_ISO)
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A part of a batch as the history will keep it (:meth:`LocalMemory.prepare`)."""
+
+    decided: pl.DataFrame  # one row per distinct address (pipeline.core.history.compare)
+    counted: Changes | None  # how they differ from the last run; None on the list's first
+    rows: pl.DataFrame  # their rows of the changes file
+
+
 class LocalMemory:
     """The history of a run on this machine: see the module's doc."""
 
@@ -183,24 +192,34 @@ class LocalMemory:
         """A batch of decided rows (work columns): its distinct addresses compared, listed
         when new or changed, and added to the staged run, a part per :data:`PART_ROWS`
         rows (what the history holds beside the batch stays small)."""
-        if self._store is None:  # not recorded: nothing to compare with, nothing kept
-            return
-        started = time.perf_counter()
-        for offset in range(0, work.height, PART_ROWS):
-            self._add(work.slice(offset, PART_ROWS))
-        self.seconds += time.perf_counter() - started
+        self.add_prepared(self.prepare(work))
 
-    def _add(self, work: pl.DataFrame) -> None:
-        decided = remembered(work)
-        counted, rows = compare(decided, self._previous, self._start.started_at)
-        if self._changes is not None and counted is not None:
-            self._changes.merge(counted)
-        if self._sink is not None:
-            self._sink.write(rows)
-        if self._store is not None:
-            self._store.add_part(self._start.run_id, self._parts, kept_of(decided))
-        self._parts += 1
-        self.addresses += decided.height
+    def prepare(self, work: pl.DataFrame) -> list[Prepared]:
+        """What :meth:`add` makes of a batch before it keeps anything: its parts' distinct
+        addresses and how they compare with the last run. Any thread may prepare batches;
+        one adds them, in the list's order (:meth:`add_prepared`)."""
+        if self._store is None:  # not recorded: nothing to compare with, nothing kept
+            return []
+        prepared = []
+        for offset in range(0, work.height, PART_ROWS):
+            decided = remembered(work.slice(offset, PART_ROWS))
+            counted, rows = compare(decided, self._previous, self._start.started_at)
+            prepared.append(Prepared(decided, counted, rows))
+        return prepared
+
+    def add_prepared(self, prepared: list[Prepared]) -> None:
+        """A prepared batch's parts counted, listed and added to the staged run."""
+        started = time.perf_counter()
+        for part in prepared:
+            if self._changes is not None and part.counted is not None:
+                self._changes.merge(part.counted)
+            if self._sink is not None:
+                self._sink.write(part.rows)
+            if self._store is not None:
+                self._store.add_part(self._start.run_id, self._parts, kept_of(part.decided))
+            self._parts += 1
+            self.addresses += part.decided.height
+        self.seconds += time.perf_counter() - started
 
     def compare(self, publication: Publication) -> Remembered:
         if self._sink is not None:

@@ -12,6 +12,13 @@ on the list's length:
 3. **decide**: each spilled batch gets its DUPLICATE flags, domain answers, address answers and
    bounce flags, is decided, and is written as one row group of the output.
 
+Both passes use the machine's cores (``run.cores``; 0: every core the process may use): while
+one batch is read, the batches before it are normalized (pass 1) or decided (pass 3) in a pool
+of threads, at most one a core (polars works outside the interpreter's lock); what must happen
+in order (the duplicate marker, the spill, the output, the counts) happens in the run's thread,
+batch by batch, in the list's order. A batch holds the run's memory divided by the cores, so the
+run stays within ``--memory``. With one core the passes run batch after batch.
+
 The engine's one resolver is made (and health-checked) the first time a step needs the network,
 and closed when the run ends.
 
@@ -25,24 +32,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import polars as pl
 
 from pipeline.core.addresses.syntax import Syntax
-from pipeline.core.bounces.step import BounceScope, attach_bounces
+from pipeline.core.bounces.step import BounceScope, Serialized, attach_bounces
 from pipeline.core.domains.step import DomainStats, check_domains
 from pipeline.core.engine import Engine
 from pipeline.core.history.types import RunStart
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import meter
 from pipeline.stages.base import Batch
-from pipeline.stages.history import HistoryPlan, LocalMemory, with_calibration
+from pipeline.stages.history import HistoryPlan, LocalMemory, Prepared, with_calibration
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest
 from pipeline.stages.read.csv_source import ReadAgain
@@ -67,6 +76,8 @@ from pipeline.stages.write.sinks import Sink, open_outputs
 
 _MIN_ROWS = 1_000
 _MAX_ROWS = 1_000_000
+T = TypeVar("T")
+R = TypeVar("R")
 # (rows read, distinct addresses, distinct addresses to check) -> None, or an error that stops
 # the run before anything is checked
 Admit = Callable[[int, int, int], Awaitable[None]]
@@ -146,7 +157,8 @@ class LocalWay:
 
     def open(self, job: CleanJob, folder: Path) -> ListReader:
         reader = open_reader(job, folder)
-        self._rows = batch_rows(job.memory_mb, reader.bytes_per_row)
+        # A batch a core is in work at once: each holds its share of the run's memory.
+        self._rows = batch_rows(job.memory_mb // cores_of(self._engine), reader.bytes_per_row)
         return reader
 
     def files(self, job: CleanJob) -> OutputPaths:
@@ -238,31 +250,105 @@ def _scan_with(
     partitions = min(256, max(1, reader.expected_rows // 1_000_000 + 1))
     scan = _Scan(spill, DuplicateMarker(folder, partitions))
     bar = meter(engine.progress, reader.known_rows, "read", "row")
+
+    def normalized(read: Any) -> tuple[pl.DataFrame, list[str], pl.DataFrame, pl.Series]:
+        work = normalize(read.frame, reader.email_column, engine.lists)
+        found = list_domains(read.frame, work, reader.further, engine.lists)
+        return work, found, held_keys(work), work.get_column("SYNTAX") == Syntax.OK.value
+
     try:
-        batches = reader.batches(rows)
-        while True:
-            started = time.perf_counter()
-            read = next(batches, None)
-            scan.reading += time.perf_counter() - started
-            if read is None:
-                break
-            rejects.write(read.rejects)
-            scan.rejected += read.rejects.height
-            work = normalize(read.frame, reader.email_column, engine.lists)
-            scan.marker.add(work.get_column("KEY"))
-            found = list_domains(read.frame, work, reader.further, engine.lists)
-            scan.domains.update(dict.fromkeys(found))
-            scan.held.append(held_keys(work))
-            scan.syntax_ok.append(work.get_column("SYNTAX") == Syntax.OK.value)
-            spill.put(work)
-            scan.rows += read.frame.height
-            bar.update(read.frame.height + read.rejects.height)
+        with _pool(engine) as (pool, most):
+            for read, (work, found, held, syntax_ok) in in_order(
+                pool, normalized, _timed(reader.batches(rows), scan), most
+            ):
+                rejects.write(read.rejects)
+                scan.rejected += read.rejects.height
+                scan.marker.add(work.get_column("KEY"))
+                scan.domains.update(dict.fromkeys(found))
+                scan.held.append(held)
+                scan.syntax_ok.append(syntax_ok)
+                spill.put(work)
+                scan.rows += read.frame.height
+                bar.update(read.frame.height + read.rejects.height)
     except BaseException:
         scan.marker.close()
         raise
     finally:
         bar.close()
     return scan
+
+
+def _timed(batches: Iterator[T], scan: _Scan) -> Iterator[T]:
+    """*batches*, the seconds spent reading each added to *scan*'s."""
+    while True:
+        started = time.perf_counter()
+        read = next(batches, None)
+        scan.reading += time.perf_counter() - started
+        if read is None:
+            return
+        yield read
+
+
+def cores_of(engine: Engine) -> int:
+    """The cores a run uses: ``run.cores``, else every core this process may run on."""
+    given: int = engine.config.run.cores
+    return given if given > 0 else max(1, len(os.sched_getaffinity(0)))
+
+
+@contextlib.contextmanager
+def _pool(engine: Engine) -> Iterator[tuple[ThreadPoolExecutor, int]]:
+    """A pool of a thread a core, and how many batches may be in work at once."""
+    cores = cores_of(engine)
+    pool = ThreadPoolExecutor(cores, thread_name_prefix="listclean-batch")
+    try:
+        yield pool, cores
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def _in_turn(cores: int) -> Iterator[Callable[..., None]]:
+    """A way to do work in the list's order: on a thread of its own, one batch behind the
+    caller (who reads the next meanwhile), when there are cores for it; else at once. An error
+    in the work is raised at the next batch's turn, or at the end."""
+    if cores < 2:
+        yield lambda work, *args: work(*args)
+        return
+    writer = ThreadPoolExecutor(1, thread_name_prefix="listclean-write")
+    last: list[Future[None]] = []
+
+    def turn(work: Callable[..., None], *args: Any) -> None:
+        if last:
+            last.pop().result()
+        last.append(writer.submit(work, *args))
+
+    try:
+        yield turn
+        if last:
+            last.pop().result()
+    finally:
+        writer.shutdown(wait=True, cancel_futures=True)
+
+
+def in_order(
+    pool: ThreadPoolExecutor, work: Callable[[T], R], items: Iterable[T], most: int
+) -> Iterator[tuple[T, R]]:
+    """Each item with *work* done on it in *pool*, in the items' order, at most *most* items
+    in work at once (the next item is taken, read, while they work). An error in the work is
+    raised here, in the item's turn; a consumer that stops early cancels what has not begun."""
+    pending: deque[tuple[T, Future[R]]] = deque()
+    try:
+        for item in items:
+            pending.append((item, pool.submit(work, item)))
+            if len(pending) >= most:
+                first, future = pending.popleft()
+                yield first, future.result()
+        while pending:
+            first, future = pending.popleft()
+            yield first, future.result()
+    finally:
+        for _item, future in pending:
+            future.cancel()
 
 
 def _to_check(scan: _Scan) -> int:
@@ -305,31 +391,44 @@ def _decide_all(
     sinks: tuple[Sink, LocalMemory | None],
 ) -> Tally:
     """Pass 2: every batch read again (the original columns: cheaper to read than to keep),
-    joined with its spilled work columns, decided, written, counted and remembered."""
+    joined with its spilled work columns, decided (on the pool's threads), then written,
+    counted and remembered in the list's order."""
     table, answers = tables
     sink, memory = sinks
     held = held_keys(pl.concat(scan.held)) if scan.held else None
     tally = Tally()
-    scope: BounceScope | None = engine.bounces.scope() if engine.bounces else None
-    offset = 0
-    with contextlib.closing(meter(engine.progress, scan.rows, "write", "row")) as bar:
+    # The ledger answers one thread at a time (one connection).
+    bounces = Serialized(engine.bounces) if engine.bounces is not None else None
+    scope: BounceScope | None = bounces.scope() if bounces is not None else None
+    answered = (table, bounces, scope, answers)
+
+    def marked() -> Iterator[tuple[int, Batch]]:
+        offset = 0
         for index, read in enumerate(reader.batches(rows)):
             work = scan.spill.work(index)
             if read.frame.height != work.height:  # the input changed (see InputPin), or a bug
                 raise AssertionError(f"batch {index} read back with other rows than the first")
-            marked = Batch(read.frame, _marked(scan, work, offset))
+            yield index, Batch(read.frame, _marked(scan, work, offset))
             offset += work.height
-            work = decide_work(
-                marked, table, engine.bounces, scope, answers, held, engine.calibration
-            )
-            answered = (table, engine.bounces, scope, answers)
-            decided = rows_of(marked, work, answered, (reader.further, engine.lists))
-            sink.write(decided)
-            if memory is not None:
-                memory.add(work)
-            tally.add(decided)
-            scan.spill.drop(index)
-            bar.update(work.height)
+
+    def decided(item: tuple[int, Batch]) -> tuple[pl.DataFrame, list[Prepared], int]:
+        batch = item[1]
+        work = decide_work(batch, table, bounces, scope, answers, held, engine.calibration)
+        out = rows_of(batch, work, answered, (reader.further, engine.lists))
+        return out, memory.prepare(work) if memory is not None else [], work.height
+
+    def kept(index: int, out: pl.DataFrame, prepared: list[Prepared], height: int) -> None:
+        sink.write(out)
+        if memory is not None:
+            memory.add_prepared(prepared)
+        tally.add(out)
+        scan.spill.drop(index)
+        bar.update(height)
+
+    bar = meter(engine.progress, scan.rows, "write", "row")
+    with contextlib.closing(bar), _pool(engine) as (pool, most), _in_turn(most) as turn:
+        for (index, _batch), (out, prepared, height) in in_order(pool, decided, marked(), most):
+            turn(kept, index, out, prepared, height)
     scan.marker.close()
     return tally
 

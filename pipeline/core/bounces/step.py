@@ -3,6 +3,7 @@ the last hard bounce, deliveries), one query for all its keys."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
@@ -23,6 +24,23 @@ class BounceSource(Protocol):
 
     def flags(self, keys: Iterable[str]) -> dict[str, BounceFlags]: ...
     def scope(self) -> BounceScope: ...
+
+
+class Serialized:
+    """A bounce source several threads share, asked one question at a time (the ledger's is
+    one database connection)."""
+
+    def __init__(self, source: BounceSource) -> None:
+        self._source = source
+        self._lock = threading.Lock()
+
+    def flags(self, keys: Iterable[str]) -> dict[str, BounceFlags]:
+        with self._lock:
+            return self._source.flags(keys)
+
+    def scope(self) -> BounceScope:
+        with self._lock:
+            return self._source.scope()
 
 
 def attach_bounces(

@@ -407,6 +407,13 @@ class RunConfig:
         "Lists of any length pass through batches of this size.",
         minimum=64,
     )
+    cores: int = setting(
+        0,
+        "Cores a clean run uses on this machine: batches normalized and decided at once, each "
+        "holding its share of the memory; 0: every core the process may run on. Cap it on a "
+        "shared machine or for the service's jobs.",
+        minimum=0,
+    )
     progress_every: float = setting(
         30.0,
         "Seconds between progress lines when standard error is not a terminal (a log); "
