@@ -157,8 +157,10 @@ class LocalWay:
 
     def open(self, job: CleanJob, folder: Path) -> ListReader:
         reader = open_reader(job, folder)
-        # A batch a core is in work at once: each holds its share of the run's memory.
-        self._rows = batch_rows(job.memory_mb // cores_of(self._engine), reader.bytes_per_row)
+        # A batch a core is in work at once, and one more kept in turn: each holds its share
+        # of the run's memory.
+        cores = cores_of(self._engine)
+        self._rows = batch_rows(job.memory_mb // (cores + (cores > 1)), reader.bytes_per_row)
         return reader
 
     def files(self, job: CleanJob) -> OutputPaths:
@@ -256,20 +258,22 @@ def _scan_with(
         found = list_domains(read.frame, work, reader.further, engine.lists)
         return work, found, held_keys(work), work.get_column("SYNTAX") == Syntax.OK.value
 
+    def kept(read: Any, work: pl.DataFrame, found: list[str], held: pl.DataFrame, ok: Any) -> None:
+        rejects.write(read.rejects)
+        scan.rejected += read.rejects.height
+        scan.marker.add(work.get_column("KEY"))
+        scan.domains.update(dict.fromkeys(found))
+        scan.held.append(held)
+        scan.syntax_ok.append(ok)
+        spill.put(work)
+        scan.rows += read.frame.height
+        bar.update(read.frame.height + read.rejects.height)
+
     try:
-        with _pool(engine) as (pool, most):
-            for read, (work, found, held, syntax_ok) in in_order(
-                pool, normalized, _timed(reader.batches(rows), scan), most
-            ):
-                rejects.write(read.rejects)
-                scan.rejected += read.rejects.height
-                scan.marker.add(work.get_column("KEY"))
-                scan.domains.update(dict.fromkeys(found))
-                scan.held.append(held)
-                scan.syntax_ok.append(syntax_ok)
-                spill.put(work)
-                scan.rows += read.frame.height
-                bar.update(read.frame.height + read.rejects.height)
+        with _pool(engine) as (pool, most), _in_turn(most) as turn:
+            batches = _timed(reader.batches(rows), scan)
+            for read, (work, found, held, syntax_ok) in in_order(pool, normalized, batches, most):
+                turn(kept, read, work, found, held, syntax_ok)
     except BaseException:
         scan.marker.close()
         raise
