@@ -297,7 +297,12 @@ def _timed(batches: Iterator[T], scan: _Scan) -> Iterator[T]:
 def cores_of(engine: Engine) -> int:
     """The cores a run uses: ``run.cores``, else every core this process may run on."""
     given: int = engine.config.run.cores
-    return given if given > 0 else max(1, len(os.sched_getaffinity(0)))
+    if given > 0:
+        return given
+    try:
+        return max(1, len(os.sched_getaffinity(0)))  # the cores a pinned job keeps to
+    except AttributeError:  # no affinity where the system has none to tell (macOS)
+        return os.cpu_count() or 1
 
 
 @contextlib.contextmanager

@@ -6,17 +6,22 @@ ledger shared by the threads."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import polars as pl
 import pytest
 
 from pipeline.cli import main
-from pipeline.stages.runner import _in_turn, in_order
+from pipeline.core.config import Config
+from pipeline.core.config.tables import RunConfig
+from pipeline.stages.runner import _in_turn, cores_of, in_order
 from tests.stages.test_streaming import ROWS, comparable, messy_list
 
 
@@ -121,3 +126,17 @@ def test_many_batches_on_one_two_or_three_cores_give_the_same(
         assert pl.read_parquet(tmp_path / f"second-{cores}.parquet").equals(one)
         changes = [(tmp_path / f"second-{c}.changes.csv").read_text() for c in (1, cores)]
         assert changes[0] == changes[1]
+
+
+def with_cores(cores: int) -> Any:
+    """What cores_of reads of an engine: its settings."""
+    return SimpleNamespace(config=Config(run=RunConfig(cores=cores)))
+
+
+def test_the_cores_a_run_uses(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cores_of(with_cores(3)) == 3
+    monkeypatch.setattr(os, "sched_getaffinity", lambda _pid: {5}, raising=False)
+    assert cores_of(with_cores(0)) == 1  # a job pinned to one core keeps to it
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 6)
+    assert cores_of(with_cores(0)) == 6  # where the system tells no affinity
