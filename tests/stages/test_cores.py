@@ -19,8 +19,7 @@ import polars as pl
 import pytest
 
 from pipeline.cli import main
-from pipeline.core.config import Config
-from pipeline.core.config.tables import RunConfig
+from pipeline.core.config import Config, RunConfig
 from pipeline.stages.runner import _in_turn, cores_of, in_order
 from tests.stages.test_streaming import ROWS, comparable, messy_list
 
