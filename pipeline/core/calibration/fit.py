@@ -16,7 +16,7 @@ calibrates lower than one of a lower SCORE, and as the bands do not overlap the 
 is monotone in SCORE; the cells of one level are told apart. A cell whose observed rate lies
 outside its band is a finding and takes the band's edge (VERDICT and SCORE never contradict,
 :mod:`pipeline.core.verdict`); so is a cell the order holds more than
-:data:`ORDER_FINDING` from its observed rate (the list's sends rank its kind of address
+:data:`ORDER_FINDING` from the rate it is fitted to (the list's sends rank its kind of address
 otherwise than the rules do).
 
 The calibration error (ECE) is the send-weighted mean over :data:`~.types.BINS` equal-width
@@ -45,7 +45,7 @@ SENDS: Final = {
     "PROVIDER": pl.String(),
     "HARD": pl.Boolean(),
 }
-# How far the order may hold a cell from its observed rate before the report says so.
+# How far the order may hold a cell from the rate it is fitted to before the report says so.
 ORDER_FINDING: Final = 0.03
 # How hard a cell's rate is pulled toward its parent's, in sends of calibration.min_sends.
 PULL: Final = 1.0
@@ -124,9 +124,10 @@ def _counted(sends: pl.DataFrame, min_sends: int) -> list[_Counted]:
     return found
 
 
-def _levels(sends: pl.DataFrame, min_sends: int) -> list[Level]:
+def _levels(sends: pl.DataFrame, min_sends: int) -> list[tuple[Level, float]]:
+    """The cells, each with the rate it was fitted to (its own, pulled toward its parent's)."""
     counted = _counted(sends, min_sends)
-    made: list[Level] = []
+    made: list[tuple[Level, float]] = []
     for verdict, band in BANDS.items():
         mine = [c for c in counted if _band_of(c[0]) == verdict]
         steps = sorted({c[0] for c in mine})
@@ -141,10 +142,13 @@ def _levels(sends: pl.DataFrame, min_sends: int) -> list[Level]:
         fenced = dict(zip(steps, fences(cells, *band), strict=True))
         for lv, reason, provider, n, hard, ok, rate, _applied in mine:
             value = clipped(rate if ok else lv / 100, fenced[lv])
-            made.append(_level(lv, reason, provider, (n, hard, ok), value, verdict))
-    return sorted(
-        made, key=lambda lv: (lv.score, lv.reason is not None, lv.reason or "", lv.provider or "")
-    )
+            made.append((_level(lv, reason, provider, (n, hard, ok), value, verdict), rate))
+    return sorted(made, key=lambda cell: _order(cell[0]))
+
+
+def _order(lv: Level) -> tuple[float, bool, str, str]:
+    """The table's order: by SCORE, the level's own cell first, then REASON and provider."""
+    return (lv.score, lv.reason is not None, lv.reason or "", lv.provider or "")
 
 
 def _level(
@@ -223,7 +227,8 @@ def fit(
     report: its groups, the calibration error before and after (on these sends), findings.
     *providers* (domain -> provider's name, as :func:`~.sends.sends_of` named them) tells
     later runs which domains a provider's cells hold."""
-    levels = _levels(sends, min_sends)
+    cells = _levels(sends, min_sends)
+    levels = [lv for lv, _rate in cells]
     named = {lv.provider for lv in levels if lv.provider is not None}
     made = Calibration(
         uuid.uuid4().hex[:12],
@@ -242,13 +247,14 @@ def fit(
         tuple(groups(after)),
         ece(pl.col("SCORE"), hard, after),
         ece(pl.col("CALIBRATED"), hard, after),
-        tuple(f for f in map(_finding, levels) if f),
+        tuple(f for f in (_finding(lv, rate) for lv, rate in cells) if f),
     )
 
 
-def _finding(level: Level) -> str:
+def _finding(level: Level, rate: float) -> str:
     """What the report says of a cell the band or the order holds from its observed rate
-    ("" for none)."""
+    ("" for none). *rate* is the rate the cell was fitted to: the pull toward its parent is
+    no finding, only the order's hold on it."""
     low, high = BANDS[Verdict(level.verdict)]
     cell = f"SCORE {level.name} ({level.verdict}, {level.sends} sends)"
     if level.status in (LevelStatus.ABOVE_BAND, LevelStatus.BELOW_BAND):
@@ -257,8 +263,8 @@ def _finding(level: Level) -> str:
             f"{low:.2f}-{high:.2f} of {level.verdict}; its calibrated SCORE is the band's "
             f"edge, {level.calibrated:.2f}."
         )
-    if level.applied and abs(level.fitted - level.observed) > ORDER_FINDING:
-        side = "more" if level.observed > level.fitted else "less"
+    if level.applied and abs(level.fitted - rate) > ORDER_FINDING:
+        side = "more" if rate > level.fitted else "less"
         return (
             f"{cell}: the observed deliverability {level.observed:.3f} is {side} than that of "
             f"sends the rules scored {'higher' if side == 'more' else 'lower'}; a higher SCORE "

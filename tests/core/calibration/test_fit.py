@@ -109,12 +109,16 @@ def test_a_small_cell_is_pulled_toward_its_parent() -> None:
             sends((0.9, "Valid", "", 200, 100), provider="yahoo.com"),
         ]
     )
-    made = fit(both, "l", False, 200, {"yahoo.com": "yahoo.com"}).calibration
+    report = fit(both, "l", False, 200, {"yahoo.com": "yahoo.com"})
+    made = report.calibration
     cell = next(lv for lv in made.levels if lv.provider == "yahoo.com")
     kind = next(lv for lv in made.levels if lv.reason is None)
     # Its own 0.50 on 200 sends, and 200 sends at its REASON's rate (here its level's, 0.909).
     assert cell.observed == pytest.approx(0.5)
     assert cell.fitted == pytest.approx((100 + 200 * kind.fitted) / 400)
+    # Its observed 0.50 lies below Valid's band, a finding; the pull itself is none (nothing
+    # holds the cell away from the rate it was fitted to).
+    assert len(report.findings) == 1 and "outside the band" in report.findings[0]
 
 
 def test_levels_of_one_band_are_made_monotone() -> None:
@@ -208,3 +212,18 @@ def test_an_order_the_sends_do_not_keep_is_a_finding() -> None:
     assert values["0.50"] <= values["0.55"]
     assert values["0.50"] == pytest.approx(0.63, abs=0.006)
     assert any(f.startswith("SCORE 0.50 (Risky") and "rank this kind" in f for f in report.findings)
+
+
+def test_the_pull_toward_a_parent_is_no_finding() -> None:
+    # yahoo.com's 250 sends deliver 0.80, inside Valid's band, and are pulled toward the
+    # level's 0.93: the cell's value moves, but no order holds it, so nothing is found.
+    both = pl.concat(
+        [
+            sends((0.9, "Valid", "", 2000, 100), provider="gmail.com"),
+            sends((0.9, "Valid", "", 250, 50), provider="yahoo.com"),
+        ]
+    )
+    report = fit(both, "l", False, 200, {"yahoo.com": "yahoo.com"})
+    cell = next(lv for lv in report.calibration.levels if lv.provider == "yahoo.com")
+    assert cell.observed == pytest.approx(0.8) and cell.fitted > 0.85
+    assert report.findings == ()
