@@ -421,24 +421,30 @@ def _decide_all(
             yield index, Batch(read.frame, _marked(scan, work, offset))
             offset += work.height
 
-    def decided(item: tuple[int, Batch]) -> tuple[pl.DataFrame, list[Prepared], int]:
+    def decided(item: tuple[int, Batch]) -> tuple[pl.DataFrame, list[Prepared], Tally, int]:
         batch = item[1]
         work = decide_work(batch, table, bounces, scope, answers, held, engine.calibration)
         out = rows_of(batch, work, answered, (reader.further, engine.lists))
-        return out, memory.prepare(work) if memory is not None else [], work.height
+        counted = Tally()  # the batch's counts, merged in the list's order (as Dask's parts')
+        counted.add(out)
+        return out, memory.prepare(work) if memory is not None else [], counted, work.height
 
-    def kept(index: int, out: pl.DataFrame, prepared: list[Prepared], height: int) -> None:
+    def kept(
+        index: int, out: pl.DataFrame, prepared: list[Prepared], counted: Tally, height: int
+    ) -> None:
         sink.write(out)
         if memory is not None:
             memory.add_prepared(prepared)
-        tally.add(out)
+        tally.merge(counted)
         scan.spill.drop(index)
         bar.update(height)
 
     bar = meter(engine.progress, scan.rows, "write", "row")
     with contextlib.closing(bar), _pool(engine) as (pool, most), _in_turn(most) as turn:
-        for (index, _batch), (out, prepared, height) in in_order(pool, decided, marked(), most):
-            turn(kept, index, out, prepared, height)
+        for (index, _batch), (out, prepared, counted, height) in in_order(
+            pool, decided, marked(), most
+        ):
+            turn(kept, index, out, prepared, counted, height)
     scan.marker.close()
     return tally
 
