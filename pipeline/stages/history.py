@@ -188,16 +188,12 @@ class LocalMemory:
             raise
         self.seconds = time.perf_counter() - started  # the last run read: the history's time
 
-    def add(self, work: pl.DataFrame) -> None:
-        """A batch of decided rows (work columns): its distinct addresses compared, listed
-        when new or changed, and added to the staged run, a part per :data:`PART_ROWS`
-        rows (what the history holds beside the batch stays small)."""
-        self.add_prepared(self.prepare(work))
-
     def prepare(self, work: pl.DataFrame) -> list[Prepared]:
-        """What :meth:`add` makes of a batch before it keeps anything: its parts' distinct
-        addresses and how they compare with the last run. Any thread may prepare batches;
-        one adds them, in the list's order (:meth:`add_prepared`)."""
+        """A batch of decided rows (work columns) as the history will keep it, a part per
+        :data:`PART_ROWS` rows (what the history holds beside the batch stays small): each
+        part's distinct addresses and how they compare with the last run. Any thread may
+        prepare batches, beside deciding them, so this time counts as the write's (as the
+        Dask way's does); one thread adds them, in the list's order (:meth:`add_prepared`)."""
         if self._store is None:  # not recorded: nothing to compare with, nothing kept
             return []
         prepared = []
@@ -208,7 +204,8 @@ class LocalMemory:
         return prepared
 
     def add_prepared(self, prepared: list[Prepared]) -> None:
-        """A prepared batch's parts counted, listed and added to the staged run."""
+        """A prepared batch's parts counted, listed when new or changed, and added to the
+        staged run."""
         started = time.perf_counter()
         for part in prepared:
             if self._changes is not None and part.counted is not None:

@@ -39,7 +39,7 @@ def calibrated(rows: pl.DataFrame, calibration: Calibration | None) -> pl.DataFr
     without a calibration, as they are."""
     if calibration is None or "SCORE" not in rows.columns:
         return rows
-    by_level, cells = calibration.by_level(), calibration.cells()
+    by_level, cells = calibration.by_level, calibration.cells
     score = pl.col("SCORE")
     if not by_level and not cells:
         return rows.with_columns(score.alias(DEFAULT))

@@ -4,11 +4,12 @@ and whether it hard-bounced) to a calibration and the report's groups.
 A *level* is one value of SCORE as the rules gave it (hundredths): the rules score an address
 from its reasons, so a list's sends fall on a few dozen levels. The rules give one SCORE to
 kinds of address that need not deliver alike (``greylisted`` and ``smtp_timeout`` share one),
-and a provider may take less mail than another, so a level's sends are cut into *cells*: each
-REASON at each provider with at least ``calibration.min_sends`` sends; then each REASON's
-remaining sends, if they are enough; then the level's remaining sends, if they are enough
-(:class:`~.types.Level`). The rest of a level has too few sends and keeps the default SCORE
-where the order allows.
+and a provider may take less mail than another, so a level's sends are cut into *cells*: a
+REASON at a provider, a REASON, the level, each made when its sends number at least
+``calibration.min_sends`` (and a finer cell only when it does not hold all its parent's).
+Each cell's rate is its sends' own, pulled toward its parent's (:data:`PULL`); a send is
+decided by the finest cell that holds it (:class:`~.types.Level`). A level with fewer sends
+in all keeps the default SCORE where the order allows.
 
 Within each VERDICT's band the cells are fitted to their observed deliverability
 (deliveries / sends) by the monotone fit of :mod:`.order`: a cell of a higher SCORE never

@@ -4,6 +4,7 @@ of the report (a bin, a REASON, a provider)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
@@ -76,10 +77,14 @@ class Calibration:
     # The domains of the providers some cell names -> the provider's name.
     providers: Mapping[str, str] = field(default_factory=dict)
 
+    # Both lookups are made once a calibration (a run's decides every batch with them).
+
+    @functools.cached_property
     def cells(self) -> dict[str, float]:
         """The cells finer than a level ("level|REASON[|provider]") -> calibrated SCORE."""
         return {lv.key(): lv.calibrated for lv in self.levels if lv.reason is not None}
 
+    @functools.cached_property
     def by_level(self) -> dict[int, float]:
         """Every SCORE (hundredths) of a band the calibration has cells in -> the SCORE it
         calibrates to when no finer cell holds the row: its level's cell; else the default,

@@ -67,7 +67,7 @@ def test_a_default_kept_for_few_sends_still_keeps_the_order() -> None:
     assert levels[0.87].calibrated == pytest.approx(0.75)
     assert levels[0.81].status == LevelStatus.FEW_SENDS and levels[0.81].calibrated == 0.75
     # A SCORE no send had is kept between its neighbours too: 0.84 lies between them.
-    made = report.calibration.by_level()
+    made = report.calibration.by_level
     assert made[84] == 0.75 and made[95] == 0.95 and made[75] == 0.75 and made[70] == 0.7
     assert 50 not in made  # Risky: no cell, the rules' SCORE
 
