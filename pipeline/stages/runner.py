@@ -56,7 +56,7 @@ from pipeline.stages.history import HistoryPlan, LocalMemory, Prepared, with_cal
 from pipeline.stages.job import CleanJob
 from pipeline.stages.provenance import Digest
 from pipeline.stages.read.csv_source import ReadAgain
-from pipeline.stages.read.reader import Choice, ListReader, open_list
+from pipeline.stages.read.reader import Choice, ListReader, ReadBatch, open_list
 from pipeline.stages.sequence import Scanned, run_stages
 from pipeline.stages.state.dedupe import DuplicateMarker
 from pipeline.stages.state.spill import Spill, named_failures, spill_folder
@@ -254,12 +254,14 @@ def _scan_with(
     scan = _Scan(spill, DuplicateMarker(folder, partitions))
     bar = meter(engine.progress, reader.known_rows, "read", "row")
 
-    def normalized(read: Any) -> tuple[pl.DataFrame, list[str], pl.DataFrame, pl.Series]:
+    def normalized(read: ReadBatch) -> tuple[pl.DataFrame, list[str], pl.DataFrame, pl.Series]:
         work = normalize(read.frame, reader.email_column, engine.lists)
         found = list_domains(read.frame, work, reader.further, engine.lists)
         return work, found, held_keys(work), work.get_column("SYNTAX") == Syntax.OK.value
 
-    def kept(read: Any, work: pl.DataFrame, found: list[str], held: pl.DataFrame, ok: Any) -> None:
+    def kept(
+        read: ReadBatch, work: pl.DataFrame, found: list[str], held: pl.DataFrame, ok: pl.Series
+    ) -> None:
         rejects.write(read.rejects)
         scan.rejected += read.rejects.height
         scan.marker.add(work.get_column("KEY"))
