@@ -33,7 +33,7 @@ from pipeline.core.db.database import Where, shown, store_where
 from pipeline.core.engine import Engine
 from pipeline.core.history.compare import CHANGE_COLUMNS, Previous, compare, kept_of, remembered
 from pipeline.core.history.names import list_name_of, settings_digest
-from pipeline.core.history.store import RunHistory
+from pipeline.core.history.store import Packed, RunHistory, packed
 from pipeline.core.history.types import Changes, RunStart
 from pipeline.stages.provenance import recorded_settings
 from pipeline.stages.write.changes import ChangesSink, changes_path
@@ -161,6 +161,7 @@ class Prepared:
     decided: pl.DataFrame  # one row per distinct address (pipeline.core.history.compare)
     counted: Changes | None  # how they differ from the last run; None on the list's first
     rows: pl.DataFrame  # their rows of the changes file
+    packed: Packed  # what the history keeps of them
 
 
 class LocalMemory:
@@ -200,7 +201,7 @@ class LocalMemory:
         for offset in range(0, work.height, PART_ROWS):
             decided = remembered(work.slice(offset, PART_ROWS))
             counted, rows = compare(decided, self._previous, self._start.started_at)
-            prepared.append(Prepared(decided, counted, rows))
+            prepared.append(Prepared(decided, counted, rows, packed(kept_of(decided))))
         return prepared
 
     def add_prepared(self, prepared: list[Prepared]) -> None:
@@ -213,7 +214,7 @@ class LocalMemory:
             if self._sink is not None:
                 self._sink.write(part.rows)
             if self._store is not None:
-                self._store.add_part(self._start.run_id, self._parts, kept_of(part.decided))
+                self._store.add_part(self._start.run_id, self._parts, part.packed)
             self._parts += 1
             self.addresses += part.decided.height
         self.seconds += time.perf_counter() - started

@@ -58,7 +58,7 @@ from pipeline.stages.provenance import Digest
 from pipeline.stages.read.csv_source import ReadAgain
 from pipeline.stages.read.reader import Choice, ListReader, ReadBatch, open_list
 from pipeline.stages.sequence import Scanned, run_stages
-from pipeline.stages.state.dedupe import DuplicateMarker
+from pipeline.stages.state.dedupe import Cut, DuplicateMarker
 from pipeline.stages.state.spill import Spill, named_failures, spill_folder
 from pipeline.stages.steps import (
     answer_table,
@@ -73,7 +73,7 @@ from pipeline.stages.summary import NormalizeStats, RunSummary, Tally
 from pipeline.stages.write.formats import check_capacity
 from pipeline.stages.write.outputs import OutputPaths, RejectsSink
 from pipeline.stages.write.publish import Publication
-from pipeline.stages.write.sinks import Sink, open_outputs
+from pipeline.stages.write.sinks import Sink, Write, open_outputs
 
 _MIN_ROWS = 1_000
 _MAX_ROWS = 1_000_000
@@ -254,35 +254,56 @@ def _scan_with(
     scan = _Scan(spill, DuplicateMarker(folder, partitions))
     bar = meter(engine.progress, reader.known_rows, "read", "row")
 
-    def normalized(read: ReadBatch) -> tuple[pl.DataFrame, list[str], pl.DataFrame, pl.Series]:
+    def normalized(item: tuple[int, int, ReadBatch]) -> _Normalized:
+        index, first, read = item
         work = normalize(read.frame, reader.email_column, engine.lists)
         found = list_domains(read.frame, work, reader.further, engine.lists)
-        return work, found, held_keys(work), work.get_column("SYNTAX") == Syntax.OK.value
+        keys = work.get_column("KEY")
+        rows = pl.int_range(first, first + work.height, dtype=pl.UInt64, eager=True)
+        cut = scan.marker.cut(keys, rows)
+        spill.put(index, work)  # in memory or on disk: its own file, from any thread
+        ok = work.get_column("SYNTAX") == Syntax.OK.value
+        return _Normalized(cut, found, held_keys(work), ok)
 
-    def kept(
-        read: ReadBatch, work: pl.DataFrame, found: list[str], held: pl.DataFrame, ok: pl.Series
-    ) -> None:
+    def kept(read: ReadBatch, done: _Normalized) -> None:
         rejects.write(read.rejects)
         scan.rejected += read.rejects.height
-        scan.marker.add(work.get_column("KEY"))
-        scan.domains.update(dict.fromkeys(found))
-        scan.held.append(held)
-        scan.syntax_ok.append(ok)
-        spill.put(work)
+        scan.marker.add_cut(done.cut)
+        scan.domains.update(dict.fromkeys(done.found))
+        scan.held.append(done.held)
+        scan.syntax_ok.append(done.syntax_ok)
         scan.rows += read.frame.height
         bar.update(read.frame.height + read.rejects.height)
 
     try:
         with _pool(engine) as (pool, most), _in_turn(most) as turn:
-            batches = _timed(reader.batches(rows), scan)
-            for read, (work, found, held, syntax_ok) in in_order(pool, normalized, batches, most):
-                turn(kept, read, work, found, held, syntax_ok)
+            batches = _numbered(_timed(reader.batches(rows), scan))
+            for (_index, _first, read), done in in_order(pool, normalized, batches, most):
+                turn(kept, read, done)
     except BaseException:
         scan.marker.close()
         raise
     finally:
         bar.close()
     return scan
+
+
+@dataclass(frozen=True)
+class _Normalized:
+    """What pass 1 learned of one batch on the pool, kept in the list's order."""
+
+    cut: Cut  # its addresses, for the duplicate marker
+    found: list[str]  # its distinct domains
+    held: pl.DataFrame  # its addresses held back
+    syntax_ok: pl.Series  # per row: its syntax passed
+
+
+def _numbered(batches: Iterable[ReadBatch]) -> Iterator[tuple[int, int, ReadBatch]]:
+    """Each batch with its number and the list's row number of its first row."""
+    first = 0
+    for index, read in enumerate(batches):
+        yield index, first, read
+        first += read.frame.height
 
 
 def _timed(batches: Iterator[T], scan: _Scan) -> Iterator[T]:
@@ -414,41 +435,44 @@ def _decide_all(
     scope: BounceScope | None = bounces.scope() if bounces is not None else None
     answered = (table, bounces, scope, answers)
 
-    def marked() -> Iterator[tuple[int, Batch]]:
-        offset = 0
-        for index, read in enumerate(reader.batches(rows)):
-            work = scan.spill.work(index)
-            if read.frame.height != work.height:  # the input changed (see InputPin), or a bug
-                raise AssertionError(f"batch {index} read back with other rows than the first")
-            yield index, Batch(read.frame, _marked(scan, work, offset))
-            offset += work.height
-
-    def decided(item: tuple[int, Batch]) -> tuple[pl.DataFrame, list[Prepared], Tally, int]:
-        batch = item[1]
+    def decided(item: tuple[int, int, ReadBatch]) -> _Decided:
+        index, offset, read = item
+        work = scan.spill.work(index)
+        if read.frame.height != work.height:  # the input changed (see InputPin), or a bug
+            raise AssertionError(f"batch {index} read back with other rows than the first")
+        batch = Batch(read.frame, _marked(scan, work, offset))
         work = decide_work(batch, table, bounces, scope, answers, held, engine.calibration)
         out = rows_of(batch, work, answered, (reader.further, engine.lists))
         counted = Tally()  # the batch's counts, merged in the list's order (as Dask's parts')
         counted.add(out)
-        return out, memory.prepare(work) if memory is not None else [], counted, work.height
-
-    def kept(
-        index: int, out: pl.DataFrame, prepared: list[Prepared], counted: Tally, height: int
-    ) -> None:
-        sink.write(out)
-        if memory is not None:
-            memory.add_prepared(prepared)
-        tally.merge(counted)
+        prepared = memory.prepare(work) if memory is not None else []
+        write = sink.ready(out)
         scan.spill.drop(index)
-        bar.update(height)
+        return _Decided(write, prepared, counted, work.height)
+
+    def kept(done: _Decided) -> None:
+        done.write()
+        if memory is not None:
+            memory.add_prepared(done.prepared)
+        tally.merge(done.counted)
+        bar.update(done.height)
 
     bar = meter(engine.progress, scan.rows, "write", "row")
     with contextlib.closing(bar), _pool(engine) as (pool, most), _in_turn(most) as turn:
-        for (index, _batch), (out, prepared, counted, height) in in_order(
-            pool, decided, marked(), most
-        ):
-            turn(kept, index, out, prepared, counted, height)
+        for _item, done in in_order(pool, decided, _numbered(reader.batches(rows)), most):
+            turn(kept, done)
     scan.marker.close()
     return tally
+
+
+@dataclass(frozen=True)
+class _Decided:
+    """One batch decided on the pool, to be written, remembered and counted in turn."""
+
+    write: Write  # its output rows' write, encoded
+    prepared: list[Prepared]  # what the history keeps of it
+    counted: Tally  # its counts
+    height: int
 
 
 def _marked(scan: _Scan, work: pl.DataFrame, offset: int) -> pl.DataFrame:

@@ -45,6 +45,8 @@ def answer_table(checked: pl.DataFrame, asked: pl.DataFrame) -> pl.DataFrame:
 def held_keys(work: pl.DataFrame) -> pl.DataFrame:
     """KEY and CONSENT of the addresses *work* holds back from sending, each once (its first
     row's reason)."""
+    if work.get_column("CONSENT").null_count() == work.height:  # the export says nothing
+        return work.select("KEY", "CONSENT").clear()
     held = work.filter(pl.col("CONSENT").is_not_null() & (pl.col("KEY") != ""))
     return held.select("KEY", "CONSENT").unique("KEY", keep="first", maintain_order=True)
 

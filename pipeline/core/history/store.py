@@ -28,6 +28,7 @@ import io
 import json
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import polars as pl
@@ -170,10 +171,12 @@ class RunHistory(OwnsDatabase):
             ),
         )
 
-    def add_part(self, run_id: str, part: int, kept: pl.DataFrame) -> None:
-        """One part of a staged run's addresses (:data:`~pipeline.core.history.types.KEPT`);
-        a part added again (a Dask task run twice) replaces the first."""
-        self._db.execute(self._sql.add_part, (run_id, part, kept.height, _packed(kept)))
+    def add_part(self, run_id: str, part: int, kept: pl.DataFrame | Packed) -> None:
+        """One part of a staged run's addresses (:data:`~pipeline.core.history.types.KEPT`,
+        or already :func:`packed`); a part added again (a Dask task run twice) replaces the
+        first."""
+        done = kept if isinstance(kept, Packed) else packed(kept)
+        self._db.execute(self._sql.add_part, (run_id, part, done.rows, done.data))
 
     def finish(self, run_id: str, addresses: int, counts: dict[str, Any]) -> bool:
         """Keep the staged run *run_id*; remove the list's staged runs that started before it,
@@ -250,7 +253,8 @@ class RunHistory(OwnsDatabase):
             left = kept.filter(~pl.col(HASH).is_in(hashes.implode()))
             removed = kept.height - left.height
             if removed:
-                self._db.execute(self._sql.count_part, (left.height, _packed(left), run_id, part))
+                done = packed(left)
+                self._db.execute(self._sql.count_part, (done.rows, done.data, run_id, part))
                 self._db.execute(self._sql.recount, (removed, run_id))
         return removed
 
@@ -277,8 +281,17 @@ def _unpacked(blob: bytes | memoryview, columns: tuple[str, ...]) -> pl.DataFram
     return frame.cast({c: KEPT[c] for c in columns})
 
 
-def _packed(kept: pl.DataFrame) -> bytes:
-    """*kept* as the Parquet bytes of a part (:data:`KEPT`'s columns, zstd)."""
+@dataclass(frozen=True)
+class Packed:
+    """A part's addresses as the history stores them (:func:`packed`)."""
+
+    rows: int
+    data: bytes  # the Parquet bytes of KEPT's columns
+
+
+def packed(kept: pl.DataFrame) -> Packed:
+    """*kept* as the Parquet bytes of a part (:data:`KEPT`'s columns, zstd); any thread may
+    pack a part, beside the one that adds them."""
     buffer = io.BytesIO()
     kept.select(list(KEPT)).cast(KEPT).write_parquet(buffer, compression="zstd")  # type: ignore[arg-type]
-    return buffer.getvalue()
+    return Packed(kept.height, buffer.getvalue())

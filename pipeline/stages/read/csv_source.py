@@ -38,7 +38,7 @@ from pipeline.core.errors import InputError
 from pipeline.core.files.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
 from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
 from pipeline.core.files.long_fields import SetAside, Without, long_records, size_without
-from pipeline.stages.read.footers import EMPTY_ROW, blank_text, filler_kind
+from pipeline.stages.read.footers import EMPTY_ROW, blank_text, filler_kind, has_filler
 
 REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
 _CHUNK: Final = 1 << 24  # bytes read at a time
@@ -175,7 +175,7 @@ class CsvSource:
         rejects = _rejects(self.titles)  # the rows above the header, with the first batch
         try:
             for batch in scan.collect_batches(chunk_size=rows):
-                if batch.columns != self.columns or filler_kind(batch).is_not_null().any():
+                if batch.columns != self.columns or has_filler(batch):
                     raise ReadAgain
                 read += batch.height
                 yield batch, rejects

@@ -42,15 +42,24 @@ _FOOTERS: Final = "(?i)" + "|".join(
 
 def filler_kind(frame: pl.DataFrame) -> pl.Series:
     """Per row of *frame* (text columns): ``empty_row``, ``footer`` or null (a record)."""
-    found = pl.Series("filler", [None] * frame.height, dtype=pl.String)
-    text = [pl.col(name) for name, dtype in frame.schema.items() if dtype == pl.String]
-    if not text:
+    found = pl.repeat(None, frame.height, dtype=pl.String, eager=True).alias("filler")
+    kinds = _fillers(frame)
+    if kinds.is_empty():
         return found
-    # A row with an @ anywhere is a record: only the few without one are looked at closely.
-    has_at = pl.any_horizontal(c.str.contains("@", literal=True).fill_null(False) for c in text)
-    rest = frame.with_row_index("_row").filter(~has_at)
+    return found.scatter(kinds.get_column("_row"), kinds.get_column("filler"))
+
+
+def has_filler(frame: pl.DataFrame) -> bool:
+    """Whether any row of *frame* is an empty row or a footer (:func:`filler_kind`)."""
+    return not _fillers(frame).is_empty()
+
+
+def _fillers(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of *frame* that are not records: their numbers (``_row``) and kinds."""
+    rest = _without_at(frame.with_row_index("_row"))
     if rest.is_empty():
-        return found
+        return pl.DataFrame(schema={"_row": pl.UInt32, "filler": pl.String})
+    text = [pl.col(name) for name, dtype in frame.schema.items() if dtype == pl.String]
     cells = [pl.when(c.str.strip_chars(_BLANK) != "").then(c.str.strip_chars()) for c in text]
     joined = pl.concat_str(cells, separator=" ", ignore_nulls=True)
     filled = pl.sum_horizontal(c.is_not_null() for c in cells)
@@ -62,8 +71,22 @@ def filler_kind(frame: pl.DataFrame) -> pl.Series:
         .then(pl.lit(FOOTER))
         .otherwise(pl.lit(None, pl.String))
     )
-    kinds = rest.select("_row", kind.alias("filler"))
-    return found.scatter(kinds.get_column("_row"), kinds.get_column("filler"))
+    return rest.select("_row", kind.alias("filler")).filter(pl.col("filler").is_not_null())
+
+
+def _without_at(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of *frame* none of whose text cells holds an ``@`` (only those are looked at
+    closely). The columns are tried one at a time, the one that holds the most ``@`` in the
+    first rows first: after it only a few rows are left to look at in the others."""
+    text = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+    if not text:
+        return frame.clear()
+    head = frame.head(64).select(pl.col(text).str.contains("@", literal=True).sum())
+    for name in sorted(text, key=lambda name: -int(head.get_column(name).item() or 0)):
+        frame = frame.filter(~pl.col(name).str.contains("@", literal=True).fill_null(False))
+        if frame.is_empty():
+            break
+    return frame
 
 
 def blank_text(raw: str) -> bool:

@@ -96,6 +96,15 @@ def repeated_rows(frame: pl.DataFrame, hasher: Hasher = stable_hash, seed: int =
     return candidates.filter(~pl.col("KEY").is_first_distinct()).get_column("ROW")
 
 
+@dataclass(frozen=True)
+class Cut:
+    """A batch's keyed rows cut into the marker's partitions (:meth:`DuplicateMarker.cut`)."""
+
+    parts: list[tuple[int, pa.Table]]  # (partition, its rows as spilled)
+    keyed: int  # rows with a KEY
+    end: int  # one past the batch's highest row number
+
+
 class DuplicateMarker:
     """Marks repeated addresses over a list fed batch by batch; see the module docstring.
 
@@ -147,18 +156,27 @@ class DuplicateMarker:
         With *rows* (global row numbers, any order, each row given once) the batch may come
         from anywhere in the list, as in one partition of a partitioned run.
         """
-        if self._flags is not None:
-            raise RuntimeError("DuplicateMarker.add() was called after finish().")
         if rows is None:
             rows = pl.int_range(self._rows, self._rows + len(keys), dtype=pl.UInt64, eager=True)
-        elif len(rows) != len(keys):
+        self.add_cut(self.cut(keys, rows))
+
+    def cut(self, keys: pl.Series, rows: pl.Series) -> Cut:
+        """A batch of KEYs with their row numbers made ready for :meth:`add_cut`: the work of
+        :meth:`add` that any thread may do, beside other batches'."""
+        if len(rows) != len(keys):
             raise ValueError(f"add() got {len(keys)} keys but {len(rows)} row numbers.")
         frame = pl.DataFrame({"ROW": rows.cast(pl.UInt64), "KEY": keys.cast(pl.String)})
-        if frame.height:
-            self._rows = max(self._rows, int(frame.select(pl.col("ROW").max()).item()) + 1)
+        end = int(frame.select(pl.col("ROW").max()).item()) + 1 if frame.height else 0
         keyed = frame.filter(pl.col("KEY") != "")  # drops nulls too
-        self._keyed += keyed.height
-        self._spill.append(keyed)
+        return Cut(self._spill.cut(keyed), keyed.height, end)
+
+    def add_cut(self, cut: Cut) -> None:
+        """Pass 1: a batch :meth:`cut` made, added by one thread (the files are appended to)."""
+        if self._flags is not None:
+            raise RuntimeError("DuplicateMarker.add() was called after finish().")
+        self._rows = max(self._rows, cut.end)
+        self._keyed += cut.keyed
+        self._spill.append_cut(cut.parts)
 
     def finish(self) -> DedupeStats:
         """Resolve every spill file, remove them, and count."""
@@ -243,6 +261,10 @@ class _Spill:
         self._writers: dict[int, ipc.RecordBatchFileWriter] = {}
 
     def append(self, frame: pl.DataFrame) -> None:
+        self.append_cut(self.cut(frame))
+
+    def cut(self, frame: pl.DataFrame) -> list[tuple[int, pa.Table]]:
+        """*frame*'s rows by partition, as they are spilled (any thread)."""
         part = partition_of(
             frame.get_column("KEY"),
             len(self._counts),
@@ -252,9 +274,12 @@ class _Spill:
         groups = frame.with_columns(part).partition_by(
             "PARTITION", as_dict=True, include_key=False, maintain_order=True
         )
-        for (partition,), rows in groups.items():
-            self._writer(int(partition)).write_table(rows.to_arrow().cast(_SCHEMA))
-            self._counts[int(partition)] += rows.height
+        return [(int(p), rows.to_arrow().cast(_SCHEMA)) for (p,), rows in groups.items()]
+
+    def append_cut(self, parts: list[tuple[int, pa.Table]]) -> None:
+        for partition, rows in parts:
+            self._writer(partition).write_table(rows)
+            self._counts[partition] += rows.num_rows
 
     def close(self) -> list[tuple[Path, int]]:
         """Close the files (again is harmless); the non-empty ones with their row counts."""

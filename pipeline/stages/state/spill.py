@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -29,32 +30,38 @@ _OS_ERROR: Final = re.compile(r"os error (\d+)")  # how polars spells an errno
 
 
 class Spill:
-    """Batches' work columns in memory while they fit in *keep_bytes*, on disk beyond."""
+    """Batches' work columns in memory while they fit in *keep_bytes*, on disk beyond. Any
+    thread may put, read or drop a batch (each batch by one thread at a time)."""
 
     def __init__(self, folder: Path, keep_bytes: int) -> None:
         self.folder = folder
-        self.count = 0
+        self.count = 0  # one past the highest batch put
         self._keep = keep_bytes
         self._kept: dict[int, pl.DataFrame] = {}
         self._kept_bytes = 0
+        self._lock = threading.Lock()
 
-    def put(self, work: pl.DataFrame) -> None:
+    def put(self, index: int, work: pl.DataFrame) -> None:
+        """Batch *index*'s work columns set aside."""
         size = int(work.estimated_size())
-        if self._kept_bytes + size <= self._keep:
-            self._kept[self.count] = work
-            self._kept_bytes += size
-        else:
-            work.write_ipc(self._path(self.count), compression=_COMPRESSION)
-        self.count += 1
+        with self._lock:
+            self.count = max(self.count, index + 1)
+            kept = self._kept_bytes + size <= self._keep
+            if kept:
+                self._kept[index] = work
+                self._kept_bytes += size
+        if not kept:
+            work.write_ipc(self._path(index), compression=_COMPRESSION)
 
     def work(self, index: int) -> pl.DataFrame:
         kept = self._kept.get(index)
         return kept if kept is not None else pl.read_ipc(self._path(index))
 
     def drop(self, index: int) -> None:
-        kept = self._kept.pop(index, None)
-        if kept is not None:
-            self._kept_bytes -= int(kept.estimated_size())
+        with self._lock:
+            kept = self._kept.pop(index, None)
+            if kept is not None:
+                self._kept_bytes -= int(kept.estimated_size())
         self._path(index).unlink(missing_ok=True)
 
     def clear(self) -> None:

@@ -195,13 +195,20 @@ class ParquetSink:
             guard(self._final, lambda: self._tmp.mkdir())
 
     def write(self, frame: pl.DataFrame) -> None:
+        self.ready(frame)()
+
+    def ready(self, frame: pl.DataFrame) -> Callable[[], None]:
+        """*frame*'s write, its conversion to the output's Arrow types done (any thread)."""
         table = frame.to_arrow().cast(self._schema)
+        return lambda: self._write(table)
+
+    def _write(self, table: pa.Table) -> None:
         if self._writer is None or (self._dataset and self._part_rows >= _PART_ROWS):
             self._next_part()
         writer = self._writer
         assert writer is not None
         guard(self._final, lambda: writer.write_table(table))
-        self._part_rows += frame.height
+        self._part_rows += table.num_rows
 
     def note(self, facts: Mapping[str, Any]) -> None:
         """Record *facts* (the run's provenance) under the ``listclean`` key of the key-value

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final, Protocol, Self
@@ -52,8 +52,17 @@ from pipeline.stages.write.sheet import SheetWriter
 _BOM: Final = b"\xef\xbb\xbf"
 
 
+Write = Callable[[], None]
+"""A batch's write, made ready beforehand (:meth:`Sink.ready`): called in the list's order."""
+
+
 class Sink(Protocol):
     def write(self, frame: pl.DataFrame) -> None: ...
+    def ready(self, frame: pl.DataFrame) -> Write:
+        """*frame*'s write with what can be done beforehand done (encoding): any thread may
+        make one, beside other batches'; the writes are then called in the list's order."""
+        ...
+
     def note(self, facts: Mapping[str, Any]) -> None: ...
     def stage(self, into: Publication) -> None: ...
     def close(self) -> None: ...
@@ -126,9 +135,17 @@ class SplitSink:
         return [self._full, *self._parts.values()]
 
     def write(self, frame: pl.DataFrame) -> None:
-        self._full.write(frame)
-        for role, sink in self._parts.items():
-            sink.write(frame.filter(split_rows(role)))
+        self.ready(frame)()
+
+    def ready(self, frame: pl.DataFrame) -> Write:
+        writes = [self._full.ready(frame)]
+        writes += [sink.ready(frame.filter(split_rows(r))) for r, sink in self._parts.items()]
+
+        def write() -> None:
+            for each in writes:
+                each()
+
+        return write
 
     def note(self, facts: Mapping[str, Any]) -> None:
         for sink in self._all:
@@ -196,7 +213,16 @@ class CsvSink(_FileSink):
         guard(self._final, lambda: self._handle.write(csv_head(columns, bom)))
 
     def write(self, frame: pl.DataFrame) -> None:
-        guard(self._final, lambda: write_csv_rows(frame, self._handle))
+        self.ready(frame)()
+
+    def ready(self, frame: pl.DataFrame) -> Write:
+        encoded = io.BytesIO()
+        write_csv_rows(frame, encoded)
+
+        def write() -> None:
+            guard(self._final, lambda: self._handle.write(encoded.getbuffer()))
+
+        return write
 
     def stage(self, into: Publication) -> None:
         guard(self._final, self._handle.close)
@@ -227,6 +253,9 @@ class XlsxSink(_FileSink):
         flat = as_flat(frame)
         _check_lengths(flat)
         guard(self._final, lambda: self._sheet.write(flat))
+
+    def ready(self, frame: pl.DataFrame) -> Write:
+        return lambda: self.write(frame)  # the sheet's XML is made in order
 
     def stage(self, into: Publication) -> None:
         into.stage(self.finish(), self._final)
