@@ -71,10 +71,6 @@ def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = Non
 
 def _fast_frame(emails: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame:
     """All rows with the fast-path outputs; ``_fast`` marks the rows those are final for."""
-    # find() gives a byte offset and head()/slice() count characters. They agree when the
-    # local part is ASCII, the only case used below; a non-ASCII local part keeps its
-    # non-ASCII character inside ``local`` and so fails the ASCII dot-atom test.
-    at = pl.col("_text").str.find("@", literal=True)
     local = pl.col("local")
     local_octets = local.str.len_bytes()
     host = pl.col("_host")
@@ -99,10 +95,11 @@ def _fast_frame(emails: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame
         .with_columns(
             _text=pl.col("_text").cast(pl.String).str.strip_chars(WHITESPACE).fill_null("")
         )
+        # At the first @: without one, ``dom`` is null and the row is not for the fast path.
         .with_columns(
-            local=pl.col("_text").str.head(at),
-            dom=pl.col("_text").str.slice(at + 1),
+            pl.col("_text").str.splitn("@", 2).struct.rename_fields(["local", "dom"]).alias("_at")
         )
+        .unnest("_at")
         .with_columns(
             _ascii_local=ascii_local.fill_null(False),
             # RFC 1034 §3.1: the trailing root dot is not part of the name.

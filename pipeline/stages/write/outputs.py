@@ -50,6 +50,10 @@ _PART_ROWS: Final = 1_000_000  # rows per part file of a dataset output
 # Columns with few distinct values, where dictionary encoding pays; elsewhere (addresses, the
 # input's own columns) it costs more time than it saves space.
 _DICTIONARY: Final = ["VERDICT", "DOMAIN_VERDICT", "REASON", "DOMAIN", "MX"]
+# Free text (addresses, the input's own columns, SUGGESTION, DETAIL) gets no statistics: a row
+# group holds rows in the list's order, so its least and greatest address prune nothing, and
+# they cost a tenth of the write. Numbers, flags and the few-valued text columns keep them.
+_STATISTICS_TEXT: Final = frozenset({"VERDICT", "DOMAIN_VERDICT", "REASON", "MX"})
 T = TypeVar("T")
 
 
@@ -248,9 +252,7 @@ class ParquetSink:
             self._close_writer()
         target = self._tmp / f"part-{self._parts:05d}.parquet" if self._dataset else self._tmp
         schema = self._schema
-        self._writer = guard(
-            self._final, lambda: pq.ParquetWriter(target, schema, use_dictionary=_DICTIONARY)
-        )
+        self._writer = guard(self._final, lambda: _parquet_writer(target, schema))
         self._parts += 1
         self._part_rows = 0
 
@@ -265,13 +267,20 @@ def write_parquet(
     """*tables* as one Parquet file on the open *target* (*name* in messages), a row group
     each, written as :class:`ParquetSink` writes (the same encodings, the run's provenance):
     where it runs, a Dask worker writing a part, or joining parts row group by row group."""
-    writer = guard(name, lambda: pq.ParquetWriter(target, schema, use_dictionary=_DICTIONARY))
+    writer = guard(name, lambda: _parquet_writer(target, schema))
     try:
         for table in tables:
             guard(name, functools.partial(writer.write_table, table.cast(schema)))
         _note(writer, facts)
     finally:
         guard(name, writer.close)
+
+
+def _parquet_writer(target: Path | IO[bytes], schema: pa.Schema) -> pq.ParquetWriter:
+    """A writer of the output's Parquet, its encodings and statistics chosen as above."""
+    text = {pa.large_string(), pa.string()}
+    kept = [f.name for f in schema if f.type not in text or f.name in _STATISTICS_TEXT]
+    return pq.ParquetWriter(target, schema, use_dictionary=_DICTIONARY, write_statistics=kept)
 
 
 def _note(writer: pq.ParquetWriter, facts: Mapping[str, Any]) -> None:
