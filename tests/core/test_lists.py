@@ -110,6 +110,9 @@ ROLE_TABLE = [
     ("john.smith", False),
     ("info.john", False),
     ("john+info", False),
+    ("sales+eu+2024", True),  # cut at the first +
+    ("in\nfo", False),
+    ("i.n-f_o+x", True),
     ("+info", False),
     ("informatics", False),
     ("", False),
