@@ -14,9 +14,12 @@ on the list's length:
 
 Both passes use the machine's cores (``run.cores``; 0: every core the process may use): while
 one batch is read, the batches before it are normalized (pass 1) or decided (pass 3) in a pool
-of threads, at most one a core (polars works outside the interpreter's lock); what must happen
-in order (the duplicate marker, the spill, the output, the history, the counts) happens batch
-by batch, in the list's order, on a thread of its own, one batch behind. A batch holds the
+of threads, at most one a core (polars works outside the interpreter's lock). The pool also
+sets each batch's work columns aside, cuts its addresses into the duplicate marker's
+partitions, encodes its output, counts it and packs its part of the history. What must happen
+in order (appending to the marker's files, writing the output, adding the history's parts,
+merging the counts) happens batch by batch, in the list's order, on a thread of its own, one
+batch behind. A batch holds the
 run's memory divided by the batches in work at once (the cores, and one more in turn), so the
 run stays within ``--memory``. With one core the passes run batch after batch.
 
