@@ -7,8 +7,8 @@ virtual environment's Python, its own tree first on ``PYTHONPATH``: the sample l
 the sandbox world with ``--verify smtp`` (after the sample bounces and contacts are imported),
 ``verify`` of the demo's address, and the sample list cleaned ``--offline`` into CSV with
 ``--split``. Then the Parquet outputs are compared as frames (VERIFIED_AT left out: a clock),
-every other file byte for byte, and ``summary.json`` key by key (timings, run metadata and file
-paths left out). Exit 1 when anything differs.
+every other file byte for byte, and ``summary.json`` key by key (timings, run metadata, file paths
+and the history's run id and store left out). Exit 1 when anything differs.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import polars as pl
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLATILE = ("run", "seconds_per_stage", "stages", "files", "output", "rejects_file")
+RUN_OWN = ("run_id", "store")
 
 
 def _demo(tree: Path, out: Path) -> None:
@@ -55,7 +56,10 @@ def _frame(path: Path) -> pl.DataFrame:
 
 def _summary(path: Path) -> dict[str, Any]:
     data = json.loads(path.read_text())
-    return {k: v for k, v in data.items() if k not in VOLATILE}
+    kept = {k: v for k, v in data.items() if k not in VOLATILE}
+    if isinstance(kept.get("history"), dict):  # a run's own id, and where its store is
+        kept["history"] = {k: v for k, v in kept["history"].items() if k not in RUN_OWN}
+    return kept
 
 
 def _differences(old: Path, new: Path) -> list[str]:
@@ -68,7 +72,10 @@ def _differences(old: Path, new: Path) -> list[str]:
         if name.endswith(".parquet"):
             same = _frame(a).equals(_frame(b))
         elif name.endswith(".summary.json"):
-            same = _summary(a) == _summary(b)
+            was, now = _summary(a), _summary(b)
+            same = was == now
+            keys = sorted(k for k in {*was, *now} if was.get(k) != now.get(k))
+            name += f" ({', '.join(keys)})" if keys else ""
         elif name.endswith(".html"):
             continue  # the report shows the run's own times and paths
         else:
