@@ -31,7 +31,9 @@ _SMALL = 10_000  # rows; a service batch is small, a list is not
 def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
     """*rows* with every address-level column, null where the step did not fill it."""
     missing = {c: t for c, t in ADDRESS_COLUMNS.items() if c not in rows.columns}
-    if rows.height > _SMALL or not missing:
+    if not missing:
+        return rows  # an empty with_columns is still a pass
+    if rows.height > _SMALL:
         return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
     # A few rows: ready columns cost less than an expression pass.
     return rows.hstack([pl.Series(c, [None] * rows.height, dtype=t) for c, t in missing.items()])

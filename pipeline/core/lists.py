@@ -167,13 +167,13 @@ class DomainLists:
         before_plus = local.str.to_lowercase().str.splitn("+", 2).struct.field("field_0")
         blanks = [""] * len(_ROLE_SEPARATORS)
         mailbox = before_plus.str.replace_many(list(_ROLE_SEPARATORS), blanks)
-        # implode(): compare each row against the whole set, not element-wise.
-        return mailbox.is_in(self._roles.implode()).fill_null(False).name.keep()
+        return mailbox.is_in(self._roles).fill_null(False).name.keep()
 
     @functools.cached_property
     def _roles(self) -> pl.Series:
-        # Built once: the service builds this expression for every batch.
-        return pl.Series(sorted(self.role_local_parts), dtype=pl.String)
+        # Built once (imploding is a pass of its own): the service builds this expression for
+        # every batch. implode(): compare each row against the whole set, not element-wise.
+        return pl.Series(sorted(self.role_local_parts), dtype=pl.String).implode()
 
 
 def load_lists(

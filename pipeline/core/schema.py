@@ -47,6 +47,10 @@ def further_fields(column: str) -> dict[str, type[pl.DataType]]:
     }
 
 
+# Rows up to which a frame is a service batch rather than a list's: on so few rows a Python
+# pass over a column costs less than a polars query (a fixed cost of tens of microseconds).
+FEW_ROWS = 10_000
+
 # The batch output's layout, for the jobs that parse it: raised whenever a column is added,
 # renamed or retyped (docs/lists.md#output-schema keeps the changelog). Written into the Parquet
 # file's key-value metadata, the workbook's properties and summary.json.

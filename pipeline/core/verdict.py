@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from pipeline.core.schema import FEW_ROWS
+
 
 class Verdict(enum.StrEnum):
     VALID = "Valid"
@@ -353,7 +355,11 @@ def _judged_by_reasons(
 ) -> pl.DataFrame:
     """:func:`judge` without remote answers: the reason set alone is the key, and a lookup
     per column costs less than a join."""
-    masks = keyed.get_column("_REASONS").unique().to_list()
+    reasons = keyed.get_column("_REASONS")
+    if reasons.len() <= FEW_ROWS:
+        masks = list(dict.fromkeys(reasons.to_list()))
+    else:
+        masks = reasons.unique().to_list()
     judged = {mask: judge_one(mask) for mask in masks}
     columns: dict[str, tuple[dict[int, object], type[pl.DataType]]] = {
         "VERDICT": ({m: j[0] for m, j in judged.items()}, pl.String),

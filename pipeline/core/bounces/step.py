@@ -10,7 +10,7 @@ from typing import Protocol
 import polars as pl
 
 from pipeline.core.bounces.types import BounceFlags
-from pipeline.core.schema import keyed_schema
+from pipeline.core.schema import FEW_ROWS, keyed_schema
 
 _LEDGER_SCOPE_FROM = 10_000  # rows; see attach_bounces
 
@@ -61,6 +61,8 @@ def attach_bounces(
 
 def bounce_keys(rows: pl.DataFrame, scope: BounceScope | None) -> list[str]:
     """The distinct keys of *rows* the ledger could flag (all of them without a scope)."""
+    if scope is None and rows.height <= FEW_ROWS:
+        return list(dict.fromkeys(k for k in rows.get_column("KEY").to_list() if k))
     wanted = rows.filter(pl.col("KEY") != "")
     if scope is not None:
         with_events, dead_domains = scope

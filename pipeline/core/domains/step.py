@@ -33,6 +33,7 @@ from pipeline.core.domains.exchanges import MemoryHosts, Routing, judge_exchange
 from pipeline.core.domains.suggest import Suggestion, suggest
 from pipeline.core.lists import DomainLists
 from pipeline.core.progress import Progress, ProgressFactory, meter
+from pipeline.core.schema import FEW_ROWS
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class DomainStats:
 def resolvable_domains(annotated: pl.DataFrame) -> list[str]:
     """Distinct domains of the rows whose syntax allows a DNS check, in first-seen order."""
     checked = with_check(annotated).get_column("_CHECK")
+    if checked.len() <= FEW_ROWS:
+        return list(dict.fromkeys(d for d in checked.to_list() if d is not None))
     return checked.drop_nulls().unique(maintain_order=True).to_list()
 
 
@@ -245,9 +248,11 @@ _UNANSWERED = frozenset({DnsStatus.OFFLINE, *TEMPORARY})
 def attach_domains(annotated: pl.DataFrame, domain_table: pl.DataFrame) -> pl.DataFrame:
     """Join each row's domain answer; rows whose domain was not checked get nulls."""
     # Joined on _CHECK, which is null for rows whose domain was not checked: no answer for them.
+    # The table's DOMAIN is its key, coalesced into _CHECK (no rename: that is a pass of its own).
     return with_check(annotated).join(
-        domain_table.rename({"DOMAIN": "_CHECK"}),
-        on="_CHECK",
+        domain_table,
+        left_on="_CHECK",
+        right_on="DOMAIN",
         how="left",
         maintain_order="left",
         nulls_equal=False,
