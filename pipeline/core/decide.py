@@ -120,15 +120,18 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
     SUGGESTION is the corrected full address, or the corrected domain in domain mode.
     """
     rows = with_address_columns(rows)  # domain mode, or rows that skipped check_addresses
+    # Address-level columns no row has an answer in (the service's usual batch: no checker,
+    # nothing in the ledger): what reads only those is the same on every row.
+    absent = frozenset(c for c in ADDRESS_COLUMNS if rows.get_column(c).null_count() == rows.height)
     # The working column _REASONS stays: a pass to drop it costs more than carrying it to the
     # writer and the service, which select what they show.
     decided = judge(
         rows,
-        reason_bits(),
+        _bits_without(absent),
         remote=("API_VERDICT", "API_SCORE"),
         # No domain answer (no usable domain): the domain is Invalid.
         partial={"DOMAIN_VERDICT": Partial(DOMAIN_REASONS, "DNS_STATUS", Verdict.INVALID)},
-        also=_spec_fields(domain_mode),
+        also=_fields_without(domain_mode, absent),
     )
     if decided.get_column("MAILBOX").null_count() == decided.height:
         return decided  # no mailbox answer anywhere: no implicit MX was lifted
@@ -141,6 +144,35 @@ def decide(rows: pl.DataFrame, *, domain_mode: bool = False) -> pl.DataFrame:
         .then(pl.lit(Verdict.RISKY.value))
         .otherwise(pl.col("DOMAIN_VERDICT"))
     )
+
+
+@functools.cache
+def _bits_without(absent: frozenset[str]) -> list[pl.Expr]:
+    """:func:`reason_bits` for rows whose *absent* columns are null on every row: a bit that
+    reads only those is the same on every row, and left out when that is 0 (no reason), as
+    an OR without it is the same. Each expression costs a fixed time on a service batch."""
+    settled = [_settled(bit, absent) for bit in reason_bits()]
+    kept = [bit for bit, value in settled if value != 0]
+    return kept or [pl.lit(0, pl.UInt64)]
+
+
+@functools.cache
+def _fields_without(domain_mode: bool, absent: frozenset[str]) -> dict[str, pl.Expr]:
+    """:func:`_spec_fields`, those that read only *absent* columns as the literal they are."""
+    fields = _spec_fields(domain_mode)
+    return {name: _settled(expr, absent)[0] for name, expr in fields.items()}
+
+
+def _settled(expr: pl.Expr, absent: frozenset[str]) -> tuple[pl.Expr, object]:
+    """*expr*, or the literal it is on rows where each column it reads is null, when it reads
+    only *absent* columns (row-wise expressions: it is then that value on every row), and
+    that value (None when *expr* stays)."""
+    read = expr.meta.root_names()
+    if not read or not set(read) <= absent:
+        return expr, None
+    null_row = pl.DataFrame([pl.Series(c, [None], dtype=ADDRESS_COLUMNS[c]) for c in set(read)])
+    value = null_row.select(expr).to_series()
+    return pl.lit(value[0], value.dtype).alias(value.name), value[0]
 
 
 @functools.cache

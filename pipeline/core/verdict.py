@@ -356,10 +356,9 @@ def _judged_by_reasons(
     """:func:`judge` without remote answers: the reason set alone is the key, and a lookup
     per column costs less than a join."""
     reasons = keyed.get_column("_REASONS")
-    if reasons.len() <= FEW_ROWS:
-        masks = list(dict.fromkeys(reasons.to_list()))
-    else:
-        masks = reasons.unique().to_list()
+    few = reasons.len() <= FEW_ROWS
+    each = reasons.to_list() if few else []
+    masks = list(dict.fromkeys(each)) if few else reasons.unique().to_list()
     judged = {mask: judge_one(mask) for mask in masks}
     columns: dict[str, tuple[dict[int, object], type[pl.DataType]]] = {
         "VERDICT": ({m: j[0] for m, j in judged.items()}, pl.String),
@@ -370,6 +369,12 @@ def _judged_by_reasons(
             for name, part in parts.items()
         },
     }
+    if few:  # a few rows: each row's values looked up here cost less than a pass of lookups
+        ready = {n: pl.lit(pl.Series(n, [m[r] for r in each], t)) for n, (m, t) in columns.items()}
+        return keyed.with_columns(
+            (_only_given(value, partial[name]) if name in partial else value).alias(name)
+            for name, value in ready.items()
+        )
     # An empty frame has no masks, and replace_strict with an empty mapping keeps the input's
     # type (UInt64) whatever return_dtype says (polars 2.1): a null of the type instead.
     looked_up = {

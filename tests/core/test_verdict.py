@@ -7,11 +7,13 @@ import itertools
 import polars as pl
 import pytest
 
+from pipeline.core.schema import FEW_ROWS
 from pipeline.core.verdict import (
     BANDS,
     FLAGS_ONLY,
     PENALTIES,
     RULES,
+    Partial,
     Reason,
     Verdict,
     flag_bits,
@@ -114,3 +116,24 @@ def test_a_remote_answer_replaces_the_ceiling_but_not_local_hard_facts() -> None
     out = judge(frame, BITS, remote=("RV", "RS")).select("VERDICT", "SCORE").rows()
     # A null MX stays Invalid; the remote score is the ceiling; penalties do not apply again.
     assert out == [("Invalid", 0.01), ("Risky", 0.6), ("Valid", 0.95)]
+
+
+def test_a_few_rows_and_a_list_are_judged_alike() -> None:
+    """Up to FEW_ROWS rows each row's answer is looked up in Python (a service batch), beyond
+    that with expressions (a list): the same answers, and the partial verdicts too."""
+    combos = [c for n in range(3) for c in itertools.combinations(ALL, n)]
+    reasons = (combos * (FEW_ROWS // len(combos) + 1))[: FEW_ROWS + 1]
+    frame = pl.DataFrame(
+        {
+            **{r.value: [r in c for c in reasons] for r in ALL},
+            "GIVEN": [1, None] * (len(reasons) // 2) + [1],
+        }
+    )
+    partial = {
+        "PART": Partial(frozenset({Reason.NO_DOMAIN, Reason.DISPOSABLE}), "GIVEN", Verdict.INVALID)
+    }
+    columns = ["VERDICT", "SCORE", "REASON", "PART"]
+    listed = judge(frame, BITS, partial=partial).select(columns)
+    few = judge(frame.head(FEW_ROWS), BITS, partial=partial).select(columns)
+    assert few.equals(listed.head(FEW_ROWS))
+    assert judge(frame.head(0), BITS, partial=partial).select(columns).schema == listed.schema
