@@ -170,6 +170,11 @@ class DomainLists:
         return mailbox.is_in(self._roles).fill_null(False).name.keep()
 
     @functools.cached_property
+    def local_is_role(self) -> pl.Expr:
+        """Whether a row's LOCAL (not empty) names a role: built once, for every batch."""
+        return (pl.col("LOCAL") != "") & self.role_expr(pl.col("LOCAL"))
+
+    @functools.cached_property
     def _roles(self) -> pl.Series:
         # Built once (imploding is a pass of its own): the service builds this expression for
         # every batch. implode(): compare each row against the whole set, not element-wise.

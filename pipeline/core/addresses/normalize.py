@@ -20,6 +20,7 @@ identical results. Routing (see :mod:`pipeline.core.addresses.syntax` for the ru
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import polars as pl
@@ -71,6 +72,24 @@ def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = Non
 
 def _fast_frame(emails: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame:
     """All rows with the fast-path outputs; ``_fast`` marks the rows those are final for."""
+    text, at, *rest = _fast_steps()
+    # At the first @: without one, ``dom`` is null and the row is not for the fast path.
+    frame = pl.LazyFrame({"_text": emails}).with_columns(**text).with_columns(**at).unnest("_at")
+    for step in rest:
+        frame = frame.with_columns(**step)
+    # A few rows (a service batch) on the in-memory engine, as a DataFrame's own methods run:
+    # the default engine's fixed cost is a third of this query's there. A list's batch keeps
+    # the default.
+    return frame.with_columns(**extra).collect(
+        engine="in-memory" if emails.len() <= _FOLD_UP_TO else "auto"
+    )
+
+
+@functools.cache
+def _fast_steps() -> tuple[dict[str, pl.Expr], ...]:
+    """The fast path's columns, step by step (each step reads the columns of those before;
+    the second is a struct of ``local`` and ``dom`` to unnest). Built once: expressions are
+    immutable, and building them costs a service batch as much as running a few."""
     local = pl.col("local")
     local_octets = local.str.len_bytes()
     host = pl.col("_host")
@@ -90,39 +109,27 @@ def _fast_frame(emails: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame
         & (local_octets + 1 + host_octets <= ADDRESS_MAX_OCTETS)
     )
     return (
-        pl.LazyFrame({"_text": emails})
         # Null and blank are the same EMPTY outcome, so nulls become "" up front.
-        .with_columns(
-            _text=pl.col("_text").cast(pl.String).str.strip_chars(WHITESPACE).fill_null("")
-        )
-        # At the first @: without one, ``dom`` is null and the row is not for the fast path.
-        .with_columns(
-            pl.col("_text").str.splitn("@", 2).struct.rename_fields(["local", "dom"]).alias("_at")
-        )
-        .unnest("_at")
-        .with_columns(
-            _ascii_local=ascii_local.fill_null(False),
+        {"_text": pl.col("_text").cast(pl.String).str.strip_chars(WHITESPACE).fill_null("")},
+        {"_at": pl.col("_text").str.splitn("@", 2).struct.rename_fields(["local", "dom"])},
+        {
+            "_ascii_local": ascii_local.fill_null(False),
             # RFC 1034 §3.1: the trailing root dot is not part of the name.
-            _host=pl.col("dom").str.strip_suffix("."),
-        )
-        .with_columns(
-            _fast=fast.fill_null(False),
+            "_host": pl.col("dom").str.strip_suffix("."),
+        },
+        {
+            "_fast": fast.fill_null(False),
             # ASCII LDH: lower-casing is all IDNA/UTS-46 would do (RFC 4343).
-            DOMAIN=host.str.to_lowercase(),
-            LOCAL=local,
-        )
-        .with_columns(EMAIL=pl.concat_str(local, pl.lit("@"), pl.col("DOMAIN")))
-        .with_columns(
+            "DOMAIN": host.str.to_lowercase(),
+            "LOCAL": local,
+        },
+        {"EMAIL": pl.concat_str(local, pl.lit("@"), pl.col("DOMAIN"))},
+        {
             # For ASCII, str.casefold() is lower-casing, so this matches parse_address.
-            KEY=pl.col("EMAIL").str.to_lowercase(),
-            SYNTAX=pl.lit(Syntax.OK.value),
-            SYNTAX_DETAIL=pl.lit(""),
-        )
-        .with_columns(**extra)
-        # A few rows (a service batch) on the in-memory engine, as a DataFrame's own methods
-        # run: the default engine's fixed cost is a third of this query's there. A list's
-        # batch keeps the default.
-        .collect(engine="in-memory" if emails.len() <= _FOLD_UP_TO else "auto")
+            "KEY": pl.col("EMAIL").str.to_lowercase(),
+            "SYNTAX": pl.lit(Syntax.OK.value),
+            "SYNTAX_DETAIL": pl.lit(""),
+        },
     )
 
 

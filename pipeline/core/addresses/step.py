@@ -33,18 +33,16 @@ def classify_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
 def annotate_addresses(emails: pl.Series, lists: DomainLists) -> pl.DataFrame:
     """:func:`classify_addresses`, and DUPLICATE: repeats of an earlier row's address among
     *emails* (a whole list in one frame; a list read in batches marks them out of core)."""
-    then = {
-        **_classified(lists),
-        "DUPLICATE": (pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct(),
-    }
+    then = {**_classified(lists), "DUPLICATE": _REPEAT}
     return _with_repairs(emails, normalize_column(emails, then=then))
 
 
+# A row whose address an earlier row of the frame has.
+_REPEAT = (pl.col("KEY") != "") & ~pl.col("KEY").is_first_distinct()
+
+
 def _classified(lists: DomainLists) -> dict[str, pl.Expr]:
-    return {
-        "ROLE": (pl.col("LOCAL") != "") & lists.role_expr(pl.col("LOCAL")),
-        "_CHECK": CHECKED_DOMAIN,
-    }
+    return {"ROLE": lists.local_is_role, "_CHECK": CHECKED_DOMAIN}
 
 
 def _with_repairs(emails: pl.Series, parsed: pl.DataFrame) -> pl.DataFrame:
