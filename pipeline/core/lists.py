@@ -162,7 +162,7 @@ class DomainLists:
 
     def role_expr(self, local: pl.Expr) -> pl.Expr:
         """Vectorised :meth:`is_role` over a String expression; null local parts give False."""
-        # Cut at the first + (splitn), then the separators dropped (replace_many): a third
+        # Cut at the first + (splitn), then the separators dropped (replace_many): a quarter
         # less than one regular expression doing both.
         before_plus = local.str.to_lowercase().str.splitn("+", 2).struct.field("field_0")
         blanks = [""] * len(_ROLE_SEPARATORS)

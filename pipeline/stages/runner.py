@@ -19,9 +19,9 @@ sets each batch's work columns aside, cuts its addresses into the duplicate mark
 partitions, encodes its output, counts it and packs its part of the history. What must happen
 in order (appending to the marker's files, writing the output, adding the history's parts,
 merging the counts) happens batch by batch, in the list's order, on a thread of its own, one
-batch behind. A batch holds the
-run's memory divided by the batches in work at once (the cores, and one more in turn), so the
-run stays within ``--memory``. With one core the passes run batch after batch.
+batch behind. A batch holds the run's memory divided by the batches in work at once (the
+cores, and one more in turn), so the run stays within ``--memory``. With one core the passes
+run batch after batch.
 
 The engine's one resolver is made (and health-checked) the first time a step needs the network,
 and closed when the run ends.

@@ -56,10 +56,11 @@ def has_filler(frame: pl.DataFrame) -> bool:
 
 def _fillers(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of *frame* that are not records: their numbers (``_row``) and kinds."""
-    rest = _without_at(frame.with_row_index("_row"))
+    names = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+    rest = _without_at(frame.with_row_index("_row"), names)
     if rest.is_empty():
         return pl.DataFrame(schema={"_row": pl.UInt32, "filler": pl.String})
-    text = [pl.col(name) for name, dtype in frame.schema.items() if dtype == pl.String]
+    text = [pl.col(name) for name in names]
     cells = [pl.when(c.str.strip_chars(_BLANK) != "").then(c.str.strip_chars()) for c in text]
     joined = pl.concat_str(cells, separator=" ", ignore_nulls=True)
     filled = pl.sum_horizontal(c.is_not_null() for c in cells)
@@ -74,11 +75,10 @@ def _fillers(frame: pl.DataFrame) -> pl.DataFrame:
     return rest.select("_row", kind.alias("filler")).filter(pl.col("filler").is_not_null())
 
 
-def _without_at(frame: pl.DataFrame) -> pl.DataFrame:
-    """The rows of *frame* none of whose text cells holds an ``@`` (only those are looked at
-    closely). The columns are tried one at a time, the one that holds the most ``@`` in the
-    first rows first: after it only a few rows are left to look at in the others."""
-    text = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+def _without_at(frame: pl.DataFrame, text: list[str]) -> pl.DataFrame:
+    """The rows of *frame* none of whose *text* cells holds an ``@`` (only those are looked
+    at closely). The columns are tried one at a time, the one that holds the most ``@`` in
+    the first rows first: after it only a few rows are left to look at in the others."""
     if not text:
         return frame.clear()
     head = frame.head(64).select(pl.col(text).str.contains("@", literal=True).sum())

@@ -164,7 +164,7 @@ class DuplicateMarker:
         """A batch of KEYs with their row numbers made ready for :meth:`add_cut`: the work of
         :meth:`add` that any thread may do, beside other batches'."""
         if len(rows) != len(keys):
-            raise ValueError(f"add() got {len(keys)} keys but {len(rows)} row numbers.")
+            raise ValueError(f"A batch of {len(keys)} keys but {len(rows)} row numbers.")
         frame = pl.DataFrame({"ROW": rows.cast(pl.UInt64), "KEY": keys.cast(pl.String)})
         end = int(frame.select(pl.col("ROW").max()).item()) + 1 if frame.height else 0
         keyed = frame.filter(pl.col("KEY") != "")  # drops nulls too
