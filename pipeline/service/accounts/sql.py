@@ -75,6 +75,9 @@ class Statements:
             f"WHERE u.used < {q} RETURNING used"
         )
         self.refund = f"UPDATE usage SET used = used - 1 WHERE {counter} AND used > 0"
+        # Units already taken under this connection's write lock, written at its commit
+        # (a SQLite file's turn of requests, see state.py): no limit to check again.
+        self.add_used = f"UPDATE usage SET used = used + {q} WHERE {counter}"
         # Several units at once (a bulk job's reservation), all or none, by the same rule: the
         # conflict's WHERE sees the row as another's committed take left it. A first row is
         # inserted whole: its caller has checked that the units fit the limit.

@@ -10,6 +10,12 @@ PostgreSQL database); what differs is how the loop reaches it (:func:`open_live`
   (those wait at least for the engine's next pass). Counts are still committed before the
   answers they count, with one commit for a whole turn of requests. A refund is the exception:
   the 5xx answer it goes with is sent in the same turn, so it commits at once.
+  That transaction holds the file's write lock (``BEGIN IMMEDIATE``) until its commit: no other
+  connection can write meanwhile. So within it a counter is read from the file once, by the
+  turn's first take of it; the turn's other takes of it are counted in memory, by the same
+  rule (``used < limit``), and written with one statement at the commit. And the remembered
+  keys are checked against other connections' writes once, when the lock is taken; a key
+  revoked before that is refused from that request on, as without the lock.
 - A database across a socket is awaited (:class:`SharedState`): the statements of one turn of
   the loop travel together in one round trip and one transaction from one worker thread
   (:class:`~pipeline.core.db.postgres.LoopStatements`), each take still its own conditional
@@ -24,6 +30,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final, Protocol
 
 from pipeline.core.db.database import Where
@@ -69,6 +76,15 @@ async def open_live(where: Where, clock: Callable[[], float] = time.time) -> Liv
     return LocalState(store, asyncio.get_running_loop())
 
 
+Counter = tuple[str, str, int]  # subject, policy, window start
+
+
+@dataclass
+class _Count:
+    used: int
+    added: int = 0  # taken in memory, not yet written
+
+
 class LocalState:
     """A SQLite file's state on the loop: its statements run as they are called, and the writes
     of one turn of the loop share a transaction."""
@@ -78,27 +94,44 @@ class LocalState:
         self.where = store.where
         self._loop = loop
         self._group: contextlib.ExitStack | None = None  # the open transaction of this turn
+        # Counters read in this turn's transaction: (subject, policy, window start) -> the
+        # count now, and the units taken in memory since (written at the commit).
+        self._counts: dict[Counter, _Count] = {}
         store.before_writes(self._join)
 
     async def find_key(self, secret: str) -> ApiKey | None:
-        return self.store.find_key(secret)
+        return self.store.find_key(secret, current=self._group is not None)
 
     async def consume(
         self, subject: str, policy: str, window_start: int, limit: int
     ) -> tuple[bool, int]:
-        return self.store.consume(subject, policy, window_start, limit)
+        counter = (subject, policy, window_start)
+        count = self._counts.get(counter)
+        if count is None:
+            taken, used = self.store.consume(subject, policy, window_start, limit)
+            if self._group is not None:  # held until the commit: nobody else can change it
+                self._counts[counter] = _Count(used)
+            return taken, used
+        if count.used >= limit:
+            return False, count.used
+        count.used += 1
+        count.added += 1
+        return True, count.used
 
     async def refund(self, subject: str, policy: str, window_start: int) -> None:
         """A unit given back is committed at once: its request's 5xx answer is sent in this
         very turn, and must not reach the client before the unit is back (refunds are rare)."""
+        self._write_counts()
+        self._counts.clear()
         self.store.refund(subject, policy, window_start)
         self.commit()
 
     async def used(self, subject: str, policy: str, window_start: int) -> int:
-        return self.store.used(subject, policy, window_start)
+        return self.used_now(subject, policy, window_start)
 
     def used_now(self, subject: str, policy: str, window_start: int) -> int:
-        return self.store.used(subject, policy, window_start)
+        count = self._counts.get((subject, policy, window_start))
+        return count.used if count else self.store.used(subject, policy, window_start)
 
     async def ping(self) -> None:
         self.store.ping()
@@ -108,10 +141,23 @@ class LocalState:
         self.store.close()
 
     def commit(self) -> None:
-        """Commit the grouped writes, if any are open."""
-        group, self._group = self._group, None
-        if group is not None:
-            group.close()
+        """Commit the grouped writes, if any are open (rolled back if writing the counts fails)."""
+        group = self._group
+        if group is None:
+            return
+        try:
+            with group:
+                self._write_counts()
+        finally:
+            self._group = None
+            self._counts.clear()
+
+    def _write_counts(self) -> None:
+        """The units taken in memory, into the open transaction."""
+        for (subject, policy, start), count in self._counts.items():
+            if count.added:
+                self.store.add_used(subject, policy, start, count.added)
+                count.added = 0
 
     def _join(self) -> None:
         """Before a write: open this turn's transaction, unless it is open, and have the loop
@@ -122,6 +168,7 @@ class LocalState:
             group.enter_context(self.store.db.transaction(write=True))
             self._group = group
             self._loop.call_soon(self._commit_soon)
+            self.store.check_keys()  # from here until the commit, nobody else writes
 
     def _commit_soon(self) -> None:
         try:

@@ -134,21 +134,31 @@ class ServiceStore(OwnsDatabase):
             raise unknown_key(key_id)
         return key
 
-    def find_key(self, secret: str) -> ApiKey | None:
-        """The key whose secret this is (revoked ones included), or None."""
+    def find_key(self, secret: str, *, current: bool = False) -> ApiKey | None:
+        """The key whose secret this is (revoked ones included), or None. *current*: the
+        caller knows no other connection can have written since :meth:`check_keys` (it holds
+        the write lock), so the remembered keys are not checked again."""
         digest = sha(secret)
         if self.sql.data_version is None:  # a shared database: asked every time
             return key_of(self._db.query(self.sql.find_key, (digest,)))
-        version = self._db.query(self.sql.data_version)[0][0]
-        if version != self._version:  # another connection wrote: a key may have changed
-            self._keys.clear()
-            self._version = version
+        if not current:
+            self.check_keys()
         if digest not in self._keys:
             key = key_of(self._db.query(self.sql.find_key, (digest,)))
             if key is None:  # unknown secrets are not remembered: anyone can send new ones
                 return None
             self._keys[digest] = key
         return self._keys[digest]
+
+    def check_keys(self) -> None:
+        """Forget the remembered keys if another connection wrote to the file since the last
+        check (SQLite: ``PRAGMA data_version``; a shared database keeps none)."""
+        if self.sql.data_version is None:
+            return
+        version = self._db.query(self.sql.data_version)[0][0]
+        if version != self._version:  # a key may have changed
+            self._keys.clear()
+            self._version = version
 
     def consume(self, subject: str, policy: str, window_start: int, limit: int) -> tuple[bool, int]:
         """Take one unit if fewer than *limit* were used in the window: (taken, used now)."""
@@ -161,6 +171,10 @@ class ServiceStore(OwnsDatabase):
     def refund(self, subject: str, policy: str, window_start: int) -> None:
         """Give back one unit taken in the window: the request failed on our side."""
         self._write(self.sql.refund, (subject, policy, window_start))
+
+    def add_used(self, subject: str, policy: str, window_start: int, units: int) -> None:
+        """Add *units* this connection took under its write lock (no limit checked again)."""
+        self._write(self.sql.add_used, (units, subject, policy, window_start))
 
     def consume_units(
         self, subject: str, policy: str, window_start: int, units: int, limit: int

@@ -36,7 +36,7 @@ import polars as pl
 
 from pipeline.core.errors import InputError
 from pipeline.core.files.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
-from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
+from pipeline.core.files.encodings import Decoding, detect, first_bad_utf8_in, non_ascii_lines
 from pipeline.core.files.long_fields import SetAside, Without, long_records, size_without
 from pipeline.stages.read.footers import EMPTY_ROW, blank_text, filler_kind, has_filler
 
@@ -286,19 +286,7 @@ def not_valid(label: str, encoding: str, byte: int, offset: int) -> InputError:
 
 def first_bad_utf8(path: Path) -> int | None:
     """The offset of the first byte of *path* that is not UTF-8; None when all are."""
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    offset = 0
-    for chunk in _chunks(path):
-        try:
-            decoder.decode(chunk)
-        except UnicodeDecodeError as exc:
-            return offset + exc.start
-        offset += len(chunk)
-    try:
-        decoder.decode(b"", final=True)
-    except UnicodeDecodeError as exc:
-        return offset + exc.start
-    return None
+    return first_bad_utf8_in(_chunks(path))
 
 
 def _transcode(path: Path, spill: Path, encoding: str, strict: str = "") -> Path:

@@ -17,7 +17,7 @@ import pytest
 from pipeline import clean as clean_api
 from pipeline.cli import main
 from pipeline.core.errors import InputError
-from pipeline.core.files.encodings import candidates, detect, non_ascii_lines
+from pipeline.core.files.encodings import candidates, detect, first_bad_utf8_in, non_ascii_lines
 
 JAPANESE = {
     "header": ["氏名", "フリガナ", "メールアドレス", "会社名", "部署"],
@@ -152,3 +152,41 @@ def test_the_code_pages_excel_writes_are_told_apart(encoding: str) -> None:
     assert detect(non_ascii_lines([raw]), 0.05, "list.csv") == encoding
     ranked = candidates(non_ascii_lines([raw]))
     assert ranked[0].encoding == encoding and ranked[0].score - ranked[1].score >= 0.05
+
+
+def _python_first_bad(data: bytes) -> int | None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return None
+
+
+# Text of every width (1-4 bytes), the bytes UTF-8 refuses (a stray continuation byte, an
+# overlong form, a surrogate, past U+10FFFF, a lead byte with nothing after it), and ASCII.
+_PIECES = [
+    b"john@example.com,",
+    "Müller,".encode(),
+    "山田 太郎,".encode(),
+    "😀\n".encode(),
+    b"\x80",
+    b"\xc0\xaf",
+    b"\xed\xa0\x80",
+    b"\xf4\x90\x80\x80",
+    b"\xe2\x82",
+]
+
+
+def test_the_first_bad_utf8_byte_is_found_wherever_the_chunks_cut() -> None:
+    """Arrow's validation and the cut characters carried between chunks find the byte
+    Python's own decoder finds, on texts cut at every kind of place."""
+    rng = random.Random(7)
+    for _ in range(400):
+        good = rng.random() < 0.5
+        pieces = _PIECES[:4] if good else _PIECES
+        data = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        size = rng.randint(1, 9)
+        chunks = [data[i : i + size] for i in range(0, len(data), size)]
+        assert first_bad_utf8_in(chunks) == _python_first_bad(data), (data, size)
+    assert first_bad_utf8_in([]) is None
+    assert first_bad_utf8_in([b"ab", "é".encode()[:1]]) == 2  # the file ends inside a character
