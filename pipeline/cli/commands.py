@@ -11,6 +11,8 @@ The imports are plain ``import`` statements, so the import checks see every modu
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import TypeAlias
@@ -47,6 +49,17 @@ def _service() -> ModuleType:
     from pipeline.cli import service
 
     return service
+
+
+def _serving() -> Callable[[argparse.Namespace], int]:
+    """``serve``'s handler. A service pass is a batch of at most ``batch_size`` rows: polars'
+    pool of threads costs it more in handing work over than it saves (bench/RESULTS.md, "The
+    service"), so the service's polars runs on one thread, unless POLARS_MAX_THREADS says
+    otherwise. Set before polars is first imported; bulk jobs run in processes of their own,
+    with their own number of threads."""
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+    handler: Callable[[argparse.Namespace], int] = _service().command_serve
+    return handler
 
 
 def _calibrate() -> ModuleType:
@@ -322,7 +335,7 @@ def _service_commands(commands: Commands) -> None:
         help="keys, quota counters, contacts, bounces: a SQLite file or a postgresql:// URL",
     )
     common_options(serve)
-    serve.set_defaults(command=lambda: _service().command_serve, quiet=True)
+    serve.set_defaults(command=_serving, quiet=True)
 
     keys = commands.add_parser("keys", help="create, list and revoke API keys")
     key_commands = keys.add_subparsers(required=True, metavar="ACTION")

@@ -5,6 +5,7 @@ installed before anything else."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -59,3 +60,22 @@ def test_help_costs_less_than_half_of_what_a_command_imports() -> None:
             times[name].append(time.perf_counter() - started)
     help_time, heavy = (statistics.median(times[n][1:]) for n in commands)  # the first warms
     assert help_time < heavy / 2, times
+
+
+@pytest.mark.parametrize(("said", "threads"), [(None, 1), ("2", 2)])
+def test_serve_runs_polars_on_one_thread_unless_told(said: str | None, threads: int) -> None:
+    """A service pass is a small batch: `serve` sets POLARS_MAX_THREADS to 1 before polars is
+    imported, unless the environment already says how many threads."""
+    code = (
+        "from pipeline.cli import _parser\n"
+        "_parser().parse_args(['serve']).command()\n"
+        "import polars\n"
+        "print(polars.thread_pool_size())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
+    if said is not None:
+        env["POLARS_MAX_THREADS"] = said
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert int(done.stdout.strip()) == threads

@@ -29,14 +29,11 @@ from __future__ import annotations
 import codecs
 import itertools
 import re
-import struct
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
-
-import pyarrow as pa
 
 from pipeline.core.errors import InputError, UsageError
 
@@ -112,56 +109,6 @@ def codec_name(name: str) -> str:
             f"--encoding {name!r} is not an encoding Python knows. Use a name such as cp1252, "
             "cp1251, cp932 (Shift JIS), cp936 (GBK), utf-8 or utf-16."
         ) from None
-
-
-def first_bad_utf8_in(chunks: Iterable[bytes]) -> int | None:
-    """The offset of the first byte of consecutive *chunks* that is not UTF-8; None when all
-    are. A chunk of ASCII is passed over (``bytes.isascii``); any other is validated by Arrow,
-    a quarter of the time decoding takes, and only one that fails is decoded, to find the byte.
-    A character cut at a chunk's end is carried into the next."""
-    offset, carried = 0, b""
-    for chunk in chunks:
-        data = carried + chunk if carried else chunk
-        carried = b""
-        if data.isascii():
-            offset += len(data)
-            continue
-        whole = _whole_characters(data)
-        view = memoryview(data)[:whole]
-        if not _valid_utf8(view):
-            return offset + _first_bad(bytes(view))
-        offset, carried = offset + whole, data[whole:]
-    return offset + _first_bad(carried) if carried else None
-
-
-def _whole_characters(data: bytes) -> int:
-    """The length of *data* less a character its end cuts (a lead byte missing some of its
-    continuation bytes); bytes that are no character at all are left for validation to find."""
-    for back in range(1, min(4, len(data)) + 1):
-        byte = data[-back]
-        if byte & 0xC0 != 0x80:  # not a continuation byte: where the last character starts
-            needs = 1 if byte < 0xC0 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
-            return len(data) - back if needs > back else len(data)
-    return len(data)
-
-
-def _valid_utf8(data: memoryview) -> bool:
-    offsets = pa.py_buffer(struct.pack("<2q", 0, len(data)))
-    text = pa.LargeStringArray.from_buffers(1, offsets, pa.py_buffer(data))
-    try:
-        text.validate(full=True)
-    except pa.ArrowInvalid:
-        return False
-    return True
-
-
-def _first_bad(data: bytes) -> int:
-    """The offset of the first byte of *data* that is not UTF-8 (*data* has one)."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start
-    raise ValueError("no byte of the data is bad")
 
 
 def non_ascii_lines(chunks: Iterable[bytes], limit: int = SAMPLE_BYTES) -> bytes:
