@@ -7,6 +7,7 @@ table in :mod:`pipeline.core.verdict`; this is where a row's columns become its 
 from __future__ import annotations
 
 import functools
+from typing import Final
 
 import polars as pl
 
@@ -35,8 +36,12 @@ def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
         return rows  # an empty with_columns is still a pass
     if rows.height > _SMALL:
         return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
-    # A few rows: ready columns cost less than an expression pass.
-    return rows.hstack([pl.Series(c, [None] * rows.height, dtype=t) for c, t in missing.items()])
+    # A few rows: ready columns cost less than an expression pass, and repeating one null
+    # costs less than a column made from a list of them.
+    return rows.hstack([_NULL[c].new_from_index(0, rows.height) for c in missing])
+
+
+_NULL: Final = {c: pl.Series(c, [None], dtype=t) for c, t in ADDRESS_COLUMNS.items()}
 
 
 # Reasons that belong to the domain alone: DOMAIN_VERDICT is judged from these.
