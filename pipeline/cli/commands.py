@@ -53,8 +53,8 @@ def _service() -> ModuleType:
 
 def _serving() -> Callable[[argparse.Namespace], int]:
     """``serve``'s handler. A service pass is a batch of at most ``batch_size`` rows: polars'
-    pool of threads costs it more in handing work over than it saves (bench/RESULTS.md, "The
-    service"), so the service's polars runs on one thread, unless POLARS_MAX_THREADS says
+    pool of threads costs it more in handing work over than it saves (measured in
+    bench/RESULTS.md), so the service's polars runs on one thread, unless POLARS_MAX_THREADS says
     otherwise. Set before polars is first imported; bulk jobs run in processes of their own,
     with their own number of threads."""
     os.environ.setdefault("POLARS_MAX_THREADS", "1")

@@ -131,7 +131,7 @@ class LocalState:
 
     def used_now(self, subject: str, policy: str, window_start: int) -> int:
         count = self._counts.get((subject, policy, window_start))
-        return count.used if count else self.store.used(subject, policy, window_start)
+        return count.used if count is not None else self.store.used(subject, policy, window_start)
 
     async def ping(self) -> None:
         self.store.ping()
