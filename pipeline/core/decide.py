@@ -15,7 +15,7 @@ from pipeline.core.addresses.repairs import Repair
 from pipeline.core.addresses.syntax import Syntax
 from pipeline.core.domains.dns import DnsStatus
 from pipeline.core.mailboxes.types import Mailbox
-from pipeline.core.schema import ADDRESS_COLUMNS
+from pipeline.core.schema import ADDRESS_COLUMNS, FEW_ROWS
 from pipeline.core.verdict import (
     HELD_BACK,
     Partial,
@@ -26,15 +26,13 @@ from pipeline.core.verdict import (
     value_bits,
 )
 
-_SMALL = 10_000  # rows; a service batch is small, a list is not
-
 
 def with_address_columns(rows: pl.DataFrame) -> pl.DataFrame:
     """*rows* with every address-level column, null where the step did not fill it."""
     missing = {c: t for c, t in ADDRESS_COLUMNS.items() if c not in rows.columns}
     if not missing:
         return rows  # an empty with_columns is still a pass
-    if rows.height > _SMALL:
+    if rows.height > FEW_ROWS:
         return rows.with_columns(pl.lit(None, t).alias(c) for c, t in missing.items())
     # A few rows: ready columns cost less than an expression pass, and repeating one null
     # costs less than a column made from a list of them.
@@ -175,7 +173,7 @@ def _settled(expr: pl.Expr, absent: frozenset[str]) -> tuple[pl.Expr, object]:
     read = expr.meta.root_names()
     if not read or not set(read) <= absent:
         return expr, None
-    null_row = pl.DataFrame([pl.Series(c, [None], dtype=ADDRESS_COLUMNS[c]) for c in set(read)])
+    null_row = pl.DataFrame([_NULL[c] for c in set(read)])
     value = null_row.select(expr).to_series()
     return pl.lit(value[0], value.dtype).alias(value.name), value[0]
 

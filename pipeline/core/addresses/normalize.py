@@ -39,10 +39,9 @@ from pipeline.core.addresses.syntax import (
     domain_forms,
     parse_address,
 )
+from pipeline.core.schema import FEW_ROWS
 
 __all__ = ["normalize_column"]
-
-_FOLD_UP_TO = 10_000  # rows; see normalize_column
 
 
 def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = None) -> pl.DataFrame:
@@ -52,7 +51,7 @@ def normalize_column(emails: pl.Series, then: Mapping[str, pl.Expr] | None = Non
     the fast path's pass (a pass costs more than its expressions there), and again only if
     some rows needed the precise parser; on a list, once, at the end."""
     extra = dict(then or {})
-    folded = extra if emails.len() <= _FOLD_UP_TO else {}
+    folded = extra if emails.len() <= FEW_ROWS else {}
     frame = _fast_frame(emails, folded)
     if frame.get_column("_fast").all():
         # Ready columns make a frame without another pass.
@@ -75,17 +74,15 @@ def _fast_frame(emails: pl.Series, extra: Mapping[str, pl.Expr]) -> pl.DataFrame
     text, at, *rest = _fast_steps()
     # At the first @: without one, ``dom`` is null and the row is not for the fast path.
     frame = pl.LazyFrame({"_text": emails}).with_columns(**text).with_columns(**at).unnest("_at")
-    for step in rest:
+    for step in (*rest, extra):
         frame = frame.with_columns(**step)
     # A few rows (a service batch) on the in-memory engine, as a DataFrame's own methods run,
     # and without the optimizer: the default engine's fixed cost is a third of this query's
     # there, and the optimizer's a fifth of the rest (a chain of columns on a frame in memory
     # has nothing to push down). A list's batch keeps the defaults.
-    if emails.len() <= _FOLD_UP_TO:
-        return frame.with_columns(**extra).collect(
-            engine="in-memory", optimizations=pl.QueryOptFlags.none()
-        )
-    return frame.with_columns(**extra).collect()
+    if emails.len() <= FEW_ROWS:
+        return frame.collect(engine="in-memory", optimizations=pl.QueryOptFlags.none())
+    return frame.collect()
 
 
 @functools.cache
