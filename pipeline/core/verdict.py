@@ -369,9 +369,10 @@ def _judged_by_reasons(
             for name, part in parts.items()
         },
     }
-    if few:  # a few rows: each row's values looked up here cost less than a pass of lookups
+    if few:  # a few rows: each row's values looked up here cost less than a pass of lookups,
+        # and the columns set one after another less than handed to the thread pool together
         ready = {n: pl.lit(pl.Series(n, [m[r] for r in each], t)) for n, (m, t) in columns.items()}
-        return keyed.with_columns(
+        return keyed.with_columns_seq(
             (_only_given(value, partial[name]) if name in partial else value).alias(name)
             for name, value in ready.items()
         )
