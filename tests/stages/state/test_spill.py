@@ -1,0 +1,66 @@
+"""The spill: work columns set aside between the passes come back as they went, compressed or
+not, and the disk's free space decides which."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from pipeline.stages.state.spill import Compression, Spill, compression_for
+
+
+def work_columns(rows: int) -> pl.DataFrame:
+    """A batch's work columns as normalizing leaves them: text (some of it not ASCII), nulls,
+    flags."""
+    return pl.DataFrame(
+        {
+            "EMAIL": [f"person{i}@exämple{i % 7}.com" if i % 11 else "" for i in range(rows)],
+            "DOMAIN": [f"exämple{i % 7}.com" if i % 11 else "" for i in range(rows)],
+            "SYNTAX": ["ok" if i % 11 else "empty" for i in range(rows)],
+            "ROLE": [i % 5 == 0 for i in range(rows)],
+            "CONSENT": [None if i % 3 else "unsubscribed" for i in range(rows)],
+        },
+        schema_overrides={"CONSENT": pl.String},
+    )
+
+
+@pytest.mark.parametrize("compression", ["lz4", "uncompressed"])
+def test_a_batch_on_disk_comes_back_as_it_went(tmp_path: Path, compression: Compression) -> None:
+    spill = Spill(tmp_path, keep_bytes=0, compression=compression)  # nothing kept in memory
+    batches = [work_columns(5_000), work_columns(3), work_columns(0)]
+    for index, work in enumerate(batches):
+        spill.put(index, work)
+    assert len(list(tmp_path.glob("*.arrow"))) == 2  # the empty batch costs no memory
+    for index, work in enumerate(batches):
+        back = spill.work(index)
+        assert back.schema == work.schema
+        assert back.equals(work)
+        spill.drop(index)
+    assert list(tmp_path.glob("*.arrow")) == []
+
+
+def test_lz4_spill_files_are_smaller(tmp_path: Path) -> None:
+    sizes = {}
+    for compression in ("lz4", "uncompressed"):
+        folder = tmp_path / compression
+        folder.mkdir()
+        Spill(folder, keep_bytes=0, compression=compression).put(0, work_columns(20_000))
+        sizes[compression] = sum(p.stat().st_size for p in folder.iterdir())
+    assert sizes["lz4"] * 2 < sizes["uncompressed"]
+
+
+def test_what_fits_the_budget_stays_in_memory(tmp_path: Path) -> None:
+    spill = Spill(tmp_path, keep_bytes=10**9)
+    work = work_columns(1_000)
+    spill.put(0, work)
+    assert list(tmp_path.iterdir()) == []
+    assert spill.work(0) is work
+
+
+def test_the_free_space_decides_the_compression(tmp_path: Path) -> None:
+    free = shutil.disk_usage(tmp_path).free
+    assert compression_for(tmp_path, free / 100) == "uncompressed"  # a list of 1% of the room
+    assert compression_for(tmp_path, free / 5) == "lz4"  # ten times it would not fit
