@@ -62,7 +62,7 @@ from pipeline.stages.read.csv_source import ReadAgain
 from pipeline.stages.read.reader import Choice, ListReader, ReadBatch, open_list
 from pipeline.stages.sequence import Scanned, run_stages
 from pipeline.stages.state.dedupe import Cut, DuplicateMarker
-from pipeline.stages.state.spill import Spill, compression_for, named_failures, spill_folder
+from pipeline.stages.state.spill import Spill, named_failures, spill_folder
 from pipeline.stages.steps import (
     answer_table,
     decide_work,
@@ -249,8 +249,7 @@ def _scan_with(
     reader: ListReader, engine: Engine, folder: Path, sizes: tuple[int, int], rejects: RejectsSink
 ) -> _Scan:
     rows, memory_mb = sizes
-    list_bytes = reader.expected_rows * reader.bytes_per_row
-    spill = Spill(folder / "batches", memory_mb * 2**20 // 4, compression_for(folder, list_bytes))
+    spill = Spill(folder / "batches", memory_mb * 2**20 // 4, reader.expected_rows)
     spill.folder.mkdir(exist_ok=True)
     spill.clear()
     # About a million addresses a partition: one for a small list, up to the marker's most.

@@ -26,9 +26,11 @@ import polars as pl
 from pipeline.core.errors import OutputError
 
 Compression = Literal["lz4", "uncompressed"]
-# Free space under the work folder, in the list's sizes, from which spill files are written
-# without compression (for the bench's list, about 3.8 times its CSV's size; LZ4, about 1.4).
-_ROOMY: Final = 10
+# A plain spill file takes about twice its frame's estimated size in memory (the 10M-row
+# bench list: 79 MB for 46 MB); plain files are written when the disk has room for this many
+# times the whole spill projected so (the output and the duplicate marker need room too).
+_PLAIN_FILE: Final = 2
+_ROOM: Final = 3
 # What a full or read-only disk answers a write: no space, over quota, over the file-size
 # limit (RLIMIT_FSIZE), read-only.
 _FULL: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS})
@@ -39,11 +41,13 @@ class Spill:
     """Batches' work columns in memory while they fit in *keep_bytes*, on disk beyond. Any
     thread may put, read or drop a batch (each batch by one thread at a time)."""
 
-    def __init__(self, folder: Path, keep_bytes: int, compression: Compression = "lz4") -> None:
+    def __init__(self, folder: Path, keep_bytes: int, rows: int = 0) -> None:
+        """*rows*: about how many rows the list has, for :func:`compression_for`."""
         self.folder = folder
         self.count = 0  # one past the highest batch put
         self._keep = keep_bytes
-        self._compression: Compression = compression
+        self._rows = rows
+        self._compression: Compression | None = None  # chosen at the first file written
         self._kept: dict[int, pl.DataFrame] = {}
         self._kept_bytes = 0
         self._lock = threading.Lock()
@@ -59,7 +63,15 @@ class Spill:
                 self._kept_bytes += size
         if not kept:
             oldest = pl.CompatLevel.oldest()  # large strings: offsets, not views
-            work.write_ipc(self._path(index), compression=self._compression, compat_level=oldest)
+            compression = self._compression_of(work)
+            work.write_ipc(self._path(index), compression=compression, compat_level=oldest)
+
+    def _compression_of(self, work: pl.DataFrame) -> Compression:
+        """The run's compression, chosen from the first batch written (*work*, if none was)."""
+        with self._lock:
+            if self._compression is None:
+                self._compression = compression_for(self.folder, work, self._rows)
+            return self._compression
 
     def work(self, index: int) -> pl.DataFrame:
         kept = self._kept.get(index)
@@ -81,13 +93,15 @@ class Spill:
         return self.folder / f"work-{index:06d}.arrow"
 
 
-def compression_for(folder: Path, list_bytes: float) -> Compression:
-    """How a run over a list of about *list_bytes* compresses the spill files it writes in
-    *folder*: not at all when the disk there has at least ten times the list's size free, LZ4
-    when it has less. Measured on 400,000 rows of work columns: written and read back in 48 ms
-    (79 MB) plain, 135 ms (29 MB) with LZ4."""
-    free = shutil.disk_usage(folder).free
-    return "uncompressed" if free >= _ROOMY * list_bytes else "lz4"
+def compression_for(folder: Path, work: pl.DataFrame, rows: int) -> Compression:
+    """How a run compresses the spill files it writes in *folder*, from its first batch to go
+    to disk (*work*) and the list's *rows*: not at all when the disk there has room for three
+    times the whole spill written plain (projected from the batch), LZ4 when it has less.
+    Measured on 400,000 rows of work columns: written and read back in 48 ms (79 MB) plain,
+    135 ms (29 MB) with LZ4."""
+    per_row = work.estimated_size() / max(1, work.height)
+    plain = _PLAIN_FILE * per_row * max(rows, work.height)
+    return "uncompressed" if shutil.disk_usage(folder).free >= _ROOM * plain else "lz4"
 
 
 @contextlib.contextmanager

@@ -27,12 +27,20 @@ def work_columns(rows: int) -> pl.DataFrame:
     )
 
 
+def rows_for(compression: Compression) -> int:
+    """A list's rows for which a spill chooses *compression*: one row fits any disk plain; the
+    spill of a trillion rows fits none."""
+    return 1 if compression == "uncompressed" else 10**12
+
+
 @pytest.mark.parametrize("compression", ["lz4", "uncompressed"])
 def test_a_batch_on_disk_comes_back_as_it_went(tmp_path: Path, compression: Compression) -> None:
-    spill = Spill(tmp_path, keep_bytes=0, compression=compression)  # nothing kept in memory
-    batches = [work_columns(5_000), work_columns(3), work_columns(0)]
+    first = work_columns(5_000)
+    spill = Spill(tmp_path, keep_bytes=0, rows=rows_for(compression))  # nothing in memory
+    batches = [first, work_columns(3), work_columns(0)]
     for index, work in enumerate(batches):
         spill.put(index, work)
+    assert spill._compression == compression
     assert len(list(tmp_path.glob("*.arrow"))) == 2  # the empty batch costs no memory
     for index, work in enumerate(batches):
         back = spill.work(index)
@@ -44,10 +52,11 @@ def test_a_batch_on_disk_comes_back_as_it_went(tmp_path: Path, compression: Comp
 
 def test_lz4_spill_files_are_smaller(tmp_path: Path) -> None:
     sizes = {}
+    work = work_columns(20_000)
     for compression in ("lz4", "uncompressed"):
         folder = tmp_path / compression
         folder.mkdir()
-        Spill(folder, keep_bytes=0, compression=compression).put(0, work_columns(20_000))
+        Spill(folder, keep_bytes=0, rows=rows_for(compression)).put(0, work)
         sizes[compression] = sum(p.stat().st_size for p in folder.iterdir())
     assert sizes["lz4"] * 2 < sizes["uncompressed"]
 
@@ -61,6 +70,11 @@ def test_what_fits_the_budget_stays_in_memory(tmp_path: Path) -> None:
 
 
 def test_the_free_space_decides_the_compression(tmp_path: Path) -> None:
+    work = work_columns(1_000)
     free = shutil.disk_usage(tmp_path).free
-    assert compression_for(tmp_path, free / 100) == "uncompressed"  # a list of 1% of the room
-    assert compression_for(tmp_path, free / 5) == "lz4"  # ten times it would not fit
+    per_row = work.estimated_size() / work.height
+    # A plain spill takes about twice the frames' size; three times that must be free.
+    fits = int(free / (2 * 3 * per_row))
+    assert compression_for(tmp_path, work, fits // 2) == "uncompressed"
+    assert compression_for(tmp_path, work, fits * 2) == "lz4"
+    assert compression_for(tmp_path, work, 0) == "uncompressed"  # the batch itself, at least
