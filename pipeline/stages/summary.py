@@ -95,8 +95,10 @@ class Tally:
                 counts[1] += n if held else 0
         self.empty += int((rows.get_column("EMAIL") == "").sum())
         per_verdict = ((pl.col("VERDICT") == v).sum().alias(v) for v in _VERDICTS)
-        per_domain = rows.filter(pl.col("DOMAIN") != "").group_by("DOMAIN")
-        self._domains.append(per_domain.agg(pl.len().alias("rows"), *per_verdict))
+        # The rows without a domain are one group, dropped after: a filter first would copy
+        # every column of the batch (a third of this count's time).
+        per_domain = rows.group_by("DOMAIN").agg(pl.len().alias("rows"), *per_verdict)
+        self._domains.append(per_domain.filter(pl.col("DOMAIN") != ""))
         if len(self._domains) >= _COMPACT_EVERY:
             self._domains = [_summed(self._domains)]
         suggested = rows.filter(pl.col("SUGGESTION") != "")  # few rows: the text test after

@@ -65,19 +65,21 @@ def previous_table(kept: pl.DataFrame) -> pl.DataFrame:
 def remembered(work: pl.DataFrame) -> pl.DataFrame:
     """One row per distinct address of *work* (decided rows with KEY, DUPLICATE, EMAIL,
     VERDICT, REASON, SCORE and MAILBOX_AT): :data:`~pipeline.core.history.types.DECIDED`."""
-    first = work.filter(~pl.col("DUPLICATE") & (pl.col("KEY") != ""))
-    hashed = address_hashes(first.get_column("KEY"))
-    learned = pl.col("MAILBOX_AT") if "MAILBOX_AT" in first.columns else pl.lit(None)
+    learned = "MAILBOX_AT" if "MAILBOX_AT" in work.columns else None
     # A calibrated run keeps the SCORE the rules gave (SCORE_DEFAULT): the next calibration is
     # fitted on the scale it is applied to (pipeline.core.calibration.apply).
-    score = pl.col(_DEFAULT) if _DEFAULT in first.columns else pl.col("SCORE")
+    score = _DEFAULT if _DEFAULT in work.columns else "SCORE"
+    # The columns kept, then the rows: a filter of the whole batch copies all its columns.
+    kept = ["KEY", "DUPLICATE", "VERDICT", "REASON", "EMAIL", score, *filter(None, [learned])]
+    first = work.select(kept).filter(~pl.col("DUPLICATE") & (pl.col("KEY") != ""))
+    hashed = address_hashes(first.get_column("KEY"))
     return first.select(
         hashed.alias(HASH),
         pl.col("VERDICT").cast(VERDICTS),
         "REASON",
-        score.alias("SCORE"),
+        pl.col(score).alias("SCORE"),
         "EMAIL",
-        learned.cast(pl.Float64).alias("LEARNED_AT"),
+        (pl.col(learned) if learned else pl.lit(None)).cast(pl.Float64).alias("LEARNED_AT"),
     ).cast(DECIDED)  # type: ignore[arg-type]
 
 
