@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import polars as pl
 import pytest
 
-from pipeline.core.lists import DomainLists, load_lists, lookup_key
+from pipeline.core.lists import DomainLists, load_lists, lookup_key, role_pattern
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +142,58 @@ def test_role_expr_agrees_on_every_shipped_role(lists: DomainLists) -> None:
     frame = pl.DataFrame({"local": variants})
     result = frame.select(lists.role_expr(pl.col("local")))["local"].to_list()
     assert result == [lists.is_role(local) for local in variants]
+
+
+def role_variants(roles: list[str], count: int, seed: int) -> list[str]:
+    """Local parts near the roles: letters in either case, separators around and between
+    them, tags, the characters whose case rules are odd (KELVIN SIGN, long s, dotted I,
+    dotless i), and some random text of those."""
+    rng = random.Random(seed)
+    odd = ["\u212a", "\u017f", "\u0130", "\u0131", "+", "-", "_", ".", "x", "1", " ", "ß", "K"]
+    made = []
+    for _ in range(count):
+        role = rng.choice(roles)
+        text = "".join(
+            (c.upper() if rng.random() < 0.3 else c)
+            + (rng.choice("-_.") if rng.random() < 0.1 else "")
+            for c in role
+        )
+        if rng.random() < 0.2:
+            text = text.replace("k", "\u212a").replace("s", "\u017f").replace("i", "\u0130")
+        if rng.random() < 0.3:
+            text = rng.choice(["", "-", "._", "x", "+"]) + text
+        if rng.random() < 0.3:
+            text += rng.choice(["+", "+tag", "-", "x", "+x+y", ".", "1", "\n"])
+        if rng.random() < 0.1:
+            text = "".join(rng.choice(odd) for _ in range(rng.randint(0, 6)))
+        made.append(text)
+    return made
+
+
+def test_role_expr_agrees_with_is_role_near_every_role(lists: DomainLists) -> None:
+    variants = role_variants(sorted(lists.role_local_parts), 20_000, seed=11)
+    frame = pl.DataFrame({"local": variants})
+    result = frame.select(lists.role_expr(pl.col("local")))["local"].to_list()
+    expected = [lists.is_role(local) for local in variants]
+    assert result == expected
+    assert 0 < sum(expected) < len(expected)
+
+
+def test_only_the_kelvin_sign_lower_cases_to_an_ascii_letter() -> None:
+    # role_pattern matches each letter of a role as the characters that lower-case to it.
+    lowered = {chr(c): chr(c).lower() for c in range(0x80, 0x110000)}
+    to_ascii = {c: low for c, low in lowered.items() if low.isascii()}
+    assert to_ascii == {"\u212a": "k"}
+
+
+def test_a_role_pattern_matches_separators_case_and_tags_only() -> None:
+    pattern = role_pattern(["info", "k1"])
+    frame = pl.DataFrame(
+        {"local": ["INFO", "_i.n-f_o_+x", "info1", "xinfo", "K1", "\u212a1", "k+1"]}
+    )
+    assert frame.select(pl.col("local").str.contains(pattern))["local"].to_list() == [
+        True, True, False, False, True, True, False,
+    ]  # fmt: skip
 
 
 REQUIRED_ROLES = [
