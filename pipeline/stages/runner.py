@@ -264,7 +264,10 @@ def _scan_with(
         keys = work.get_column("KEY")
         rows = pl.int_range(first, first + work.height, dtype=pl.UInt64, eager=True)
         cut = scan.marker.cut(keys, rows)
-        spill.put(index, work)  # in memory or on disk: its own file, from any thread
+        # In memory or on disk (its own file, from any thread), without _CHECK: pass 2 makes
+        # it again from DOMAIN and SYNTAX (attach_domains) for less than it costs to write and
+        # read back (a seventh of the spill's bytes).
+        spill.put(index, work.drop("_CHECK"))
         ok = work.get_column("SYNTAX") == Syntax.OK.value
         return _Normalized(cut, found, held_keys(work), ok)
 
