@@ -97,6 +97,10 @@ class CsvSource:
         # Quotes that do not pair up leave no count to check; records set aside need the
         # exact reader to put them in the rejects in their place.
         self.exact = self.records is None or bool(self.aside.spans)
+        # Whether the fast reader has read the whole file once and found no row to reject: a
+        # later read (a run's second pass) then skips looking for them, as the file is the
+        # same (the input pin checks it after the last read and before publishing).
+        self._read_clean = False
 
     def _set_aside(self, limit: int) -> SetAside:
         """The records with a field over *limit* bytes, which the readers do not read."""
@@ -175,9 +179,10 @@ class CsvSource:
         )
         read = 0
         rejects = _rejects(self.titles)  # the rows above the header, with the first batch
+        looked_at = self._read_clean
         try:
             for batch in scan.collect_batches(chunk_size=rows):
-                if batch.columns != self.columns or has_filler(batch):
+                if batch.columns != self.columns or (not looked_at and has_filler(batch)):
                     raise ReadAgain
                 read += batch.height
                 yield batch, rejects
@@ -186,6 +191,7 @@ class CsvSource:
             raise ReadAgain from exc
         if self.records is None or read != self.records - 1 - len(self.titles):
             raise ReadAgain
+        self._read_clean = True
         if rejects.height:  # no row below the header: the titles still go to the rejects
             yield pl.DataFrame(schema=self.text_schema), rejects
 

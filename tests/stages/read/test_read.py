@@ -16,6 +16,7 @@ import pytest
 from pipeline.core.config import ReadConfig
 from pipeline.core.errors import InputError, UsageError
 from pipeline.core.files.delimited import sniff_delimiter
+from pipeline.stages.read import csv_source
 from pipeline.stages.read.reader import Choice, find_email_column, open_list, read_list
 from tests.conftest import REPO
 from tests.exports import hubspot_report_workbook, salesforce_report
@@ -289,3 +290,41 @@ def test_a_hubspot_report_workbook_keeps_its_types(tmp_path: Path) -> None:
     ]
     again = read_list(path, tmp_path, choice=Choice(header_row=5))
     assert again.frame.equals(frame)
+
+
+def test_a_second_read_of_a_clean_file_does_not_look_for_fillers_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run reads a list twice: once the fast reader has read the whole file and found no
+    empty row or footer, the second read gives the same batches without looking for them
+    (the input pin refuses a file changed in between)."""
+    path = tmp_path / "list.csv"
+    path.write_text("name,email\n" + "".join(f"P{i},p{i}@example.com\n" for i in range(25)))
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    looked: list[int] = []
+    real = csv_source.has_filler
+
+    def has_filler(frame: pl.DataFrame) -> bool:
+        looked.append(frame.height)
+        return real(frame)
+
+    monkeypatch.setattr(csv_source, "has_filler", has_filler)
+    reader = open_list(str(path), path, spill, None)
+    looked.clear()  # opening it looked at its first rows
+    first = [batch.frame for batch in reader.batches(10)]
+    assert looked == [10, 10, 5]
+    second = [batch.frame for batch in reader.batches(10)]
+    assert looked == [10, 10, 5]
+    assert [f.rows() for f in first] == [f.rows() for f in second]
+
+
+def test_a_file_with_a_footer_is_looked_at_on_every_fast_read(tmp_path: Path) -> None:
+    path = tmp_path / "report.csv"
+    path.write_text("name,email\nAnn,a@b.com\nGrand Totals (1 records),\n")
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    source = open_list(str(path), path, spill, None)._source  # type: ignore[attr-defined]
+    for _ in range(2):
+        with pytest.raises(csv_source.ReadAgain):
+            list(source.batches(10))
