@@ -180,7 +180,7 @@ class LocalMemory:
         try:
             if plan.where is not None:
                 self._store = RunHistory(plan.where, plan.retention_days)
-                self._previous = self._store.previous(start)
+                self._previous = self._store.previous(start, reasons=plan.changes is not None)
                 self._store.begin(start)
             self._changes = self._previous.changes if self._previous else None
             self._sink = ChangesSink(plan.changes, CHANGE_COLUMNS) if plan.changes else None

@@ -35,6 +35,7 @@ CHANGE_COLUMNS: Final[dict[str, pl.DataType]] = {
 }
 _ISO: Final = "%Y-%m-%dT%H:%M:%SZ"
 _DEFAULT: Final = "SCORE_DEFAULT"
+_REASON: Final = "_REASON_BEFORE"  # the last run's REASON, in the previous table
 
 
 @dataclass(frozen=True)
@@ -52,14 +53,14 @@ class Previous:
 
 
 def previous_table(kept: pl.DataFrame) -> pl.DataFrame:
-    """A run's kept table (HASH, VERDICT, REASON) as a comparison holds it: no SCORE, REASON
-    as a category (a million addresses in about 13 MB). :class:`Previous` holds it sorted by
-    hash: each stretch of rows is merged with it, not hashed into it again."""
-    return kept.select(
-        HASH,
-        pl.col("VERDICT").alias("_BEFORE"),
-        pl.col("REASON").cast(pl.Categorical).alias("_REASON_BEFORE"),
-    )
+    """A run's kept table (HASH, VERDICT, and REASON when it was read) as a comparison holds
+    it: no SCORE, REASON as a category (a million addresses in about 13 MB; 9 MB without
+    REASON). :class:`Previous` holds it sorted by hash: each stretch of rows is merged with
+    it, not hashed into it again."""
+    columns = [pl.col(HASH), pl.col("VERDICT").alias("_BEFORE")]
+    if "REASON" in kept.columns:
+        columns.append(pl.col("REASON").cast(pl.Categorical).alias(_REASON))
+    return kept.select(columns)
 
 
 def remembered(work: pl.DataFrame) -> pl.DataFrame:
@@ -92,7 +93,8 @@ def compare(
     decided: pl.DataFrame, previous: Previous | None, run_at: float
 ) -> tuple[Changes | None, pl.DataFrame]:
     """How :func:`remembered`'s rows differ from *previous* (None on a list's first run: no
-    change is counted and none listed), and their rows of the changes file. *run_at*: when
+    change is counted and none listed), and their rows of the changes file (none when
+    *previous* was read without its reasons: no changes file was asked for). *run_at*: when
     this run started, the learned time of an answer it learned without a mail server's."""
     if previous is None:
         return None, pl.DataFrame(schema=CHANGE_COLUMNS)
@@ -111,7 +113,9 @@ def compare(
     counted.unchanged, counted.new = int(both), int(total - both)
     pairs = joined.filter(turned).group_by("_BEFORE", "VERDICT").len()
     counted.transitions = Counter({f"{was}->{now}": int(n) for was, now, n in pairs.iter_rows()})
-    listed = joined.filter(~present | turned).select("_ROW", "_BEFORE", "_REASON_BEFORE")
+    if _REASON not in previous.kept.columns:
+        return counted, pl.DataFrame(schema=CHANGE_COLUMNS)
+    listed = joined.filter(~present | turned).select("_ROW", "_BEFORE", _REASON)
     listed = listed.sort("_ROW")  # in the list's order
     rows = decided.select(pl.all().gather(listed.get_column("_ROW")))
     return counted, _change_rows(rows.hstack(listed.drop("_ROW")), run_at)
@@ -129,7 +133,7 @@ def _change_rows(listed: pl.DataFrame, run_at: float) -> pl.DataFrame:
         pl.col("EMAIL").alias("address"),
         pl.col("_BEFORE").cast(pl.String).fill_null("").alias("before"),
         pl.col("VERDICT").cast(pl.String).alias("after"),
-        pl.col("_REASON_BEFORE").cast(pl.String).fill_null("").alias("reason_before"),
+        pl.col(_REASON).cast(pl.String).fill_null("").alias("reason_before"),
         pl.col("REASON").alias("reason_after"),
         learned.alias("learned_at"),
     )

@@ -103,3 +103,22 @@ def test_parts_add_up() -> None:
         "unchanged": 7,
         "transitions": {"Valid->Risky": 2},
     }
+
+
+def test_a_last_run_read_without_its_reasons_counts_the_same_and_lists_nothing() -> None:
+    rows = (
+        ("ann@x.org", False, "Valid", "mailbox_ok", None),
+        ("bob@x.org", False, "Valid", "mailbox_ok", None),
+    )
+    tonight = remembered(
+        work(
+            ("bob@x.org", False, "Invalid", "no_such_user", AT),
+            ("eve@x.org", False, "Valid", "mailbox_ok", None),
+        )
+    )
+    full = previous(*rows)
+    narrow = Previous(full.run, full.kept.drop("_REASON_BEFORE"))
+    counted, listed = compare(tonight, full, AT)
+    counted_narrow, listed_narrow = compare(tonight, narrow, AT)
+    assert counted_narrow == counted and listed.height == 2
+    assert listed_narrow.is_empty() and listed_narrow.schema == pl.Schema(CHANGE_COLUMNS)

@@ -155,3 +155,38 @@ def test_parts_of_any_size_come_back_whole(store_at: StoreAt, rows: int) -> None
         history.add_part("r1", 0, frame)
         history.finish("r1", rows, {})
         assert history.kept("r1").equals(frame)
+
+
+@pytest.mark.parametrize("reasons", [True, False], ids=["with reasons", "without"])
+def test_the_last_run_is_read_back_sorted_by_hash_part_by_part(
+    store_at: StoreAt, reasons: bool
+) -> None:
+    """Parts of several sizes, their hashes spread over the whole range: the table a
+    comparison holds is every address once, sorted by hash, with REASON only when asked."""
+    sizes = [3, 0, 1_000, 17, 2_500]
+    with RunHistory(store_at("history.sqlite")) as history:
+        history.begin(start("r1", 1.0))
+        every = []
+        for part, size in enumerate(sizes):
+            keys = [f"p{part}-{i}@example.org" for i in range(size)]
+            frame = decided(
+                *((k, ("Valid", "Risky")[i % 2], f"r{i % 3}", 0.5) for i, k in enumerate(keys))
+            )
+            history.add_part("r1", part, frame)
+            every.append(frame)
+        history.finish("r1", sum(sizes), {})
+        previous = history.previous(start("r2", 2.0), reasons=reasons)
+    assert previous is not None
+    table = previous.kept
+    expected = pl.concat(every).sort(HASH)
+    assert table.get_column(HASH).to_list() == expected.get_column(HASH).to_list()
+    assert (
+        table.get_column("_BEFORE").cast(pl.String).to_list()
+        == expected.get_column("VERDICT").to_list()
+    )
+    assert ("_REASON_BEFORE" in table.columns) is reasons
+    if reasons:
+        assert (
+            table.get_column("_REASON_BEFORE").cast(pl.String).to_list()
+            == expected.get_column("REASON").to_list()
+        )

@@ -81,7 +81,7 @@ def _history(plan: HistoryPlan, run_id: str) -> RunHistory:
 def open_run(plan: HistoryPlan, start: RunStart) -> Previous | None:
     """The list's last run (held by this worker for the parts' comparisons); *start* staged."""
     with _history(plan, start.run_id) as history:
-        previous = history.previous(start)
+        previous = history.previous(start, reasons=plan.changes is not None)
         history.begin(start)
     return previous
 
