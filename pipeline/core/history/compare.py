@@ -71,7 +71,9 @@ def remembered(work: pl.DataFrame) -> pl.DataFrame:
     # fitted on the scale it is applied to (pipeline.core.calibration.apply).
     score = _DEFAULT if _DEFAULT in work.columns else "SCORE"
     # The columns kept, then the rows: a filter of the whole batch copies all its columns.
-    kept = ["KEY", "DUPLICATE", "VERDICT", "REASON", "EMAIL", score, *filter(None, [learned])]
+    kept = ["KEY", "DUPLICATE", "VERDICT", "REASON", "EMAIL", score]
+    if learned:
+        kept.append(learned)
     first = work.select(kept).filter(~pl.col("DUPLICATE") & (pl.col("KEY") != ""))
     hashed = address_hashes(first.get_column("KEY"))
     return first.select(
