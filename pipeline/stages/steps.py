@@ -47,8 +47,10 @@ def held_keys(work: pl.DataFrame) -> pl.DataFrame:
     row's reason)."""
     if work.get_column("CONSENT").null_count() == work.height:  # the export says nothing
         return work.select("KEY", "CONSENT").clear()
-    held = work.filter(pl.col("CONSENT").is_not_null() & (pl.col("KEY") != ""))
-    return held.select("KEY", "CONSENT").unique("KEY", keep="first", maintain_order=True)
+    # The two columns first: a filter of the whole batch copies all its columns.
+    held = work.select("KEY", "CONSENT")
+    held = held.filter(pl.col("CONSENT").is_not_null() & (pl.col("KEY") != ""))
+    return held.unique("KEY", keep="first", maintain_order=True)
 
 
 def with_held(work: pl.DataFrame, held: pl.DataFrame) -> pl.DataFrame:

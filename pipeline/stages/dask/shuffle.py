@@ -146,7 +146,8 @@ def _joined(*columns: list[T]) -> list[list[T]]:
 def key_pieces(batch: Batch, part: int, buckets: int) -> list[pl.DataFrame]:
     """The part's addressed rows as narrow (KEY, ROW, PART, CONSENT) pieces, one per bucket;
     each KEY is sent as its 128-bit hash (:func:`key_hash`)."""
-    work = batch.work.filter(pl.col("KEY") != "")
+    # The three columns first: a filter of the whole part copies all its columns.
+    work = batch.work.select("KEY", ROW, "CONSENT").filter(pl.col("KEY") != "")
     bucket = partition_of(work.get_column("KEY"), buckets, level=KEY_LEVEL)
     narrow = work.select(
         key_hash(pl.col("KEY")), pl.col(ROW), pl.lit(part, pl.UInt32).alias(PART), "CONSENT"
