@@ -87,8 +87,15 @@ class Instances:
     def start(self, count: int) -> list[Instance]:
         """*count* instances, started together; returns once each serves."""
         starting = [self._launch(len(self.running) + i) for i in range(count)]
-        self.running += [self._wait(*launched) for launched in starting]
-        return self.running[-count:]
+        try:
+            started = [self._wait(*launched) for launched in starting]
+        except BaseException:
+            for process, _, _ in starting:  # one failed: none of them outlives the test
+                process.kill()
+                process.wait()
+            raise
+        self.running += started
+        return started
 
     def _launch(self, number: int) -> tuple[subprocess.Popen[bytes], Path, Path]:
         cache, log = self.root / f"cache{number}", self.root / f"instance{number}.log"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -20,6 +21,28 @@ from typing import Any, Final, Self, TypeVar
 from pipeline.core.errors import StoreError
 
 T = TypeVar("T")
+
+_PATIENCE = 5.0  # seconds a connection waits for another's lock (SQLite's busy timeout)
+
+
+def _enter_wal(db: sqlite3.Connection) -> None:
+    """Switch *db*'s file to WAL mode, waiting out other connections doing the same.
+
+    SQLite does not call the busy handler where waiting could deadlock: when several
+    connections switch a new file together, each holds a read lock and wants the write lock,
+    and all but one get SQLITE_BUSY at once (several service instances starting on one new
+    store). The failed statement drops its read lock, so the loser tries again until the
+    winner has switched the file, within the same patience as any other lock."""
+    deadline = time.monotonic() + _PATIENCE
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
 
 
 def beside_domain_cache(domain_cache: Path, name: str, configured: str = "") -> Path:
@@ -71,10 +94,11 @@ class SqliteFile:
         self._broken_remedy = remedy if broken_remedy is None else broken_remedy
         try:
             _create_private(path)
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db = sqlite3.connect(
+                path, isolation_level=None, check_same_thread=False, timeout=_PATIENCE
+            )
+            _enter_wal(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA busy_timeout=5000")
             self._db.executescript(schema)
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"Cannot open {what} at {path}: {exc}. {remedy}") from exc

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from pipeline.core.config import BouncesConfig, CacheConfig, ContactsConfig, Ver
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.sqlite import SqliteFile
 from pipeline.core.domains.cache import DomainCache
+from pipeline.core.errors import StoreError
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.service.accounts.store import ServiceStore
 
@@ -48,3 +50,30 @@ def test_created_for_its_owner_alone(tmp_path: Path, what: str) -> None:
     assert {p.name: oct(p.stat().st_mode & 0o777) for p in made} == {p.name: "0o600" for p in made}
     for folder in (tmp_path / "new", tmp_path / "new" / "folder"):
         assert oct(folder.stat().st_mode & 0o777) == "0o700", folder
+
+
+def test_a_new_file_opened_by_several_at_once(tmp_path: Path) -> None:
+    """Several instances starting on one new store switch it to WAL together; SQLite answers
+    all but one "database is locked" without waiting, and each must wait its turn instead."""
+    openers, rounds = 6, 40
+    failures: list[BaseException] = []
+    for round_ in range(rounds):
+        path = tmp_path / f"store{round_}.sqlite"
+        gate = threading.Barrier(openers)
+
+        def open_together(path: Path = path, gate: threading.Barrier = gate) -> None:
+            gate.wait()
+            try:
+                with SqliteFile(path, "CREATE TABLE IF NOT EXISTS t(x);", what="t", remedy=""):
+                    pass
+            except StoreError as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=open_together) for _ in range(openers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        with SqliteFile(path, "", what="t", remedy="") as store:
+            assert store.query("PRAGMA journal_mode") == [("wal",)]
+    assert failures == []
