@@ -241,9 +241,12 @@ class MailboxCache(OwnsDatabase):
         rows: they count as learned a whole TTL before they expire)."""
         table = f"{family}remote_answers"
         if self._db.dialect == "sqlite":
-            found = {row[1] for row in self._db.query(f"PRAGMA table_info({table})")}
-            if "checked_at" not in found:
-                self._db.execute(f"ALTER TABLE {table} ADD COLUMN checked_at REAL")
+            # Looked at under the write lock: two processes opening one old cache at once
+            # would otherwise both add the column, and the second fail.
+            with self._db.transaction(write=True):
+                found = {row[1] for row in self._db.query(f"PRAGMA table_info({table})")}
+                if "checked_at" not in found:
+                    self._db.execute(f"ALTER TABLE {table} ADD COLUMN checked_at REAL")
             return
         found = {
             row[0]

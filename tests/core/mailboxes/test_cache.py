@@ -3,6 +3,9 @@ shared folder): the same answers, TTLs, catch-all findings, the quota ledger and
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,3 +87,41 @@ def test_forgetting_an_address(opened: Open) -> None:
     assert cache.forget(["a@x.com"]) == 2  # type: ignore[attr-defined]
     assert set(cache.get_many(["a@x.com", "b@x.com"])) == {"b@x.com"}
     assert cache.remote_answers(["a@x.com"], "https://api") == {}
+
+
+def test_an_old_cache_opened_by_several_at_once(tmp_path: Path) -> None:
+    """A cache from before remote answers kept their time gains the column once, whoever
+    opens it first, and its answers stay (counted as learned a whole TTL before expiring)."""
+    path = tmp_path / "mailboxes.sqlite"
+    with contextlib.closing(sqlite3.connect(path)) as db, db:
+        db.execute(
+            "CREATE TABLE remote_answers (key TEXT NOT NULL, api TEXT NOT NULL, verdict TEXT "
+            "NOT NULL, score REAL NOT NULL, known INTEGER NOT NULL, suspected INTEGER NOT NULL, "
+            "expires_at REAL NOT NULL, PRIMARY KEY (key, api)) WITHOUT ROWID"
+        )
+        db.execute(
+            "INSERT INTO remote_answers VALUES ('a@x.com', 'https://api', 'Valid', 0.9, 0, 0, 2e9)"
+        )
+    openers = 6
+    gate = threading.Barrier(openers)
+    failures: list[BaseException] = []
+
+    def open_together() -> None:
+        gate.wait()
+        try:
+            MailboxCache(path, CONFIG, Clock()).close()
+        except Exception as exc:  # every failure is reported
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_together) for _ in range(openers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    cache = MailboxCache(path, CONFIG, Clock())
+    try:
+        answer = cache.remote_answers(["a@x.com"], "https://api")["a@x.com"]
+        assert (answer.verdict, answer.score) == (Verdict.VALID, 0.9)
+    finally:
+        cache.close()
