@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from pipeline.cli.commands import LIST_ALLOCATOR
+
 HEAVY = ("polars", "pyarrow", "aiohttp", "aiodns", "numpy", "tqdm", "phonenumbers", "dnslib")
 PROBE = """
 import json, signal, sys
@@ -79,3 +81,28 @@ def test_serve_runs_polars_on_one_thread_unless_told(said: str | None, threads: 
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
     assert int(done.stdout.strip()) == threads
+
+
+@pytest.mark.parametrize("said", [None, "dirty_decay_ms:1000"])
+def test_a_list_command_tells_the_allocator_before_polars_starts(said: str | None) -> None:
+    """`clean` sets how polars' allocator keeps freed pages before polars is imported (jemalloc
+    reads it once, when it starts), unless the environment already says. Polars puts its own
+    defaults first: jemalloc takes the last value of each setting."""
+    code = (
+        "import os, sys\n"
+        "from pipeline.cli import _parser\n"
+        "args = _parser().parse_args(['clean', 'list.csv'])\n"
+        "before = 'polars' in sys.modules\n"
+        "args.command()\n"
+        "print(before, 'polars' in sys.modules, os.environ['_RJEM_MALLOC_CONF'])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    if said is not None:
+        env["_RJEM_MALLOC_CONF"] = said
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    before, after, setting = done.stdout.split()
+    assert (before, after) == ("False", "True")
+    assert setting.endswith("," + (said or LIST_ALLOCATOR))
+    assert (LIST_ALLOCATOR in setting) is (said is None)
