@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pipeline.cli.commands import LIST_ALLOCATOR
+from pipeline.cli.commands import LIST_ENVIRONMENT
 
 HEAVY = ("polars", "pyarrow", "aiohttp", "aiodns", "numpy", "tqdm", "phonenumbers", "dnslib")
 PROBE = """
@@ -83,26 +83,31 @@ def test_serve_runs_polars_on_one_thread_unless_told(said: str | None, threads: 
     assert int(done.stdout.strip()) == threads
 
 
-@pytest.mark.parametrize("said", [None, "dirty_decay_ms:1000"])
-def test_a_list_command_tells_the_allocator_before_polars_starts(said: str | None) -> None:
-    """`clean` sets how polars' allocator keeps freed pages before polars is imported (jemalloc
-    reads it once, when it starts), unless the environment already says. Polars puts its own
-    defaults first: jemalloc takes the last value of each setting."""
+@pytest.mark.parametrize("said", [False, True])
+def test_a_list_command_tells_polars_before_it_starts(said: bool) -> None:
+    """`clean` sets how polars' allocator keeps freed pages and how much of a CSV its reader
+    cuts at a time before polars is imported (each is read once), unless the environment
+    already says. Polars puts its own allocator settings first: jemalloc takes the last value
+    of each."""
+    theirs = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:1000", "POLARS_CSV_CHUNK_SIZE": "65536"}
     code = (
-        "import os, sys\n"
+        "import json, os, sys\n"
         "from pipeline.cli import _parser\n"
         "args = _parser().parse_args(['clean', 'list.csv'])\n"
         "before = 'polars' in sys.modules\n"
         "args.command()\n"
-        "print(before, 'polars' in sys.modules, os.environ['_RJEM_MALLOC_CONF'])\n"
+        "names = ['_RJEM_MALLOC_CONF', 'POLARS_CSV_CHUNK_SIZE']\n"
+        "print(json.dumps([before, 'polars' in sys.modules, [os.environ[n] for n in names]]))\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    if said is not None:
-        env["_RJEM_MALLOC_CONF"] = said
+    env = {k: v for k, v in os.environ.items() if k not in theirs}
+    if said:
+        env.update(theirs)
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
     )
-    before, after, setting = done.stdout.split()
-    assert (before, after) == ("False", "True")
-    assert setting.endswith("," + (said or LIST_ALLOCATOR))
-    assert (LIST_ALLOCATOR in setting) is (said is None)
+    before, after, (allocator, chunk) = json.loads(done.stdout)
+    assert (before, after) == (False, True)
+    wanted = theirs if said else LIST_ENVIRONMENT
+    assert allocator.endswith("," + wanted["_RJEM_MALLOC_CONF"])
+    assert (LIST_ENVIRONMENT["_RJEM_MALLOC_CONF"] in allocator) is (not said)
+    assert chunk == wanted["POLARS_CSV_CHUNK_SIZE"]

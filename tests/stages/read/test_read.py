@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import csv
+import json
 import os
+import random
 import subprocess
 import sys
 import zipfile
@@ -13,6 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline.cli.commands import LIST_ENVIRONMENT
 from pipeline.core.config import ReadConfig
 from pipeline.core.errors import InputError, UsageError
 from pipeline.core.files.delimited import sniff_delimiter
@@ -328,3 +332,41 @@ def test_a_file_with_a_footer_is_looked_at_on_every_fast_read(tmp_path: Path) ->
     for _ in range(2):
         with pytest.raises(csv_source.ReadAgain):
             list(source.batches(10))
+
+
+_CHUNKED_READ = """
+import json, sys
+from pathlib import Path
+from pipeline.stages.read.reader import open_list
+path = Path(sys.argv[1])
+reader = open_list(str(path), path, path.parent / "spill", None)
+rows = [row for batch in reader.batches(50_000) for row in batch.frame.rows()]
+print(json.dumps({"exact": reader._source.exact, "rows": rows}))
+"""
+
+
+def test_quoted_line_ends_across_the_readers_chunks(tmp_path: Path) -> None:
+    """The list commands have polars' CSV reader cut 4 MiB at a time (LIST_ENVIRONMENT): a
+    16 MiB list whose quoted fields hold line ends, delimiters and quotes, wherever the cuts
+    fall, is read whole by the fast reader, every field as Python's csv module reads it."""
+    rng = random.Random(34)
+    pieces = ["a", "b c", ",", "\n", '""', "\r\n", "é", "x" * 40]
+    written, size = [("id", "note", "email")], 0
+    while size < 16 << 20:
+        note = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 30))).replace('""', '"')
+        written.append((str(len(written)), note, f"u{len(written)}@x.com"))
+        size += len(note) + 30
+    path = tmp_path / "list.csv"
+    with path.open("w", newline="", encoding="utf-8") as out:
+        csv.writer(out, lineterminator="\n").writerows(written)
+    (tmp_path / "spill").mkdir()
+    env = {**os.environ, **LIST_ENVIRONMENT, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHUNKED_READ, str(path)],
+        capture_output=True, text=True, check=True, env=env,
+    )  # fmt: skip
+    read = json.loads(done.stdout)
+    with path.open(newline="", encoding="utf-8") as handle:
+        expected = [[cell or None for cell in row] for row in list(csv.reader(handle))[1:]]
+    assert read["exact"] is False
+    assert read["rows"] == expected
