@@ -404,7 +404,9 @@ class RunConfig:
     memory: int = setting(
         1024,
         "MiB a clean run aims to stay within (--memory); sets how many rows a batch holds. "
-        "Lists of any length pass through batches of this size.",
+        "Lists of any length pass through batches of this size. What the batches do not hold "
+        "comes on top (the libraries, the last run's history, the reader's chunks), so a small "
+        "value is exceeded.",
         minimum=64,
     )
     cores: int = setting(
