@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -74,3 +75,23 @@ def store_at(request: pytest.FixtureRequest, tmp_path: Path) -> StoreAt:
         return lambda name: tmp_path / name
     url: str = request.getfixturevalue("pg_url")
     return lambda name: url
+
+
+def at_once(count: int, work: Callable[[], object]) -> list[Exception]:
+    """*work* on *count* threads let go together; what each raised (none: [])."""
+    gate = threading.Barrier(count)
+    failures: list[Exception] = []
+
+    def run() -> None:
+        gate.wait()
+        try:
+            work()
+        except Exception as exc:  # every failure is reported to the test
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return failures

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,9 +15,9 @@ from pipeline.core.config import BouncesConfig, CacheConfig, ContactsConfig, Ver
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.sqlite import SqliteFile
 from pipeline.core.domains.cache import DomainCache
-from pipeline.core.errors import StoreError
 from pipeline.core.mailboxes.cache import MailboxCache
 from pipeline.service.accounts.store import ServiceStore
+from tests.conftest import at_once
 
 OPENERS: dict[str, Callable[[Path], SqliteFile | ServiceStore | ContactStore | BounceLedger]] = {
     "service store (key hashes, counters)": ServiceStore,
@@ -55,25 +54,15 @@ def test_created_for_its_owner_alone(tmp_path: Path, what: str) -> None:
 def test_a_new_file_opened_by_several_at_once(tmp_path: Path) -> None:
     """Several instances starting on one new store switch it to WAL together; SQLite answers
     all but one "database is locked" without waiting, and each must wait its turn instead."""
-    openers, rounds = 6, 40
-    failures: list[BaseException] = []
-    for round_ in range(rounds):
+    failures: list[Exception] = []
+    for round_ in range(40):
         path = tmp_path / f"store{round_}.sqlite"
-        gate = threading.Barrier(openers)
 
-        def open_together(path: Path = path, gate: threading.Barrier = gate) -> None:
-            gate.wait()
-            try:
-                with SqliteFile(path, "CREATE TABLE IF NOT EXISTS t(x);", what="t", remedy=""):
-                    pass
-            except StoreError as exc:
-                failures.append(exc)
+        def open_store(path: Path = path) -> None:
+            with SqliteFile(path, "CREATE TABLE IF NOT EXISTS t(x);", what="t", remedy=""):
+                pass
 
-        threads = [threading.Thread(target=open_together) for _ in range(openers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        failures += at_once(6, open_store)
         with SqliteFile(path, "", what="t", remedy="") as store:
             assert store.query("PRAGMA journal_mode") == [("wal",)]
     assert failures == []

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from pipeline.core.db.buckets import Shelf
 from pipeline.core.mailboxes.cache import MailboxBuckets, MailboxCache, MailboxStore
 from pipeline.core.mailboxes.types import Mailbox, MailboxResult, RemoteAnswer
 from pipeline.core.verdict import Verdict
+from tests.conftest import at_once
 
 CONFIG = VerifyConfig(ttl_good=1000, ttl_temporary=10)
 
@@ -102,22 +102,7 @@ def test_an_old_cache_opened_by_several_at_once(tmp_path: Path) -> None:
         db.execute(
             "INSERT INTO remote_answers VALUES ('a@x.com', 'https://api', 'Valid', 0.9, 0, 0, 2e9)"
         )
-    openers = 6
-    gate = threading.Barrier(openers)
-    failures: list[BaseException] = []
-
-    def open_together() -> None:
-        gate.wait()
-        try:
-            MailboxCache(path, CONFIG, Clock()).close()
-        except Exception as exc:  # every failure is reported
-            failures.append(exc)
-
-    threads = [threading.Thread(target=open_together) for _ in range(openers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    failures = at_once(6, lambda: MailboxCache(path, CONFIG, Clock()).close())
     assert failures == []
     cache = MailboxCache(path, CONFIG, Clock())
     try:
