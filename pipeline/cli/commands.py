@@ -42,9 +42,9 @@ def add_commands(commands: Commands) -> None:
 #   fresh ones in: the 10M-row list's run made half the page faults, 0.95x the wall time and
 #   0.94x the CPU, for about 75 MiB more at its peak (bench/RESULTS.md).
 # - How many bytes of a CSV its streaming reader cuts at a time (POLARS_CSV_CHUNK_SIZE): 4 MiB.
-#   It reads several such chunks ahead of the batches asked of it, whatever their size: about
-#   300 MiB of a 10M-row list with its own chunk size, about 110 MiB with these, at the same
-#   speed; the run's peak 1,130 -> 916 MiB (bench/RESULTS.md).
+#   It reads several such chunks ahead of the batches asked of it, whatever their size: the
+#   10M-row list read alone held 355 MiB with its own chunk size, 168 MiB with these (polars
+#   itself: 26 MiB), at the same speed; the run's peak 1,130 -> 916 MiB (bench/RESULTS.md).
 LIST_ENVIRONMENT: Final = {
     "_RJEM_MALLOC_CONF": "dirty_decay_ms:5000,muzzy_decay_ms:5000",
     "POLARS_CSV_CHUNK_SIZE": str(4 << 20),
