@@ -15,10 +15,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Final, TypeAlias
+from typing import TypeAlias
 
 from pipeline.cli.log import LogFormat
 from pipeline.cli.options import common_options, share, utf8_path, utf8_text, verify_options
+from pipeline.core.environment import prepare_polars
 from pipeline.stages.write.formats import OutputFormat
 
 # A string: the class is generic to type checkers only.
@@ -33,29 +34,9 @@ def add_commands(commands: Commands) -> None:
     _service_commands(commands)
 
 
-# What the list commands tell polars through its environment, before it is first imported (it
-# reads both once), unless the environment says otherwise:
-# - How its allocator (jemalloc, _RJEM_MALLOC_CONF) keeps the pages a list's batches free: five
-#   seconds in each of its two stages before they go back to the system. Polars asks for half a
-#   second and one second (its own defaults, set on import, with what the environment says
-#   appended: the later setting wins). The next batches reuse the pages instead of faulting
-#   fresh ones in: the 10M-row list's run made half the page faults, 0.95x the wall time and
-#   0.94x the CPU, for about 75 MiB more at its peak (bench/RESULTS.md).
-# - How many bytes of a CSV its streaming reader cuts at a time (POLARS_CSV_CHUNK_SIZE): 4 MiB.
-#   It reads several such chunks ahead of the batches asked of it, whatever their size: the
-#   10M-row list read alone held 355 MiB with its own chunk size, 168 MiB with these (polars
-#   itself: 26 MiB), at the same speed; the run's peak 1,130 -> 916 MiB (bench/RESULTS.md).
-LIST_ENVIRONMENT: Final = {
-    "_RJEM_MALLOC_CONF": "dirty_decay_ms:5000,muzzy_decay_ms:5000",
-    "POLARS_CSV_CHUNK_SIZE": str(4 << 20),
-}
-
-
 def _lists() -> ModuleType:
-    """The list commands' module, polars told :data:`LIST_ENVIRONMENT` first (a Dask
-    cluster's workers, started from this process, inherit it)."""
-    for name, value in LIST_ENVIRONMENT.items():
-        os.environ.setdefault(name, value)
+    """The list commands' module, polars told what the stages want of it first."""
+    prepare_polars()
     from pipeline.cli import lists
 
     return lists

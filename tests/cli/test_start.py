@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pipeline.cli.commands import LIST_ENVIRONMENT
+from pipeline.core.environment import LIST_ENVIRONMENT
 
 HEAVY = ("polars", "pyarrow", "aiohttp", "aiodns", "numpy", "tqdm", "phonenumbers", "dnslib")
 PROBE = """

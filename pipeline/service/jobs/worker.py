@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any, Final
 
+from pipeline.core.environment import prepare_polars
 from pipeline.service.jobs.types import STAGE_OF_METER
 
 # Seconds between two reports of one stage's meter.
@@ -189,6 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     cpus = [int(c) for c in args.cpus.split(",") if c.strip()]
     limit_self(cpus or sorted(os.sched_getaffinity(0)), args.nice)
+    prepare_polars()  # before polars is imported, as `clean` does
     # Everything a job needs, imported while the process waits for one.
     import pipeline.service.jobs.tasks
     import pipeline.stages.runner  # noqa: F401

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 
+from pipeline.core.environment import LIST_ENVIRONMENT
 from pipeline.service.jobs.worker import Channel, Refused, meters
 
 
@@ -36,3 +40,25 @@ def test_an_instance_that_is_gone_refuses_the_job() -> None:
     else:
         raise AssertionError("no answer is a refusal")
     assert Channel(io.StringIO(), io.StringIO('{"go": true}\n')).answer() == {"go": True}
+
+
+def test_a_job_process_tells_polars_what_clean_does() -> None:
+    """A bulk job runs the stages as `clean` does, so its process sets the same polars
+    environment before polars is imported: polars' own allocator settings come first (it
+    puts them before what it finds), ours after them."""
+    code = (
+        "import json, os, sys\n"
+        "from pipeline.service.jobs import worker\n"
+        "from pipeline.core.environment import LIST_ENVIRONMENT\n"
+        "assert worker.main([]) == 0\n"  # no job comes: it returns once imported
+        "print(json.dumps({n: os.environ[n] for n in LIST_ENVIRONMENT}), file=sys.stderr)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in LIST_ENVIRONMENT}
+    done = subprocess.run(
+        [sys.executable, "-c", code], input="", capture_output=True, text=True, check=True, env=env
+    )
+    found = json.loads(done.stderr.strip().splitlines()[-1])
+    allocator = found["_RJEM_MALLOC_CONF"]
+    assert allocator.endswith("," + LIST_ENVIRONMENT["_RJEM_MALLOC_CONF"])
+    assert allocator != LIST_ENVIRONMENT["_RJEM_MALLOC_CONF"]  # polars found ours: set before
+    assert found["POLARS_CSV_CHUNK_SIZE"] == LIST_ENVIRONMENT["POLARS_CSV_CHUNK_SIZE"]

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.cli.commands import LIST_ENVIRONMENT
 from pipeline.core.config import ReadConfig
+from pipeline.core.environment import LIST_ENVIRONMENT
 from pipeline.core.errors import InputError, UsageError
 from pipeline.core.files.delimited import sniff_delimiter
 from pipeline.stages.read import csv_source
