@@ -10,27 +10,38 @@ rule, and a distributed runner can call the same functions per partition.
     check_addresses     the mailbox answers (SMTP or a remote API) and the bounce ledger's flags
     decide              VERDICT, SCORE, REASON and the other spec fields (:mod:`.decide`),
                         SCORE then calibrated to the list's own sends (:mod:`.calibration`)
+
+The service answers a plain address whose domain it has answered before from that answer's
+shape (:mod:`.domains.shapes`): the steps' own text, with the address put in.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
 
 from pipeline.core.addresses.step import annotate_addresses, annotate_domains
+from pipeline.core.addresses.syntax import Syntax
 from pipeline.core.bounces.ledger import BounceLedger
-from pipeline.core.bounces.step import attach_bounces
+from pipeline.core.bounces.step import attach_bounces, bounce_keys
 from pipeline.core.calibration.apply import calibrated
 from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import Config
 from pipeline.core.decide import decide, detail, with_address_columns
 from pipeline.core.domains.cache import DomainCache
-from pipeline.core.domains.dns import SharedResolver
+from pipeline.core.domains.dns import DnsAnswer, SharedResolver
 from pipeline.core.domains.exchanges import Routing
-from pipeline.core.domains.step import DomainWork, attach_domains, check_domains, resolvable_domains
+from pipeline.core.domains.shapes import AnswerShapes
+from pipeline.core.domains.step import (
+    DomainWork,
+    attach_domains,
+    domain_answers,
+    domain_table,
+    resolvable_domains,
+)
 from pipeline.core.lists import DomainLists
 from pipeline.core.mailboxes.checkers import AddressChecker
 from pipeline.core.mailboxes.types import CheckStats
@@ -81,9 +92,10 @@ async def check_addresses(
         rows = await asyncio.to_thread(attach_bounces, ledger, rows)
     else:  # a local file answers in microseconds, and its one connection stays on the loop
         rows = attach_bounces(ledger, rows)
-    if engine.checker is None or engine.offline:
+    checker = engine.checker
+    if checker is None or not asks_each_address(engine):
         return with_address_columns(rows), None
-    checked, stats = await engine.checker.check(rows, engine.dns, engine.lists)
+    checked, stats = await checker.check(rows, engine.dns, engine.lists)
     return with_address_columns(checked), stats
 
 
@@ -97,12 +109,73 @@ async def verify_many(
     return decided.select(*SPEC_COLUMNS, "REASON", *extra).to_dicts()
 
 
+def asks_each_address(engine: Engine) -> bool:
+    """Whether the engine asks about each address (a mail server or a paid verifier)."""
+    return engine.checker is not None and not engine.offline
+
+
 async def verify_many_json(
-    engine: Engine, values: Sequence[str], *, domain_mode: bool = False
+    engine: Engine,
+    values: Sequence[str],
+    *,
+    domain_mode: bool = False,
+    shapes: AnswerShapes | None = None,
 ) -> list[str]:
     """:func:`verify_many`'s objects as JSON texts, encoded by polars (for the service: a
-    third of the cost of Python objects encoded one by one)."""
-    decided = await _verified(engine, values, domain_mode)
+    third of the cost of Python objects encoded one by one). With *shapes* (the engine's
+    own), a plain address whose answer is already decided per domain is answered from its
+    shape (:mod:`pipeline.core.domains.shapes`), and the others run the steps as before."""
+    if shapes is None or domain_mode or asks_each_address(engine):
+        return _json(await _verified(engine, values, domain_mode))
+    annotated = annotate_addresses(pl.Series(values, dtype=pl.String), engine.lists)
+    answers, _stats = await domain_answers(engine.domains, resolvable_domains(annotated))
+    listed = await _ledger_flags(engine.bounces, annotated)
+    texts: list[str | None] = []
+    keys: list[tuple[object, ...] | None] = []
+    for email, local, domain, key, syntax, role, duplicate, repaired in annotated.select(
+        _SHAPED_BY
+    ).iter_rows():
+        answer = answers.get(domain)
+        plain = syntax == Syntax.OK.value and not repaired and answer is not None
+        shape_key = (domain, answer, role, duplicate) if plain and key not in listed else None
+        keys.append(shape_key)
+        texts.append(None if shape_key is None else shapes.answer(shape_key, email, local))
+    rest = [i for i, text in enumerate(texts) if text is None]
+    if rest:
+        decided = await _decided(engine, annotated[rest], answers, domain_mode=False)
+        for i, email, local, text in zip(
+            rest,
+            decided.get_column("EMAIL").to_list(),
+            decided.get_column("LOCAL").to_list(),
+            _json(decided),
+            strict=True,
+        ):
+            texts[i] = text
+            if keys[i] is not None:
+                shapes.learn(keys[i], email, local, text)
+    answered = [text for text in texts if text is not None]
+    if len(answered) != len(values):
+        raise RuntimeError(f"{len(answered)} answers for {len(values)} values")
+    return answered
+
+
+# What an answer depends on besides the domain's DNS answer (see pipeline.core.domains.shapes).
+_SHAPED_BY = ("EMAIL", "LOCAL", "DOMAIN", "KEY", "SYNTAX", "ROLE", "DUPLICATE", "REPAIRED")
+
+
+async def _ledger_flags(ledger: BounceLedger | None, rows: pl.DataFrame) -> Mapping[str, object]:
+    """The keys of *rows* the bounce ledger has something to say about."""
+    if ledger is None:
+        return {}
+    wanted = bounce_keys(rows, None)
+    if not wanted:
+        return {}
+    if ledger.remote:  # round trips to a database leave the loop
+        return await asyncio.to_thread(ledger.flags, wanted)
+    return ledger.flags(wanted)
+
+
+def _json(decided: pl.DataFrame) -> list[str]:
     encoded = pl.struct(*SPEC_COLUMNS, "REASON").struct.json_encode()
     return decided.select(encoded).to_series().to_list()
 
@@ -112,7 +185,15 @@ async def _verified(engine: Engine, values: Sequence[str], domain_mode: bool) ->
         annotated = annotate_domains(values)
     else:
         annotated = annotate_addresses(pl.Series(values, dtype=pl.String), engine.lists)
-    table, _stats = await check_domains(engine.domains, resolvable_domains(annotated))
+    answers, _stats = await domain_answers(engine.domains, resolvable_domains(annotated))
+    return await _decided(engine, annotated, answers, domain_mode)
+
+
+async def _decided(
+    engine: Engine, annotated: pl.DataFrame, answers: Mapping[str, DnsAnswer], domain_mode: bool
+) -> pl.DataFrame:
+    """Annotated rows, their domains' DNS *answers* at hand, through the rest of the steps."""
+    table = domain_table(engine.lists, resolvable_domains(annotated), answers)
     rows = attach_domains(annotated, table)
     if not domain_mode:
         rows, _sent = await check_addresses(engine, rows)

@@ -31,6 +31,7 @@ from aiohttp.typedefs import Handler
 from pipeline.core.assembly.build import EngineOptions, open_engine
 from pipeline.core.contacts.store import ContactStore
 from pipeline.core.db.database import Where, store_where
+from pipeline.core.domains.shapes import AnswerShapes
 from pipeline.core.engine import Engine, verify_many_json
 from pipeline.core.mailboxes.vendors.checker import unpaid
 from pipeline.core.text import failure_line, for_log
@@ -228,6 +229,8 @@ def _services(
     # Callers whose plan does not pay for a vendor (anonymous ones included) get the engine
     # without it: the same answers, the vendor's part left at the domain level.
     engines = {True: engine, False: dataclasses.replace(engine, checker=unpaid(engine.checker))}
+    # What each engine has decided per domain: a plain address's answer without a pass.
+    shapes = {paid: AnswerShapes() for paid in engines}
 
     async def answers(items: Sequence[tuple[str, bool, bool]]) -> list[str]:
         # One engine pass per kind present: addresses and bare domains (domain mode), for
@@ -237,7 +240,9 @@ def _services(
             rows = [i for i, (_, dm, p) in enumerate(items) if dm is mode and p is paid]
             if rows:
                 values = [items[i][0] for i in rows]
-                texts = await verify_many_json(engines[paid], values, domain_mode=mode)
+                texts = await verify_many_json(
+                    engines[paid], values, domain_mode=mode, shapes=shapes[paid]
+                )
                 for i, text in zip(rows, texts, strict=True):
                     answered[i] = text
         return answered

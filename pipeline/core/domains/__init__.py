@@ -1,1 +1,2 @@
-"""Domains: DNS, mail exchanges, the domain cache, typo suggestions, and their frame step."""
+"""Domains: DNS, mail exchanges, the domain cache, typo suggestions, their frame step, and the
+answers a domain gives its plain addresses (shapes)."""
