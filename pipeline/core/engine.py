@@ -132,9 +132,9 @@ async def verify_many_json(
     listed = await _ledger_flags(engine.bounces, annotated)
     texts: list[str | None] = []
     keys: list[tuple[object, ...] | None] = []
-    for email, local, domain, key, syntax, role, duplicate, repaired in annotated.select(
-        _SHAPED_BY
-    ).iter_rows():
+    # Columns as lists, zipped: a frame's own rows cost six times as much on a service batch.
+    columns = (annotated.get_column(c).to_list() for c in _SHAPED_BY)
+    for email, local, domain, key, syntax, role, duplicate, repaired in zip(*columns, strict=True):
         answer = answers.get(domain)
         plain = syntax == Syntax.OK.value and not repaired and answer is not None
         shape_key = (domain, answer, role, duplicate) if plain and key not in listed else None
