@@ -63,6 +63,7 @@ docs: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_clean.py
 	$(BIN)/python bench/bench_service.py
+	$(BIN)/python bench/bench_service_pass.py
 	$(BIN)/python bench/bench_jobs.py
 	$(BIN)/python bench/bench_multi.py
 	$(BIN)/python bench/bench_smtp.py
