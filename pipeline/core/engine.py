@@ -26,7 +26,8 @@ import polars as pl
 from pipeline.core.addresses.step import annotate_addresses, annotate_domains
 from pipeline.core.addresses.syntax import Syntax
 from pipeline.core.bounces.ledger import BounceLedger
-from pipeline.core.bounces.step import attach_bounces, bounce_keys
+from pipeline.core.bounces.step import attach_bounces, bounce_keys, join_bounce_flags
+from pipeline.core.bounces.types import BounceFlags
 from pipeline.core.calibration.apply import calibrated
 from pipeline.core.calibration.types import Calibration
 from pipeline.core.config import Config
@@ -83,12 +84,15 @@ class Engine:
 
 
 async def check_addresses(
-    engine: Engine, rows: pl.DataFrame
+    engine: Engine, rows: pl.DataFrame, flags: Mapping[str, BounceFlags] | None = None
 ) -> tuple[pl.DataFrame, CheckStats | None]:
     """Add the address-level answers (bounce ledger, SMTP or a remote API), null without them,
-    and what the checker sent (None: no checker ran)."""
+    and what the checker sent (None: no checker ran). *flags*: the ledger's answer for the
+    rows' keys, when the caller asked it already (the batch then decides on one reading)."""
     ledger = engine.bounces
-    if ledger is not None and ledger.remote:  # round trips to a database leave the loop
+    if flags is not None:
+        rows = join_bounce_flags(rows, flags)
+    elif ledger is not None and ledger.remote:  # round trips to a database leave the loop
         rows = await asyncio.to_thread(attach_bounces, ledger, rows)
     else:  # a local file answers in microseconds, and its one connection stays on the loop
         rows = attach_bounces(ledger, rows)
@@ -142,7 +146,9 @@ async def verify_many_json(
         texts.append(None if shape_key is None else shapes.answer(shape_key, email, local))
     rest = [i for i, text in enumerate(texts) if text is None]
     if rest:
-        decided = await _decided(engine, annotated[rest], answers, domain_mode=False)
+        # On the ledger's same reading: a bounce recorded meanwhile must not make the shape
+        # of a key that was read as having none.
+        decided = await _decided(engine, annotated[rest], answers, False, listed)
         for i, email, local, text in zip(
             rest,
             decided.get_column("EMAIL").to_list(),
@@ -163,8 +169,10 @@ async def verify_many_json(
 _SHAPED_BY = ("EMAIL", "LOCAL", "DOMAIN", "KEY", "SYNTAX", "ROLE", "DUPLICATE", "REPAIRED")
 
 
-async def _ledger_flags(ledger: BounceLedger | None, rows: pl.DataFrame) -> Mapping[str, object]:
-    """The keys of *rows* the bounce ledger has something to say about."""
+async def _ledger_flags(
+    ledger: BounceLedger | None, rows: pl.DataFrame
+) -> Mapping[str, BounceFlags]:
+    """The flags of the keys of *rows* the bounce ledger has something to say about."""
     if ledger is None:
         return {}
     wanted = bounce_keys(rows, None)
@@ -190,13 +198,18 @@ async def _verified(engine: Engine, values: Sequence[str], domain_mode: bool) ->
 
 
 async def _decided(
-    engine: Engine, annotated: pl.DataFrame, answers: Mapping[str, DnsAnswer], domain_mode: bool
+    engine: Engine,
+    annotated: pl.DataFrame,
+    answers: Mapping[str, DnsAnswer],
+    domain_mode: bool,
+    flags: Mapping[str, BounceFlags] | None = None,
 ) -> pl.DataFrame:
-    """Annotated rows, their domains' DNS *answers* at hand, through the rest of the steps."""
+    """Annotated rows, their domains' DNS *answers* (and the ledger's *flags*) at hand,
+    through the rest of the steps."""
     table = domain_table(engine.lists, resolvable_domains(annotated), answers)
     rows = attach_domains(annotated, table)
     if not domain_mode:
-        rows, _sent = await check_addresses(engine, rows)
+        rows, _sent = await check_addresses(engine, rows, flags)
     # A list's calibration is of its addresses' sends: a domain's answer keeps the rules' SCORE.
     calibration = None if domain_mode else engine.calibration
     return calibrated(decide(rows, domain_mode=domain_mode), calibration)

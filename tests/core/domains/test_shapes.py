@@ -7,13 +7,15 @@ import asyncio
 import contextlib
 import dataclasses
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from pipeline.core.assembly.build import EngineOptions, open_engine
 from pipeline.core.bounces.ledger import BounceLedger
+from pipeline.core.bounces.types import BounceFlags
 from pipeline.core.calibration.types import Calibration, Level, LevelStatus
 from pipeline.core.config import BouncesConfig, Config
 from pipeline.core.domains.dns import DnsAnswer, DnsStatus
@@ -157,6 +159,40 @@ def test_the_ledger_is_asked_about_every_address(engine: Engine) -> None:
     engine.bounces.add([event("bob@acme-widgets.com", HARD, SAMPLE_NOW - 60)])
     [[after]] = _answers(engine, [["bob@acme-widgets.com"]], shapes)
     assert '"VERDICT":"Invalid"' in after and '"HAS_KNOWN_BOUNCES":true' in after
+
+
+class _BounceWhileAsked(BounceLedger):
+    """A ledger that records a hard bounce for *key* right after it is first asked: a
+    bounce report arriving while a batch is being answered."""
+
+    def __init__(self, *args: Any, key: str) -> None:
+        super().__init__(*args)
+        self._key: str | None = key
+
+    def flags(self, keys: Iterable[str]) -> dict[str, BounceFlags]:
+        found = super().flags(keys)
+        if self._key is not None:
+            self.add([event(self._key, HARD, SAMPLE_NOW - 60)])
+            self._key = None
+        return found
+
+
+def test_a_bounce_recorded_during_a_pass_never_becomes_a_domains_shape(
+    engine: Engine, tmp_path: Path
+) -> None:
+    with _BounceWhileAsked(
+        tmp_path / "racing.sqlite", BouncesConfig(), lambda: SAMPLE_NOW, key="bob@acme-widgets.com"
+    ) as ledger:
+        racing = dataclasses.replace(engine, bounces=ledger)
+        shapes = AnswerShapes()
+        # Bob's batch is answered on the ledger as it was read: no bounce yet.
+        [[bob]] = _answers(racing, [["bob@acme-widgets.com"]], shapes)
+        [[carol]] = _answers(racing, [["carol@acme-widgets.com"]], shapes)
+        assert '"VERDICT":"Valid"' in bob and shapes.hits == 1
+        [[plain]] = _answers(racing, [["carol@acme-widgets.com"]], None)
+        assert carol == plain
+        [[bob_now]] = _answers(racing, [["bob@acme-widgets.com"]], shapes)
+        assert '"HAS_KNOWN_BOUNCES":true' in bob_now
 
 
 def test_a_domain_whose_answer_changes_gets_a_new_shape(engine: Engine) -> None:
