@@ -5,8 +5,11 @@
 Each commit is checked out into a temporary work tree (``git worktree``) and run with this
 virtual environment's Python, its own tree first on ``PYTHONPATH``: the sample list cleaned in
 the sandbox world with ``--verify smtp`` (after the sample bounces and contacts are imported),
-``verify`` of the demo's address, and the sample list cleaned ``--offline`` into CSV with
-``--split``. Then the Parquet outputs are compared as frames (VERIFIED_AT left out: a clock),
+``verify`` of the demo's address, the sample list cleaned ``--offline`` into CSV with
+``--split``, and ``listclean serve`` in the same sandbox asked ``/api/email`` about every address
+of the sample list and a few variants of each, twice, 16 requests at a time (so answers come
+from batches of many sizes, and from the service's answer shapes the second time). Then the
+Parquet outputs are compared as frames (VERIFIED_AT left out: a clock),
 every other file byte for byte, and ``summary.json`` key by key (timings, run metadata, file paths
 and the history's run id and store left out). Exit 1 when anything differs.
 """
@@ -14,14 +17,19 @@ and the history's run id and store left out). Exit 1 when anything differs.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import polars as pl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +56,59 @@ def _demo(tree: Path, out: Path) -> None:
         capture_output=True, text=True,
     ).stdout  # fmt: skip
     (out / "verify.json").write_text(answer)
+    _serve_answers(tree, env, cache, out / "service.jsonl")
+
+
+SERVING = re.compile(r"Serving on (http://127\.0\.0\.1:\d+)")
+
+
+def _serve_answers(tree: Path, env: dict[str, str], cache: list[str], to: Path) -> None:
+    """``listclean serve`` in the demo's sandbox, asked about the sample list's addresses (and
+    their variants) twice; each value's two answers, in the list's order, to *to*."""
+    emails = pl.read_csv(tree / "sample_data" / "list.csv", infer_schema=False)["Email Address"]
+    values = []
+    for email in emails.fill_null("").to_list():
+        local, _, domain = email.partition("@")
+        values += [email, f"{local}@{domain.upper()}", f"{local}x@{domain}", f" {email} "]
+    log = to.with_suffix(".log")
+    argv = [sys.executable, "-m", "pipeline", "serve", "--host", "127.0.0.1", "--port", "0",
+            *cache]  # fmt: skip
+    with log.open("wb") as out:
+        server = subprocess.Popen(argv, cwd=tree, env=env, stdout=out, stderr=out)
+    try:
+        base = _wait_serving(server, log)
+        answers = asyncio.run(_ask(base, values))
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=30)
+    log.unlink()
+    to.write_text("".join(json.dumps([v, *a]) + "\n" for v, a in zip(values, answers, strict=True)))
+
+
+def _wait_serving(server: subprocess.Popen[bytes], log: Path) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = SERVING.search(log.read_text(errors="replace"))
+        if found:
+            return found.group(1)
+        if server.poll() is not None:
+            break
+        time.sleep(0.05)
+    sys.exit(f"listclean serve did not start: {log.read_text(errors='replace')}")
+
+
+async def _ask(base: str, values: list[str]) -> list[list[str]]:
+    answers: list[list[str]] = [[] for _ in values]
+    gate = asyncio.Semaphore(16)
+    async with aiohttp.ClientSession() as session:
+
+        async def one(i: int) -> None:
+            async with gate, session.get(f"{base}/api/email", params={"email": values[i]}) as r:
+                answers[i].append(f"{r.status} {await r.text()}")
+
+        for _ in range(2):
+            await asyncio.gather(*(one(i) for i in range(len(values))))
+    return answers
 
 
 def _frame(path: Path) -> pl.DataFrame:
