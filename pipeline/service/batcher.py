@@ -13,6 +13,14 @@ without it, each pass's end would release just the few requests that arrived mea
 wait is cut short when *ready* says no more requests can come (the service: every open
 connection has a request waiting here), since waiting longer would only add latency.
 
+When the wait ends, the batch still lets the event loop turn :data:`SETTLE_TURNS` times before
+it leaves. A request that has been read from its socket takes a few turns to reach
+:meth:`MicroBatcher.submit` (aiohttp hands it to a task, which starts on the next turn). On a
+busy host the loop gets the CPU late, and the wait's end comes in the same turn as the reads of
+many requests. Without these turns the batch left without them: 33 to 39 requests a batch
+instead of 63 under the service bench's load, each request bearing twice the pass's fixed
+cost. The turns cost microseconds when nothing else is waiting.
+
 Batches run as separate tasks, so a batch waiting on a slow DNS answer never holds up the next.
 
 A failure touches only the request that caused it: when a pass fails, its batch is split in
@@ -25,6 +33,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
+
+# Turns of the event loop a batch waits, once its wait is over, for the requests already read.
+SETTLE_TURNS = 3
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -71,9 +82,16 @@ class MicroBatcher(Generic[T, R]):
         deadline = min(self._last + self._quiet, self._first + self._max_wait)
         loop = asyncio.get_running_loop()
         if loop.time() >= deadline:
-            self._flush()
+            loop.call_soon(self._flush_after, SETTLE_TURNS)
         else:  # items kept coming: wait for the lull (or the cap)
             self._timer = loop.call_at(deadline, self._due)
+
+    def _flush_after(self, turns: int) -> None:
+        """Flush once the event loop has turned *turns* more times (see the module's text)."""
+        if turns > 0:
+            asyncio.get_running_loop().call_soon(self._flush_after, turns - 1)
+        else:
+            self._flush()
 
     async def drain(self) -> None:
         """Wait for every batch in flight (used on shutdown)."""

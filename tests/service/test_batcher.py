@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 import pytest
 
-from pipeline.service.batcher import MicroBatcher
+from pipeline.service.batcher import SETTLE_TURNS, MicroBatcher
 
 
 def test_concurrent_items_share_runs_and_get_their_own_results() -> None:
@@ -105,3 +106,30 @@ def test_a_batch_leaves_after_a_lull_before_the_full_wait() -> None:
     results, took = asyncio.run(scenario())
     assert results == [1, 2]
     assert 0.02 <= took < 1.0  # after the lull, far before the 5 s cap
+
+
+def test_requests_read_as_the_wait_ends_still_join_the_batch() -> None:
+    """A busy host: the loop gets the CPU after the wait is over, in the turn that also reads
+    several requests, each of which reaches submit a few turns later (as aiohttp's do)."""
+    runs: list[list[int]] = []
+
+    async def echo(items: Sequence[int]) -> list[int]:
+        runs.append(list(items))
+        return list(items)
+
+    async def scenario() -> list[int]:
+        batcher = MicroBatcher(echo, max_size=100, max_wait=0.005, quiet=0.005)
+        first = asyncio.ensure_future(batcher.submit(0))
+        await asyncio.sleep(0)  # the first request waits; its wait's timer is set
+
+        async def read_late(item: int) -> int:
+            for _ in range(SETTLE_TURNS - 1):  # the turns from a request's bytes to submit
+                await asyncio.sleep(0)
+            return await batcher.submit(item)
+
+        time.sleep(0.02)  # the loop has no CPU while the wait runs out
+        late = [asyncio.ensure_future(read_late(i)) for i in range(1, 4)]
+        return await asyncio.gather(first, *late)
+
+    assert asyncio.run(scenario()) == [0, 1, 2, 3]
+    assert runs == [[0, 1, 2, 3]]  # one batch: the late ones did not miss it
