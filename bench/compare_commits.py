@@ -72,7 +72,7 @@ def _serve_answers(tree: Path, env: dict[str, str], cache: list[str], to: Path) 
         values += [email, f"{local}@{domain.upper()}", f"{local}x@{domain}", f" {email} "]
     log = to.with_suffix(".log")
     argv = [sys.executable, "-m", "pipeline", "serve", "--host", "127.0.0.1", "--port", "0",
-            *cache]  # fmt: skip
+            "--db", str(Path(cache[-1]) / "service.sqlite"), *cache]  # fmt: skip
     with log.open("wb") as out:
         server = subprocess.Popen(argv, cwd=tree, env=env, stdout=out, stderr=out)
     try:

@@ -21,6 +21,18 @@ SAMPLE_CSV = REPO / "sample_data" / "list.csv"
 SAMPLE_PARQUET = REPO / "sample_data" / "list.parquet"
 
 
+@pytest.fixture(autouse=True)
+def own_user_folders(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each test has user cache and data folders of its own (``XDG_CACHE_HOME``,
+    ``XDG_DATA_HOME``; the processes it starts inherit them): what a command writes there by
+    default never lands in the user's folders, and what the user's hold decides no test."""
+    folder = tmp_path_factory.mktemp("user")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder / "data"))
+
+
 @pytest.fixture(scope="session")
 def lists() -> DomainLists:
     return load_lists()
