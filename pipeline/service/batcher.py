@@ -17,7 +17,7 @@ When the wait ends, the batch still lets the event loop turn :data:`SETTLE_TURNS
 it leaves. A request that has been read from its socket takes a few turns to reach
 :meth:`MicroBatcher.submit` (aiohttp hands it to a task, which starts on the next turn). On a
 busy host the loop gets the CPU late, and the wait's end comes in the same turn as the reads of
-many requests. Without these turns the batch left without them: 33 to 39 requests a batch
+many requests. Without these turns the batch left without them: 32 to 42 requests a batch
 instead of 63 under the service bench's load, each request bearing twice the pass's fixed
 cost. The turns cost microseconds when nothing else is waiting.
 
