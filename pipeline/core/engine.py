@@ -18,8 +18,9 @@ shape (:mod:`.domains.shapes`): the steps' own text, with the address put in.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import polars as pl
 
@@ -48,6 +49,8 @@ from pipeline.core.mailboxes.checkers import AddressChecker
 from pipeline.core.mailboxes.types import CheckStats
 from pipeline.core.progress import ProgressFactory
 from pipeline.core.schema import SPEC_COLUMNS
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -92,10 +95,8 @@ async def check_addresses(
     ledger = engine.bounces
     if flags is not None:
         rows = join_bounce_flags(rows, flags)
-    elif ledger is not None and ledger.remote:  # round trips to a database leave the loop
-        rows = await asyncio.to_thread(attach_bounces, ledger, rows)
-    else:  # a local file answers in microseconds, and its one connection stays on the loop
-        rows = attach_bounces(ledger, rows)
+    else:
+        rows = await _asked(ledger, attach_bounces, ledger, rows)
     checker = engine.checker
     if checker is None or not asks_each_address(engine):
         return with_address_columns(rows), None
@@ -176,11 +177,15 @@ async def _ledger_flags(
     if ledger is None:
         return {}
     wanted = bounce_keys(rows, None)
-    if not wanted:
-        return {}
-    if ledger.remote:  # round trips to a database leave the loop
-        return await asyncio.to_thread(ledger.flags, wanted)
-    return ledger.flags(wanted)
+    return await _asked(ledger, ledger.flags, wanted) if wanted else {}
+
+
+async def _asked(ledger: BounceLedger | None, work: Callable[..., T], *args: object) -> T:
+    """*work*(*args*), which asks *ledger*: round trips to a database leave the event loop; a
+    local file answers in microseconds, and its one connection stays on the loop."""
+    if ledger is not None and ledger.remote:
+        return await asyncio.to_thread(work, *args)
+    return work(*args)
 
 
 def _json(decided: pl.DataFrame) -> list[str]:
