@@ -162,9 +162,11 @@ class DomainLists:
         suffix ("co.uk", "blogspot.com") is shared by unrelated registrants.
         """
         key = lookup_key(domain)
-        labels = key.split(".")
-        if not any(".".join(labels[i:]) in self.disposable for i in range(len(labels))):
-            return False  # most domains: no suffix is listed, no suffix-list lookup needed
+        suffix = key  # the name, then each name above it ("x7.mailinator.com", then ...)
+        while suffix not in self.disposable:
+            suffix = suffix.partition(".")[2]
+            if not suffix:
+                return False  # most domains: no suffix is listed, no suffix-list lookup needed
         registrable = self.registrable_domain(key)
         if not registrable or not key.endswith(registrable):
             return False
