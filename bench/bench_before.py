@@ -8,9 +8,11 @@ then ``make venv`` there). One list is generated with this checkout's generator,
 served on loopback in its own process, and each checkout's ``clean`` run once cold, with its own
 domain cache, to fill it. Then, ``--rounds`` times, in an order that alternates from round to
 round: the warm ``clean`` of each checkout and python-email-validator's syntax-only loop over the
-same addresses. Each run is a fresh process started through that checkout's ``bench/measure.py``
-and timed from start to exit, as ``bench/bench_clean.py`` times them, so on a machine shared with
-other work the ratios are taken round by round: each warm run against the loop run beside it.
+same addresses. Each checkout's package is byte-compiled first, as an installed one is
+(``bench_clean.compiled``). Each run is a fresh process started through that checkout's
+``bench/measure.py`` and timed from start to exit, as ``bench/bench_clean.py`` times them, so
+on a machine shared with other work the ratios are taken round by round: each warm run against
+the loop run beside it.
 Prints a Markdown table and writes ``before.json`` beside the list, which it then deletes.
 ``--messy``: the list as real exports are (``generate.py --messy``: 2% of the rows with a space
 before the ``@``, 3% with an upper-case domain).
@@ -28,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_clean import served_world
+from bench_clean import compiled, served_world
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -69,6 +71,8 @@ def main() -> None:
     args = parser.parse_args()
     out: Path = args.out
     checkouts = {"before": args.before.resolve(), "after": ROOT}
+    for checkout in checkouts.values():
+        compiled(checkout)
     generate = [sys.executable, str(HERE / "generate.py"), "--rows", str(args.rows)]
     generate += ["--domains", str(args.domains), "--out", str(out)]
     subprocess.run([*generate, *(["--messy"] if args.messy else [])], check=True)

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_clean import served_world
+from bench_clean import ROOT, compiled, served_world
 
 HERE = Path(__file__).resolve().parent
 FLOOR = """
@@ -178,6 +178,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write every run's figures here")
     parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
+    compiled(ROOT)
     where = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=args.dir))
     try:
         results = [one_size(rows, args.runs, where, args.warm, args.keep) for rows in args.rows]
