@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,23 @@ def compiled(checkout: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     command = [str(python), "-m", "compileall", "-q", str(checkout / "pipeline")]
     subprocess.run(command, check=True, env=env, stdout=subprocess.DEVNULL)
+
+
+SERVING = re.compile(r"Serving on (http://127\.0\.0\.1:\d+)")
+
+
+def serving_url(process: subprocess.Popen[bytes], log: Path, seconds: float) -> str:
+    """The URL ``listclean serve`` (*process*, writing its log to *log*) says it serves on;
+    exits with the log if the process stops first or says nothing within *seconds*."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = SERVING.search(log.read_text(errors="replace"))
+        if found:
+            return found.group(1)
+        if process.poll() is not None:
+            break
+        time.sleep(0.05)
+    raise SystemExit(f"listclean serve did not start: {log.read_text(errors='replace')}")
 
 
 def run(out: Path, name: str, args: list[str], wrapper: tuple[str, ...] = ()) -> dict[str, Any]:

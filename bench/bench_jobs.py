@@ -46,12 +46,11 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from bench_clean import served_world  # noqa: E402
+from bench_clean import served_world, serving_url  # noqa: E402
 
 from pipeline.service.jobs.runner import job_cpus  # noqa: E402
 
 LISTCLEAN = [sys.executable, "-m", "pipeline"]
-_SERVING = re.compile(r"Serving on (http://127\.0\.0\.1:\d+)")
 PLAN = "bench"
 
 
@@ -111,12 +110,7 @@ def service(out: Path, config: Path, name: str) -> Iterator[tuple[str, str, int]
     with log.open("wb") as sink:
         process = subprocess.Popen(command, stdout=sink, stderr=sink, env=env, cwd=ROOT)
     try:
-        deadline = time.monotonic() + 120
-        while not (found := _SERVING.search(log.read_text(errors="replace"))):
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"serve did not start: {log.read_text(errors='replace')}")
-            time.sleep(0.1)
-        yield found.group(1), secret, process.pid
+        yield serving_url(process, log, 120), secret, process.pid
     finally:
         process.terminate()
         process.wait(timeout=60)

@@ -20,17 +20,16 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import polars as pl
+from bench_clean import serving_url
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLATILE = ("run", "seconds_per_stage", "stages", "files", "output", "rejects_file")
@@ -59,9 +58,6 @@ def _demo(tree: Path, out: Path) -> None:
     _serve_answers(tree, env, cache, out / "service.jsonl")
 
 
-SERVING = re.compile(r"Serving on (http://127\.0\.0\.1:\d+)")
-
-
 def _serve_answers(tree: Path, env: dict[str, str], cache: list[str], to: Path) -> None:
     """``listclean serve`` in the demo's sandbox, asked about the sample list's addresses (and
     their variants) twice; each value's two answers, in the list's order, to *to*."""
@@ -76,25 +72,13 @@ def _serve_answers(tree: Path, env: dict[str, str], cache: list[str], to: Path) 
     with log.open("wb") as out:
         server = subprocess.Popen(argv, cwd=tree, env=env, stdout=out, stderr=out)
     try:
-        base = _wait_serving(server, log)
+        base = serving_url(server, log, 60)
         answers = asyncio.run(_ask(base, values))
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=30)
     log.unlink()
     to.write_text("".join(json.dumps([v, *a]) + "\n" for v, a in zip(values, answers, strict=True)))
-
-
-def _wait_serving(server: subprocess.Popen[bytes], log: Path) -> str:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        found = SERVING.search(log.read_text(errors="replace"))
-        if found:
-            return found.group(1)
-        if server.poll() is not None:
-            break
-        time.sleep(0.05)
-    sys.exit(f"listclean serve did not start: {log.read_text(errors='replace')}")
 
 
 async def _ask(base: str, values: list[str]) -> list[list[str]]:
