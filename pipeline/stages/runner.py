@@ -9,8 +9,10 @@ on the list's length:
 2. **between**: each distinct domain is checked once (cache, then DNS; answers are cached as they
    arrive). With ``--verify``, the distinct addresses worth asking are gathered from the spill
    and answered in the priority order and within the budget of the address step.
-3. **decide**: each spilled batch gets its DUPLICATE flags, domain answers, address answers and
-   bounce flags, is decided, and is written as one row group of the output.
+3. **decide**: each batch, read again (a list whose batches fit in a sixteenth of the run's
+   memory is read once: its batches are kept from pass 1), is joined with its spilled work
+   columns, gets its DUPLICATE flags, domain answers, address answers and bounce flags, is
+   decided, and is written as one row group of the output.
 
 Both passes use the machine's cores (``run.cores``; 0: every core the process may use): while
 one batch is read, the batches before it are normalized (pass 1) or decided (pass 3) in a pool
@@ -62,7 +64,7 @@ from pipeline.stages.read.csv_source import ReadAgain
 from pipeline.stages.read.reader import Choice, ListReader, ReadBatch, open_list
 from pipeline.stages.sequence import Scanned, run_stages
 from pipeline.stages.state.dedupe import Cut, DuplicateMarker
-from pipeline.stages.state.spill import Spill, named_failures, spill_folder
+from pipeline.stages.state.spill import ReadOnce, Spill, named_failures, spill_folder
 from pipeline.stages.steps import (
     answer_table,
     decide_work,
@@ -102,6 +104,7 @@ class _Scan:
 
     spill: Spill
     marker: DuplicateMarker
+    originals: ReadOnce  # the read batches, for pass 2, while they fit
     domains: dict[str, None] = field(default_factory=dict)  # first-seen order
     held: list[pl.DataFrame] = field(default_factory=list)  # addresses held back (consent)
     syntax_ok: list[pl.Series] = field(default_factory=list)  # per row: its syntax passed
@@ -230,6 +233,11 @@ class LocalWay:
 # quarter made the 10M bench list's peak 1,531 MiB, a sixteenth 1,117 MiB, at the same speed
 # (farm-bench, 3 pairs; the 1M warm run 1.01x). A short list still never touches the disk.
 _KEPT_SHARE: Final = 16
+# A list whose read batches fit in this share of the run's memory is read once: pass 2 takes
+# them from memory. The 1M-row bench list (43 MiB of batches) ran in 0.97x the time, its
+# peak lower (no second read's buffers); at an eighth, a list just within it (2.7M rows,
+# 126 MiB) peaked 107 MiB higher, at 1,009 MiB.
+_ONCE_SHARE: Final = 16
 
 
 def batch_rows(memory_mb: int, bytes_per_row: float) -> int:
@@ -262,7 +270,8 @@ def _scan_with(
     spill.clear()
     # About a million addresses a partition: one for a small list, up to the marker's most.
     partitions = min(256, max(1, reader.expected_rows // 1_000_000 + 1))
-    scan = _Scan(spill, DuplicateMarker(folder, partitions))
+    originals = ReadOnce(memory_mb * 2**20 // _ONCE_SHARE)
+    scan = _Scan(spill, DuplicateMarker(folder, partitions), originals)
     bar = meter(engine.progress, reader.known_rows, "read", "row")
 
     def normalized(item: tuple[int, int, ReadBatch]) -> _Normalized:
@@ -281,6 +290,7 @@ def _scan_with(
 
     def kept(read: ReadBatch, done: _Normalized) -> None:
         rejects.write(read.rejects)
+        scan.originals.add(read.frame)
         scan.rejected += read.rejects.height
         scan.marker.add_cut(done.cut)
         scan.domains.update(dict.fromkeys(done.found))
@@ -437,9 +447,9 @@ def _decide_all(
     tables: tuple[pl.DataFrame, pl.DataFrame | None],
     sinks: tuple[Sink, LocalMemory | None],
 ) -> Tally:
-    """Pass 2: every batch read again (the original columns: cheaper to read than to keep),
-    joined with its spilled work columns, decided (on the pool's threads), then written,
-    counted and remembered in the list's order."""
+    """Pass 2: every batch read again (the original columns: cheaper to read than to keep,
+    but for a short list, kept from pass 1), joined with its spilled work columns, decided
+    (on the pool's threads), then written, counted and remembered in the list's order."""
     table, answers = tables
     sink, memory = sinks
     held = held_keys(pl.concat(scan.held)) if scan.held else None
@@ -473,10 +483,21 @@ def _decide_all(
 
     bar = meter(engine.progress, scan.rows, "write", "row")
     with contextlib.closing(bar), _pool(engine) as (pool, most), _in_turn(most) as turn:
-        for _item, done in in_order(pool, decided, _numbered(reader.batches(rows)), most):
+        for _item, done in in_order(pool, decided, _numbered(_again(reader, scan, rows)), most):
             turn(kept, done)
     scan.marker.close()
     return tally
+
+
+def _again(reader: ListReader, scan: _Scan, rows: int) -> Iterator[ReadBatch]:
+    """The list's batches for pass 2: kept from pass 1 when they all were, else read again
+    (the rejects were written in pass 1: none here)."""
+    if not scan.originals.whole:
+        yield from reader.batches(rows)
+        return
+    none = pl.DataFrame(schema=reader.reject_schema)
+    for frame in scan.originals.take():
+        yield ReadBatch(frame, none)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""A list read in many batches gives exactly what one batch gives; datasets in and out; a
-domain-level run killed mid-way keeps its DNS answers."""
+"""A list read in many batches gives exactly what one batch gives; a short list is read once,
+a longer one twice, with the same output; datasets in and out; a domain-level run killed
+mid-way keeps its DNS answers."""
 
 from __future__ import annotations
 
@@ -12,10 +13,14 @@ import time
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from pipeline.cli import main
 from pipeline.sandbox.dns_server import SandboxDNS, world_from_dict
 from pipeline.sandbox.files import SANDBOX_SETTINGS
+from pipeline.stages import runner
+from pipeline.stages.read.csv_source import CsvSource
+from pipeline.stages.read.email_column import SAMPLE_ROWS
 from pipeline.stages.runner import batch_rows
 
 FAST = str(SANDBOX_SETTINGS)
@@ -87,6 +92,39 @@ def test_many_batches_give_what_one_batch_gives(tmp_path: Path) -> None:
     last = a.row(ROWS - 1, named=True)
     assert last["DUPLICATE"] and not first["DUPLICATE"]
     assert (last["VERDICT"], last["SCORE"]) == (first["VERDICT"], first["SCORE"])
+
+
+@pytest.mark.parametrize(
+    ("share", "reads"),
+    [(16, 1), (2_000, 2), (2**40, 2)],
+    ids=["all-kept", "kept-then-let-go", "none-kept"],
+)
+def test_a_list_is_read_once_when_its_batches_fit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, share: int, reads: int
+) -> None:
+    """Pass 2 takes pass 1's batches when they all fit in the run's share for them, and reads
+    the file again when they do not (the share makes the budget 4 MiB, about 33 KB, 0 bytes,
+    against about 1 MB of batches): the output is the same either way."""
+    source = tmp_path / "list.csv"
+    messy_list(source)
+    opened: list[int] = []
+    batches = CsvSource.batches
+
+    def counted(self: CsvSource, rows: int) -> object:
+        opened.append(rows)
+        return batches(self, rows)
+
+    monkeypatch.setattr(CsvSource, "batches", counted)
+    monkeypatch.setattr(runner, "_ONCE_SHARE", share)
+    summary = run(tmp_path, source, "out.parquet", "--memory", "64")
+    passes = [rows for rows in opened if rows != SAMPLE_ROWS]  # not the email column's sample
+    assert len(passes) == reads and passes[0] > SAMPLE_ROWS
+    monkeypatch.setattr(runner, "_ONCE_SHARE", 16)
+    kept = run(tmp_path, source, "kept.parquet", "--memory", "64")
+    assert comparable(summary) == comparable(kept)
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    assert out.equals(pl.read_parquet(tmp_path / "kept.parquet"))
+    assert out.height == ROWS and out.get_column("id").to_list() == [str(i) for i in range(ROWS)]
 
 
 def test_ragged_rows_read_exactly_in_batches(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 Only the work columns of each batch (what normalizing found: KEY, DOMAIN, SYNTAX, ...): the
 original columns are read again in the second pass, which costs less than writing and reading
-them back. Strings are written with offsets (Arrow's large strings), not as polars' views: that
+them back; a short list's are kept in memory instead (:class:`ReadOnce`), so it is read once.
+Strings are written with offsets (Arrow's large strings), not as polars' views: that
 is smaller and quicker to write and to read back. The files are not compressed when the disk
 has room (:func:`compression_for`): LZ4 takes about three times the CPU of the plain write and
 read, for about 40% of the bytes.
@@ -91,6 +92,39 @@ class Spill:
 
     def _path(self, index: int) -> Path:
         return self.folder / f"work-{index:06d}.arrow"
+
+
+class ReadOnce:
+    """A list's read batches, kept for the second pass while all of them fit in *keep_bytes*
+    by their estimated size: then the list is read once. The first batch that does not fit
+    lets go of them all, and the second pass reads the list again."""
+
+    def __init__(self, keep_bytes: int) -> None:
+        self._keep = keep_bytes
+        self._frames: list[pl.DataFrame] | None = []
+        self._bytes = 0
+
+    def add(self, frame: pl.DataFrame) -> None:
+        """The next batch, in the list's order."""
+        if self._frames is None:
+            return
+        self._bytes += int(frame.estimated_size())
+        if self._bytes > self._keep:
+            self._frames = None
+        else:
+            self._frames.append(frame)
+
+    @property
+    def whole(self) -> bool:
+        """Whether every batch is kept."""
+        return self._frames is not None
+
+    def take(self) -> Iterator[pl.DataFrame]:
+        """The kept batches in order, each let go of as the next is taken."""
+        frames, self._frames = self._frames or [], None
+        frames.reverse()
+        while frames:
+            yield frames.pop()
 
 
 def compression_for(folder: Path, work: pl.DataFrame, rows: int) -> Compression:

@@ -1,5 +1,6 @@
 """The spill: work columns set aside between the passes come back as they went, compressed or
-not, and the disk's free space decides which."""
+not, and the disk's free space decides which; a short list's read batches are kept whole for
+the second pass, a longer one's not at all."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from pipeline.stages.state.spill import Compression, Spill, compression_for
+from pipeline.stages.state.spill import Compression, ReadOnce, Spill, compression_for
 
 
 def work_columns(rows: int) -> pl.DataFrame:
@@ -78,3 +79,25 @@ def test_the_free_space_decides_the_compression(tmp_path: Path) -> None:
     assert compression_for(tmp_path, work, fits // 2) == "uncompressed"
     assert compression_for(tmp_path, work, fits * 2) == "lz4"
     assert compression_for(tmp_path, work, 0) == "uncompressed"  # the batch itself, at least
+
+
+def test_read_batches_that_all_fit_come_back_in_order() -> None:
+    batches = [work_columns(100 + i) for i in range(5)]
+    once = ReadOnce(sum(int(b.estimated_size()) for b in batches))
+    for batch in batches:
+        once.add(batch)
+    assert once.whole
+    assert [b.height for b in once.take()] == [100, 101, 102, 103, 104]
+    assert not once.whole  # taken: nothing is held any more
+
+
+def test_one_read_batch_over_the_budget_lets_go_of_all() -> None:
+    batches = [work_columns(100) for _ in range(4)]
+    once = ReadOnce(int(batches[0].estimated_size()) * 3)
+    for batch in batches[:3]:
+        once.add(batch)
+    assert once.whole
+    once.add(batches[3])
+    assert not once.whole
+    once.add(batches[0])  # later batches are not kept either
+    assert not once.whole and list(once.take()) == []
