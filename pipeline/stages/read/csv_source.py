@@ -5,7 +5,9 @@ is; UTF-16, text in the encoding ``--encoding`` names, or text that is not valid
 in the Excel code page :mod:`pipeline.core.files.encodings` detects, with a warning naming the first
 bad byte; refused when unsure) is transcoded once into a UTF-8 copy in the run's spill folder.
 Its records are counted without parsing it
-(:func:`~pipeline.core.files.delimited.count_records_in`).
+(:func:`~pipeline.core.files.delimited.count_records_in`), on a thread of its own while the
+long fields are looked for (below): both spend most of their time outside the interpreter's
+lock.
 
 Batches come from polars' batched reader while that reader can be trusted: it reads every record
 as a row, so the rows it returns must add up to the records counted. When they do not (a ragged
@@ -29,7 +31,9 @@ import codecs
 import contextlib
 import io
 import struct
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -83,9 +87,13 @@ class CsvSource:
         if not head.strip():
             raise InputError(f"{self.label} is empty: there is no header row and no address in it.")
         self.delimiter = delimiter or sniff_delimiter(head)
-        self.aside = self._set_aside(max_field)
-        with self._bytes() as stream:
-            self.records = count_records_in(_chunks(stream))
+        with _counting(self.text) as counted:
+            self.aside = self._set_aside(max_field)
+            records = None if self.aside.spans else counted()
+        if self.aside.spans:  # the readers read less than the file: count what they read
+            with self._bytes() as stream:
+                records = count_records_in(_chunks(stream))
+        self.records = records
         wanted = header_row - self._offset if header_row is not None else None
         with self._lines() as lines:
             table = Table(lines, self.delimiter, wanted)
@@ -374,6 +382,28 @@ def _chunks(source: Path | BinaryIO) -> Iterator[bytes]:
         while chunk := handle.read(_CHUNK):
             yield chunk.removeprefix(_BOM) if first else chunk
             first = False
+
+
+@contextlib.contextmanager
+def _counting(path: Path) -> Iterator[Callable[[], int | None]]:
+    """The records of *path*, counted on a thread of its own while the block runs; the block
+    gets a call that waits for the count. A block left without it (an error, a signal) stops
+    the count at its next chunk, without waiting for it."""
+    stop = threading.Event()
+
+    def chunks() -> Iterator[bytes]:
+        with contextlib.closing(_chunks(path)) as pieces:
+            for chunk in pieces:
+                if stop.is_set():
+                    return
+                yield chunk
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="listclean-count")
+    try:
+        yield pool.submit(count_records_in, chunks()).result
+    finally:
+        stop.set()
+        pool.shutdown(wait=False)
 
 
 def _head(path: Path) -> str:

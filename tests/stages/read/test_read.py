@@ -184,6 +184,31 @@ def test_a_header_with_a_long_field_is_an_input_error(tmp_path: Path) -> None:
         read_list(path, tmp_path, choice=Choice(limits=LONG_FIELDS))
 
 
+def test_a_count_left_behind_stops_at_its_next_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The records are counted on a thread of their own while the long fields are looked for;
+    when that fails (or a signal stops the run), the count stops at its next chunk instead of
+    reading the rest of the file. A pipe stands for the file: the count cannot have read what
+    is written to it after the block was left."""
+    monkeypatch.setattr(csv_source, "_CHUNK", 64)
+    pipe = tmp_path / "list.csv"
+    os.mkfifo(pipe)
+    line = b"x" * 31 + b"\n"  # two lines a chunk
+    writer = None
+    with pytest.raises(InputError):
+        with csv_source._counting(pipe) as counted:
+            writer = pipe.open("wb")  # waits for the count to open the pipe
+            writer.write(line * 4)
+            writer.flush()
+            raise InputError("the header is too long")
+    assert writer is not None
+    with writer:  # written after the block was left: never counted
+        writer.write(line * 100)
+    records = counted()
+    assert records is not None and records <= 4
+
+
 def _peak_rss_mib(tmp_path: Path, source: Path) -> float:
     """The peak memory of ``listclean clean`` over *source*, in a process of its own."""
     script = (
