@@ -1,9 +1,9 @@
 """The run's history step: each run of a list recorded under the list's name, and what changed
 since the list's last run (``since_last_run`` in the summary, the ``--changes`` file).
 
-The step is written once, in :func:`pipeline.stages.sequence.run_stages`: before the list is
-read the way opens the run's :class:`Memory` (:meth:`~pipeline.stages.sequence.Way.remembering`),
-the write feeds it the decided rows its way, then :meth:`Memory.compare` gives the changes (and
+The step is written once, in :func:`pipeline.stages.sequence.run_stages`: before the write the
+way opens the run's :class:`Memory` (:meth:`~pipeline.stages.sequence.Way.remembering`), the
+write feeds it the decided rows its way, then :meth:`Memory.compare` gives the changes (and
 stages the changes file for the commit point), and once the run's files are published
 :meth:`Memory.keep` keeps the run in the history. A run that fails before that leaves nothing
 in the history: its staged parts are removed (or, killed, by the list's next run).
@@ -16,13 +16,10 @@ Dask way is :mod:`pipeline.stages.dask.history`'s.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import datetime as dt
-import threading
 import time
 import uuid
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -168,52 +165,29 @@ class Prepared:
 
 
 class LocalMemory:
-    """The history of a run on this machine: see the module's doc. The last run is read, and
-    this one staged, on a thread of the history's own, from when the run opens it (before the
-    list is read) until the first batch is remembered, which waits for it."""
+    """The history of a run on this machine: see the module's doc."""
 
     def __init__(self, plan: HistoryPlan, start: RunStart) -> None:
         self._plan = plan
         self._start = start
         self._store: RunHistory | None = None
-        self._loading: Future[Previous | None] | None = None
-        self._stop = threading.Event()
+        self._previous: Previous | None = None
         self._changes: Changes | None = None
-        self._waited = False
         self._kept = False
         self._parts = 0
         self.addresses = 0
-        self.seconds = 0.0  # the write's time spent on the history (waiting, adding parts)
+        started = time.perf_counter()
         try:
             if plan.where is not None:
                 self._store = RunHistory(plan.where, plan.retention_days)
-                pool = ThreadPoolExecutor(1, thread_name_prefix="listclean-history")
-                self._loading = pool.submit(self._load, self._store, plan.changes is not None)
-                pool.shutdown(wait=False)  # its one task done, the thread ends
+                self._previous = self._store.previous(start, reasons=plan.changes is not None)
+                self._store.begin(start)
+            self._changes = self._previous.changes if self._previous else None
             self._sink = ChangesSink(plan.changes, CHANGE_COLUMNS) if plan.changes else None
         except BaseException:
             self.close()
             raise
-
-    def _load(self, store: RunHistory, reasons: bool) -> Previous | None:
-        """The last run read and this one staged (on the history's thread)."""
-        previous = store.previous(self._start, reasons, wanted=lambda: not self._stop.is_set())
-        store.begin(self._start)
-        return previous
-
-    def _previous(self) -> Previous | None:
-        """The last run, once read (any thread may wait for it)."""
-        return self._loading.result() if self._loading is not None else None
-
-    def _ready(self) -> None:
-        """Wait for the last run, the first time: that wait is the history's time."""
-        if self._waited:
-            return
-        started = time.perf_counter()
-        previous = self._previous()
-        self._changes = previous.changes if previous else None
-        self._waited = True
-        self.seconds += time.perf_counter() - started
+        self.seconds = time.perf_counter() - started  # the last run read: the history's time
 
     def prepare(self, work: pl.DataFrame) -> list[Prepared]:
         """A batch of decided rows (work columns) as the history will keep it, a part per
@@ -224,17 +198,15 @@ class LocalMemory:
         if self._store is None:  # not recorded: nothing to compare with, nothing kept
             return []
         prepared = []
-        previous = self._previous()
         for offset in range(0, work.height, PART_ROWS):
             decided = remembered(work.slice(offset, PART_ROWS))
-            counted, rows = compare(decided, previous, self._start.started_at)
+            counted, rows = compare(decided, self._previous, self._start.started_at)
             prepared.append(Prepared(decided, counted, rows, packed(kept_of(decided))))
         return prepared
 
     def add_prepared(self, prepared: list[Prepared]) -> None:
         """A prepared batch's parts counted, listed when new or changed, and added to the
         staged run."""
-        self._ready()
         started = time.perf_counter()
         for part in prepared:
             if self._changes is not None and part.counted is not None:
@@ -248,11 +220,9 @@ class LocalMemory:
         self.seconds += time.perf_counter() - started
 
     def compare(self, publication: Publication) -> Remembered:
-        self._ready()
         if self._sink is not None:
             self._sink.stage(publication)
-        previous = self._previous()
-        digest = previous.run.settings_digest if previous else None
+        digest = self._previous.run.settings_digest if self._previous else None
         return remembered_of(self._plan, self._start, self._changes, digest)
 
     def keep(self, counts: dict[str, Any]) -> None:
@@ -265,9 +235,6 @@ class LocalMemory:
             sink.close()
         if self._store is not None:
             try:
-                self._stop.set()  # a run stopping early gives up reading the last run
-                if self._loading is not None:
-                    concurrent.futures.wait([self._loading])  # the store is its until then
                 if not self._kept:
                     self._store.discard(self._start.run_id)
             finally:

@@ -138,8 +138,7 @@ class Way(Protocol):
 
     def remembering(self, plan: HistoryPlan, start: RunStart) -> Memory:
         """The run's history, kept its way (:mod:`pipeline.stages.history`): opened before
-        :meth:`scan` (the last run may be read meanwhile), handed the decided rows by
-        :meth:`write`."""
+        :meth:`write`, which hands it the decided rows."""
         ...
 
 
@@ -159,10 +158,6 @@ async def run_stages(
     with contextlib.ExitStack() as stack:
         publication = stack.enter_context(paths.publication())
         record = stack.enter_context(RunRecord(job, engine.config, way.digest, used))
-        memory = None
-        if history is not None:  # opened first: a way may read the last run meanwhile
-            opened = way.remembering(history, run_start(history, engine.config))
-            memory = stack.enter_context(contextlib.closing(opened))
         started = time.perf_counter()
         with pin.reading():
             scan, reader = way.scan(job, reader, stack)
@@ -174,6 +169,10 @@ async def run_stages(
         checks = await way.addresses(engine)
         clock.lap("verify", scan.rows, scan.rows, checks)
         facts = provenance_of(job, reader, record.facts())
+        memory = None
+        if history is not None:
+            opened = way.remembering(history, run_start(history, engine.config))
+            memory = stack.enter_context(contextlib.closing(opened))
         with pin.reading():
             tally, rejected = way.write(job, reader, facts, publication, stack)
         clock.lap("write", scan.rows, scan.rows, lent=memory.seconds if memory else 0.0)

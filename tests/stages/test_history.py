@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,7 @@ import pytest
 from pipeline.cli import main
 from pipeline.core.history.keys import hashes_of
 from pipeline.core.history.store import RunHistory
-from pipeline.core.history.types import RunStart
 from pipeline.sandbox.files import SANDBOX_SETTINGS, SANDBOX_WORLD
-from pipeline.stages.history import HistoryPlan, LocalMemory
 
 GMAIL = ("127.0.0.3", "127.0.0.5", "127.0.0.6", "127.0.0.7", "127.0.0.9")
 # What each address is in the sample world, and what the night's changes make of it.
@@ -297,29 +294,3 @@ def test_the_history_in_postgresql(tmp_path: Path, pg_url: str) -> None:
     with RunHistory(pg_url) as runs:
         assert [r.addresses for r in runs.runs("crm", sandbox=True)] == [2, 2]
     assert not list((tmp_path / "cache").glob("*history*"))
-
-
-def test_a_run_that_stops_while_its_last_run_is_read_leaves_the_history_as_it_was(
-    tmp_path: Path,
-) -> None:
-    """The last run is read, and the new one staged, on a thread of the history's own while
-    the list is read: a run stopped at once (a bad batch, a signal) waits for that thread
-    before it takes its staged run out again, so nothing of it stays behind."""
-    where = tmp_path / "history.sqlite"
-    keys = [f"person{i}@example.org" for i in range(40)]
-    with RunHistory(where) as history:
-        history.begin(RunStart("r1", "crm", False, 1.0, "digest", "1.0"))
-        for part in range(4):
-            frame = pl.DataFrame({"HASH": hashes_of(keys[part::4])}, schema={"HASH": pl.UInt64})
-            kept = frame.with_columns(
-                VERDICT=pl.lit("Valid"), REASON=pl.lit("mailbox_ok"), SCORE=pl.lit(0.9)
-            )
-            history.add_part("r1", part, kept)
-        history.finish("r1", 40, {})
-    plan = HistoryPlan("crm", where, sandbox=False)
-    for attempt in range(20):  # the thread stopped at any point of its read
-        LocalMemory(plan, RunStart(f"r{attempt + 2}", "crm", False, 2.0, "digest", "1.0")).close()
-    with RunHistory(where) as history:
-        assert [run.run_id for run in history.runs("crm")] == ["r1"]
-    with sqlite3.connect(where) as db:  # no staged run left behind, finished or not
-        assert db.execute("SELECT run_id FROM runs").fetchall() == [("r1",)]

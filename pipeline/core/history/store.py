@@ -134,10 +134,6 @@ class _Statements:
         )
 
 
-class GivenUp(Exception):
-    """A read of the history that its caller gave up before it was done."""
-
-
 class RunHistory(OwnsDatabase):
     """The run history (SQLite file or PostgreSQL); see the module's doc."""
 
@@ -211,15 +207,11 @@ class RunHistory(OwnsDatabase):
         found = self._runs(self._sql.last, (list_name, int(sandbox), limit))
         return found[0] if found else None
 
-    def previous(
-        self, run: RunStart, reasons: bool = True, wanted: Callable[[], bool] = lambda: True
-    ) -> Previous | None:
+    def previous(self, run: RunStart, reasons: bool = True) -> Previous | None:
         """The last finished run of *run*'s list before it, with what it kept (for
         :func:`~pipeline.core.history.compare.compare`); None on the list's first run.
         *reasons*: with each address's REASON, which only the changes file shows (without
-        them, a third less memory, and no REASON text to read). *wanted* is asked before each
-        part is read: when it says no (the run is stopping), the read is given up
-        (:class:`GivenUp`)."""
+        them, a third less memory, and no REASON text to read)."""
         last = self.last(run.list_name, run.sandbox, run.started_at)
         if last is None:
             return None
@@ -231,8 +223,6 @@ class RunHistory(OwnsDatabase):
         with self._db.transaction():  # every part from one snapshot
             numbers = [n for (n,) in self._db.query(self._sql.part_numbers, (last.run_id,))]
             for number in numbers:
-                if not wanted():
-                    raise GivenUp(f"the read of run {last.run_id} was given up")
                 ((blob,),) = self._db.query(self._sql.one_part, (last.run_id, number))
                 parts.append(previous_table(_unpacked(blob, columns)))
         return Previous(last, _sorted_by_hash(parts))

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.core.history.compare import remembered
 from pipeline.core.history.keys import HASH, hashes_of
-from pipeline.core.history.store import GivenUp, RunHistory
+from pipeline.core.history.store import RunHistory
 from pipeline.core.history.types import KEPT, RunStart
 from tests.conftest import StoreAt
 
@@ -76,27 +76,6 @@ def test_a_kept_run_is_the_lists_last_and_keeps_its_addresses(store_at: StoreAt)
         assert previous is not None and previous.kept.height == 2
         assert history.last("crm", True) is None  # a sandbox run has a history of its own
         assert history.last("other", False) is None
-
-
-def test_a_read_of_the_last_run_given_up_stops_between_parts(store_at: StoreAt) -> None:
-    """A run that stops while the last run is read (on a thread of its own) gives up the
-    read at the next part, instead of reading the rest."""
-    with RunHistory(store_at("history.sqlite")) as history:
-        history.begin(start("r1", 1.0))
-        for part, row in enumerate([ANN, BOB, ANN]):
-            history.add_part("r1", part, decided(row))
-        history.finish("r1", 3, {})
-        asked: list[bool] = []
-
-        def wanted() -> bool:
-            asked.append(True)
-            return len(asked) < 2  # the first part read, then the run stops
-
-        with pytest.raises(GivenUp):
-            history.previous(start("r2", 2.0), wanted=wanted)
-        assert len(asked) == 2
-        previous = history.previous(start("r2", 2.0), wanted=lambda: True)
-        assert previous is not None and previous.kept.height == 3
 
 
 def test_a_part_added_twice_replaces_the_first(store_at: StoreAt) -> None:
