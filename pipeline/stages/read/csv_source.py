@@ -32,7 +32,7 @@ import contextlib
 import io
 import struct
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -205,20 +205,22 @@ class CsvSource:
 
     def _exact(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
         aside = self.aside
+        offset = self._offset
         with self._lines() as lines:
             table = Table(lines, self.delimiter, self._header_line)
-            kept: list[tuple[int, list[str | None], str]] = []
+            kept: list[tuple[int, list[str], str]] = []
             rejects: list[tuple[int, str, str]] = []
             left = {span.line for span in aside.spans}  # set aside, not yet in the rejects
             for at, cells, raw in table:
-                line, span = aside.line_in_file(at), aside.span_at(at)
+                # Without records set aside, a line read is the file's: no mapping per row.
+                line, span = (aside.line_in_file(at), aside.span_at(at)) if left else (at, None)
                 if span is not None and span.line in left:
                     left.discard(span.line)
-                    rejects.append((span.line + self._offset, FIELD_TOO_LONG, span.raw))
+                    rejects.append((span.line + offset, FIELD_TOO_LONG, span.raw))
                 elif isinstance(cells, str):
                     rejects.append(self._reject(line, cells, raw))
                 else:
-                    kept.append((line + self._offset, [cell or None for cell in cells], raw))
+                    kept.append((line + offset, cells, raw))
                 if len(kept) >= rows:
                     yield self._split(kept, rejects)
                     kept, rejects = [], []
@@ -230,11 +232,13 @@ class CsvSource:
                 yield self._split(kept, rejects)
 
     def _split(
-        self, kept: list[tuple[int, list[str | None], str]], rejects: list[tuple[int, str, str]]
+        self, kept: list[tuple[int, list[str], str]], rejects: list[tuple[int, str, str]]
     ) -> tuple[pl.DataFrame, pl.DataFrame]:
         """The records of a stretch, and its rejects: the unreadable ones, then the rows
-        that are not records (empty rows, footers), in line order."""
-        frame = pl.DataFrame([cells for _, cells, _ in kept], schema=self.text_schema, orient="row")
+        that are not records (empty rows, footers), in line order. An empty field is null,
+        as the fast reader reads it."""
+        read = pl.DataFrame([cells for _, cells, _ in kept], schema=self.text_schema, orient="row")
+        frame = read.select(pl.when(pl.col(c) != "").then(pl.col(c)).alias(c) for c in read.columns)
         filler = filler_kind(frame)
         if not filler.is_not_null().any():
             return frame, _rejects(rejects)
@@ -373,7 +377,7 @@ def _transcode(path: Path, spill: Path, encoding: str, strict: str = "") -> Path
     return target
 
 
-def _chunks(source: Path | BinaryIO) -> Iterator[bytes]:
+def _chunks(source: Path | BinaryIO) -> Generator[bytes]:
     """The bytes of a file (or of a stream, left open), a chunk at a time, without a leading
     UTF-8 BOM."""
     with contextlib.ExitStack() as stack:
