@@ -259,12 +259,12 @@ class Table:
         yield from self._early
         width = len(self.header)
         for line, cells, raw in itertools.chain(self._pending, self._records):
-            if isinstance(cells, list) and len(cells) > width:
-                yield line, f"row has {len(cells)} fields but the header has {width}", raw
-            elif isinstance(cells, list):
-                yield line, cells + [""] * (width - len(cells)), raw
-            else:
+            if not isinstance(cells, list) or len(cells) == width:  # most records
                 yield line, cells, raw
+            elif len(cells) > width:
+                yield line, f"row has {len(cells)} fields but the header has {width}", raw
+            else:
+                yield line, cells + [""] * (width - len(cells)), raw
 
 
 def records(lines: Iterator[str], delimiter: str) -> Iterator[Record]:
