@@ -16,8 +16,10 @@ start over with the exact reader (:class:`~pipeline.core.files.delimited.Table`)
 every line and puts what it cannot use in the rejects, with the line and the raw text.
 
 Rows that are not records (empty rows, report footers: :mod:`pipeline.stages.read.footers`) go to
-the rejects with their line and raw text too, so a file that has any is read by the exact
-reader, which knows both.
+the rejects with their line and raw text too. The fast reader rejects them itself when every
+record of the file is one line (as many lines as records, and no CR but in CRLF): its rows are
+then the file's lines, and one more pass over the file, at the end, finds their text. Else the
+exact reader reads the file, as it knows both.
 
 A record with a field longer than ``read.max_field_bytes`` is never read: it is found at the
 byte level first (:mod:`pipeline.core.files.long_fields`), the file is read through a stream that
@@ -188,20 +190,43 @@ class CsvSource:
         read = 0
         rejects = _rejects(self.titles)  # the rows above the header, with the first batch
         looked_at = self._read_clean
+        fillers: list[tuple[int, str]] = []  # (row below the header, kind), in file order
         try:
             for batch in scan.collect_batches(chunk_size=rows):
-                if batch.columns != self.columns or (not looked_at and has_filler(batch)):
+                if batch.columns != self.columns:
                     raise ReadAgain
-                read += batch.height
+                height = batch.height
+                if not looked_at and has_filler(batch):
+                    kinds = filler_kind(batch)
+                    found = kinds.is_not_null()
+                    at = pl.int_range(read, read + height, eager=True).filter(found)
+                    fillers += zip(at.to_list(), kinds.filter(found).to_list(), strict=True)
+                    batch = batch.filter(~found)
+                read += height
                 yield batch, rejects
                 rejects = _rejects([])
         except pl.exceptions.PolarsError as exc:
             raise ReadAgain from exc
         if self.records is None or read != self.records - 1 - len(self.titles):
             raise ReadAgain
-        self._read_clean = True
+        self._read_clean = not fillers
+        if fillers:  # last: their lines and text are looked up in one pass over the file
+            rejects = _rejects(self._fillers(fillers))
         if rejects.height:  # no row below the header: the titles still go to the rejects
             yield pl.DataFrame(schema=self.text_schema), rejects
+
+    def _fillers(self, fillers: list[tuple[int, str]]) -> list[tuple[int, str, str]]:
+        """The rejects of the rows that are not records, from their (row below the header,
+        kind): a row is a line of the file when every record is one line, that is when the
+        file has as many lines as records, and no CR but in CRLF; else :class:`ReadAgain`
+        (the exact reader knows each record's lines)."""
+        first = self._header_line + 1  # the line of the first row below the header
+        wanted = {first + row: kind for row, kind in fillers}
+        counted = _lines_of(self.text, set(wanted))
+        if counted is None or counted[0] != self.records:
+            raise ReadAgain
+        raw = counted[1]
+        return [(line + self._offset, kind, raw[line]) for line, kind in wanted.items()]
 
     def _exact(self, rows: int) -> Iterator[tuple[pl.DataFrame, pl.DataFrame]]:
         aside = self.aside
@@ -246,6 +271,34 @@ class CsvSource:
             if why is not None:
                 rejects.append((line, why, raw))
         return frame.filter(filler.is_null()), _rejects(sorted(rejects))
+
+
+def _lines_of(path: Path, wanted: set[int]) -> tuple[int, dict[int, str]] | None:
+    """The lines of the file at *path* (each ended by LF or CRLF, and a last one by the
+    file's end), and the text of those *wanted* (numbered from 1, line ends left out); None
+    when a CR is not part of a CRLF (it ends a record, but no line here). Read a chunk at a
+    time; only a chunk holding a wanted line is cut into lines."""
+    lines, found, carried = 0, {}, b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            data = carried + chunk if carried else chunk
+            end = data.rfind(b"\n") + 1  # the whole lines of data, and the rest carried
+            whole, carried = data[:end], data[end:]
+            if whole.count(b"\r") != whole.count(b"\r\n"):
+                return None
+            count = whole.count(b"\n")
+            if any(lines < number <= lines + count for number in wanted):
+                for number, text in enumerate(whole.split(b"\n")[:count], lines + 1):
+                    if number in wanted:
+                        found[number] = text.removesuffix(b"\r").decode("utf-8", "replace")
+            lines += count
+    if carried:  # a last line without a line end
+        if b"\r" in carried:
+            return None
+        lines += 1
+        if lines in wanted:
+            found[lines] = carried.decode("utf-8", "replace")
+    return lines, found
 
 
 def _rejects(rejects: list[tuple[int, str, str]]) -> pl.DataFrame:

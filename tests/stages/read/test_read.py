@@ -370,14 +370,61 @@ def test_a_second_read_of_a_clean_file_does_not_look_for_fillers_again(
 
 
 def test_a_file_with_a_footer_is_looked_at_on_every_fast_read(tmp_path: Path) -> None:
+    """The fast reader puts the footer in the rejects, with its line and text, on each read
+    (a run's second pass reads a long list again)."""
     path = tmp_path / "report.csv"
     path.write_text("name,email\nAnn,a@b.com\nGrand Totals (1 records),\n")
     spill = tmp_path / "spill"
     spill.mkdir()
     source = open_list(str(path), path, spill, None)._source  # type: ignore[attr-defined]
     for _ in range(2):
-        with pytest.raises(csv_source.ReadAgain):
-            list(source.batches(10))
+        read = list(source.batches(10))
+        assert pl.concat([frame for frame, _ in read]).rows() == [("Ann", "a@b.com")]
+        rejects = pl.concat([rejects for _, rejects in read])
+        assert rejects.rows() == [(3, "footer", "Grand Totals (1 records),")]
+    assert not source.exact
+
+
+# Files with rows that are not records (empty rows, footers), read by the fast reader when
+# every record is one line, and by the exact reader when a record spans lines or a lone CR
+# ends one: either way, what the exact reader alone makes of them.
+_FILLED = {  # the text, and whether the fast reader reads it
+    "trailing blank line": ("email,name\na@b.com,Ann\nc@d.com,Cy\n\n", True),
+    "blank lines and spaces": ("email,name\n\na@b.com,Ann\n  \n,\nc@d.com,Cy\n\n\n", True),
+    "crlf and a footer": ("email,name\r\na@b.com,Ann\r\n\r\nc@d.com,Cy\r\nTotal: 2,\r\n", True),
+    "no line end at the end": ("email,name\na@b.com,Ann\n\nc@d.com,Cy", True),
+    "titles above the header": ("Report\n\nemail,name\na@b.com,Ann\n\nc@d.com,Cy\n", True),
+    "a blank last line": ("email,name\na@b.com,Ann\n\n   ", True),
+    "a quoted line end": ('email,name\na@b.com,"Ann\nLee"\n\nc@d.com,Cy\n', False),
+    "a lone CR": ("email,name\na@b.com,Ann\rc@d.com,Cy\n\n", False),
+}
+
+
+@pytest.mark.parametrize(("text", "fast"), list(_FILLED.values()), ids=list(_FILLED))
+def test_rows_that_are_not_records_are_rejected_as_the_exact_reader_does(
+    tmp_path: Path, text: str, fast: bool
+) -> None:
+    path = tmp_path / "list.csv"
+    path.write_bytes(text.encode())
+    exact = open_list(str(path), path, tmp_path, "email")
+    exact.read_exactly()
+    expected = list(exact.batches(2))
+    found = read_list(path, tmp_path, "email")
+    assert found.reader._source.exact is not fast  # type: ignore[attr-defined]
+    frames = [batch.frame for batch in expected]
+    assert found.frame.equals(pl.concat(frames))
+    rejects = pl.concat([batch.rejects for batch in expected])
+    assert found.rejects.rows() == rejects.rows() and rejects.height
+
+
+def test_a_trailing_blank_line_keeps_the_fast_reader(tmp_path: Path) -> None:
+    """The commonest row that is not a record, an empty last line, costs no exact read."""
+    path = tmp_path / "list.csv"
+    path.write_text("email\n" + "".join(f"p{i}@example.com\n" for i in range(5_000)) + "\n")
+    found = read_list(path, tmp_path, "email")
+    assert not found.reader._source.exact  # type: ignore[attr-defined]
+    assert found.frame.height == 5_000
+    assert found.rejects.rows() == [(5_002, "empty_row", "")]
 
 
 _CHUNKED_READ = """
