@@ -53,6 +53,10 @@ _CHUNK: Final = 1 << 24  # bytes read at a time
 _SNIFF: Final = 1 << 16
 _BOM: Final = b"\xef\xbb\xbf"
 FIELD_TOO_LONG: Final = "field_too_long"
+# The rows that are not records the fast reader keeps until the end of its read (their lines
+# and text are found then), at most: a file with more (a double-spaced export) is read by the
+# exact reader, which puts them in the rejects batch by batch.
+_MOST_FILLERS: Final = 100_000
 
 
 class ReadAgain(Exception):
@@ -201,6 +205,8 @@ class CsvSource:
                     found = kinds.is_not_null()
                     at = pl.int_range(read, read + height, eager=True).filter(found)
                     fillers += zip(at.to_list(), kinds.filter(found).to_list(), strict=True)
+                    if len(fillers) > _MOST_FILLERS:  # kept until the end: memory, bounded
+                        raise ReadAgain
                     batch = batch.filter(~found)
                 read += height
                 yield batch, rejects

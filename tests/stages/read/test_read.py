@@ -417,6 +417,24 @@ def test_rows_that_are_not_records_are_rejected_as_the_exact_reader_does(
     assert found.rejects.rows() == rejects.rows() and rejects.height
 
 
+def test_a_file_with_many_empty_rows_is_read_by_the_exact_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast reader holds the rows that are not records until the end of its read: past
+    a bound (100,000; 3 here), the exact reader reads the file instead, batch by batch."""
+    monkeypatch.setattr(csv_source, "_MOST_FILLERS", 3)
+    path = tmp_path / "list.csv"
+    path.write_text("email\n" + "".join(f"p{i}@example.com\n\n" for i in range(10)))
+    found = read_list(path, tmp_path, "email")
+    assert found.reader._source.exact  # type: ignore[attr-defined]
+    assert found.frame.height == 10
+    assert found.rejects.get_column("line").to_list() == list(range(3, 23, 2))
+    monkeypatch.setattr(csv_source, "_MOST_FILLERS", 10)
+    again = read_list(path, tmp_path, "email")
+    assert not again.reader._source.exact  # type: ignore[attr-defined]
+    assert again.rejects.rows() == found.rejects.rows()
+
+
 def test_a_trailing_blank_line_keeps_the_fast_reader(tmp_path: Path) -> None:
     """The commonest row that is not a record, an empty last line, costs no exact read."""
     path = tmp_path / "list.csv"
