@@ -20,6 +20,7 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
 import polars as pl
@@ -37,6 +38,7 @@ _FIELD_LIMIT: Final = 2**31 - 1
 _LINES: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
 _COUNT_CHUNK: Final = 1 << 26  # bytes looked at together when counting records
+_LINES_CHUNK: Final = 1 << 24  # bytes read at a time when looking for lines (lines_of)
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,34 @@ def physical_ends(chunk: bytes, following: bytes) -> int:
     exact reader numbers lines. *following* as for :func:`record_ends`."""
     crlf = chunk.count(b"\r\n") + (chunk.endswith(b"\r") and following == b"\n")
     return chunk.count(b"\n") + chunk.count(b"\r") - crlf
+
+
+def lines_of(path: Path, wanted: set[int]) -> tuple[int, dict[int, str]] | None:
+    """The lines of the file at *path* (each ended by LF or CRLF, and a last one by the
+    file's end), and the text of those *wanted* (numbered from 1, line ends left out); None
+    when a CR is not part of a CRLF (it ends a record, but no line here). Read a chunk at a
+    time; only a chunk holding a wanted line is cut into lines."""
+    lines, found, carried = 0, {}, b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(_LINES_CHUNK):
+            data = carried + chunk if carried else chunk
+            end = data.rfind(b"\n") + 1  # the whole lines of data, and the rest carried
+            whole, carried = data[:end], data[end:]
+            if whole.count(b"\r") != whole.count(b"\r\n"):
+                return None
+            count = whole.count(b"\n")
+            if any(lines < number <= lines + count for number in wanted):
+                for number, text in enumerate(whole.split(b"\n")[:count], lines + 1):
+                    if number in wanted:
+                        found[number] = text.removesuffix(b"\r").decode("utf-8", "replace")
+            lines += count
+    if carried:  # a last line without a line end
+        if b"\r" in carried:
+            return None
+        lines += 1
+        if lines in wanted:
+            found[lines] = carried.decode("utf-8", "replace")
+    return lines, found
 
 
 def physical_lines(text: str) -> list[str]:

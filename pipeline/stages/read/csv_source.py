@@ -43,7 +43,13 @@ import polars as pl
 import pyarrow as pa
 
 from pipeline.core.errors import InputError
-from pipeline.core.files.delimited import Table, count_records_in, sniff_delimiter, utf16_encoding
+from pipeline.core.files.delimited import (
+    Table,
+    count_records_in,
+    lines_of,
+    sniff_delimiter,
+    utf16_encoding,
+)
 from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
 from pipeline.core.files.long_fields import SetAside, Without, long_records, size_without
 from pipeline.stages.read.footers import EMPTY_ROW, blank_text, filler_kind, has_filler
@@ -228,7 +234,7 @@ class CsvSource:
         (the exact reader knows each record's lines)."""
         first = self._header_line + 1  # the line of the first row below the header
         wanted = {first + row: kind for row, kind in fillers}
-        counted = _lines_of(self.text, set(wanted))
+        counted = lines_of(self.text, set(wanted))
         if counted is None or counted[0] != self.records:
             raise ReadAgain
         raw = counted[1]
@@ -277,34 +283,6 @@ class CsvSource:
             if why is not None:
                 rejects.append((line, why, raw))
         return frame.filter(filler.is_null()), _rejects(sorted(rejects))
-
-
-def _lines_of(path: Path, wanted: set[int]) -> tuple[int, dict[int, str]] | None:
-    """The lines of the file at *path* (each ended by LF or CRLF, and a last one by the
-    file's end), and the text of those *wanted* (numbered from 1, line ends left out); None
-    when a CR is not part of a CRLF (it ends a record, but no line here). Read a chunk at a
-    time; only a chunk holding a wanted line is cut into lines."""
-    lines, found, carried = 0, {}, b""
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            data = carried + chunk if carried else chunk
-            end = data.rfind(b"\n") + 1  # the whole lines of data, and the rest carried
-            whole, carried = data[:end], data[end:]
-            if whole.count(b"\r") != whole.count(b"\r\n"):
-                return None
-            count = whole.count(b"\n")
-            if any(lines < number <= lines + count for number in wanted):
-                for number, text in enumerate(whole.split(b"\n")[:count], lines + 1):
-                    if number in wanted:
-                        found[number] = text.removesuffix(b"\r").decode("utf-8", "replace")
-            lines += count
-    if carried:  # a last line without a line end
-        if b"\r" in carried:
-            return None
-        lines += 1
-        if lines in wanted:
-            found[lines] = carried.decode("utf-8", "replace")
-    return lines, found
 
 
 def _rejects(rejects: list[tuple[int, str, str]]) -> pl.DataFrame:
