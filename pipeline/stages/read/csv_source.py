@@ -52,7 +52,7 @@ from pipeline.core.files.delimited import (
 )
 from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
 from pipeline.core.files.long_fields import SetAside, Without, long_records, size_without
-from pipeline.stages.read.footers import EMPTY_ROW, blank_text, filler_kind, has_filler
+from pipeline.stages.read.footers import EMPTY_ROW, blank_text, filler_kind
 
 REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
 _CHUNK: Final = 1 << 24  # bytes read at a time
@@ -206,14 +206,8 @@ class CsvSource:
                 if batch.columns != self.columns:
                     raise ReadAgain
                 height = batch.height
-                if not looked_at and has_filler(batch):
-                    kinds = filler_kind(batch)
-                    found = kinds.is_not_null()
-                    at = pl.int_range(read, read + height, eager=True).filter(found)
-                    fillers += zip(at.to_list(), kinds.filter(found).to_list(), strict=True)
-                    if len(fillers) > _MOST_FILLERS:  # kept until the end: memory, bounded
-                        raise ReadAgain
-                    batch = batch.filter(~found)
+                if not looked_at:
+                    batch = _without_fillers(batch, read, fillers)
                 read += height
                 yield batch, rejects
                 rejects = _rejects([])
@@ -283,6 +277,23 @@ class CsvSource:
             if why is not None:
                 rejects.append((line, why, raw))
         return frame.filter(filler.is_null()), _rejects(sorted(rejects))
+
+
+def _without_fillers(
+    batch: pl.DataFrame, first: int, fillers: list[tuple[int, str]]
+) -> pl.DataFrame:
+    """*batch* (its first row the *first* below the header) less its rows that are not
+    records, each added to *fillers* as (row below the header, kind); :class:`ReadAgain` when
+    *fillers* grows past :data:`_MOST_FILLERS` (they are kept until the end of the read)."""
+    kinds = filler_kind(batch)
+    found = kinds.is_not_null()
+    if not found.any():
+        return batch
+    at = pl.int_range(first, first + batch.height, eager=True).filter(found)
+    fillers += zip(at.to_list(), kinds.filter(found).to_list(), strict=True)
+    if len(fillers) > _MOST_FILLERS:
+        raise ReadAgain
+    return batch.filter(~found)
 
 
 def _rejects(rejects: list[tuple[int, str, str]]) -> pl.DataFrame:

@@ -49,11 +49,6 @@ def filler_kind(frame: pl.DataFrame) -> pl.Series:
     return found.scatter(kinds.get_column("_row"), kinds.get_column("filler"))
 
 
-def has_filler(frame: pl.DataFrame) -> bool:
-    """Whether any row of *frame* is an empty row or a footer (:func:`filler_kind`)."""
-    return not _fillers(frame).is_empty()
-
-
 def _fillers(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of *frame* that are not records: their numbers (``_row``) and kinds."""
     names = [name for name, dtype in frame.schema.items() if dtype == pl.String]

@@ -353,13 +353,13 @@ def test_a_second_read_of_a_clean_file_does_not_look_for_fillers_again(
     spill = tmp_path / "spill"
     spill.mkdir()
     looked: list[int] = []
-    real = csv_source.has_filler
+    real = csv_source.filler_kind
 
-    def has_filler(frame: pl.DataFrame) -> bool:
+    def filler_kind(frame: pl.DataFrame) -> pl.Series:
         looked.append(frame.height)
         return real(frame)
 
-    monkeypatch.setattr(csv_source, "has_filler", has_filler)
+    monkeypatch.setattr(csv_source, "filler_kind", filler_kind)
     reader = open_list(str(path), path, spill, None)
     looked.clear()  # opening it looked at its first rows
     first = [batch.frame for batch in reader.batches(10)]
