@@ -196,6 +196,9 @@ class CsvSource:
             infer_schema=False,
             quote_char='"',
             skip_lines=self._header_line - 1,
+            # A quoted empty field ("") is null, as an empty one is: the exact reader
+            # (Python's csv) cannot tell them apart, and both readers give one result.
+            null_values=[""],
         )
         read = 0
         rejects = _rejects(self.titles)  # the rows above the header, with the first batch

@@ -2,9 +2,8 @@
 and the same rejects (titles, empty rows, footers) with the same lines and text. Random small
 files of exports' shapes: blank lines, lines of spaces or delimiters, footers, titles above the
 header, short rows, quoted delimiters and line ends, LF and CRLF, with a line end at the end of
-the file or not. Whichever reader a file needs, the result must be one. (Not a quoted empty
-field, ``""``: the fast reader reads it as an empty text, and the exact one, Python's ``csv``,
-cannot tell it from an empty field, so reads it as null.)"""
+the file or not, and quoted empty fields (``""``, null in both, as an empty field is).
+Whichever reader a file needs, the result must be one."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ import pytest
 from pipeline.core.errors import InputError
 from pipeline.stages.read.reader import open_list, read_list
 
-_CELLS = ["", " ", "a@b.com", "x", '"q"', '"a,b"', '"line\nend"', "Total: 3", "é", "p@q.org"]
+_CELLS = ["", '""', " ", "a@b.com", "x", '"q"', '"a,b"', '"line\nend"', "Total: 3", "é", "p@q.org"]
 _FILES = 300
 
 
