@@ -489,19 +489,28 @@ def test_access_log_never_shows_the_apikey(env: Env, caplog: pytest.LogCaptureFi
 
 
 def test_request_in_flight_finishes_during_shutdown(env: Env) -> None:
+    far = "faraway-isp.com.au"  # a domain this cache has never seen
+
     async def scenario() -> tuple[bool, Reply]:
         runner, url = await start(env.config(), env.db, env.cache, env.clock)
+        env.dns.reset_counts()  # an earlier test's question about it is not this one's
         async with aiohttp.ClientSession() as s:
-            # faraway-isp.com.au answers after 150 ms, and this cache has never seen it.
-            request = asyncio.create_task(
-                fetch(s, "GET", f"{url}/api/email?email=someone@faraway-isp.com.au")
-            )
-            await asyncio.sleep(0.05)
+            request = asyncio.create_task(fetch(s, "GET", f"{url}/api/email?email=someone@{far}"))
+            # In flight: the engine has asked about the domain, and its answer is held back.
+            while not any(name == far for name, _ in env.dns.queries()):
+                await asyncio.sleep(0.01)
             in_flight = not request.done()
-            await runner.cleanup()
+            stopping = asyncio.create_task(runner.cleanup())
+            await asyncio.sleep(0)  # the stop has begun: the answer comes during it
+            env.dns.release(far)
+            await stopping
             return in_flight, await request
 
-    in_flight, reply = run(scenario())
+    env.dns.hold(far)
+    try:
+        in_flight, reply = run(scenario())
+    finally:
+        env.dns.release(far)
     assert in_flight
     assert reply.status == 200
     body = reply.json
