@@ -117,10 +117,12 @@ class CsvSource:
         # Quotes that do not pair up leave no count to check; records set aside need the
         # exact reader to put them in the rejects in their place.
         self.exact = self.records is None or bool(self.aside.spans)
-        # Whether the fast reader has read the whole file once and found no row to reject: a
-        # later read (a run's second pass) then skips looking for them, as the file is the
-        # same (the input pin checks it after the last read and before publishing).
-        self._read_clean = False
+        # What the fast reader's first whole read found of the rows that are not records:
+        # their numbers below the header (sorted) and their rejects. A later read (a run's
+        # second pass) drops those rows by number, without looking for them or for their text
+        # again, as the file is the same (the input pin checks it after the last read and
+        # before publishing).
+        self._known: tuple[pl.Series, list[tuple[int, str, str]]] | None = None
 
     def _set_aside(self, limit: int) -> SetAside:
         """The records with a field over *limit* bytes, which the readers do not read."""
@@ -202,15 +204,17 @@ class CsvSource:
         )
         read = 0
         rejects = _rejects(self.titles)  # the rows above the header, with the first batch
-        looked_at = self._read_clean
+        known = self._known
         fillers: list[tuple[int, str]] = []  # (row below the header, kind), in file order
         try:
             for batch in scan.collect_batches(chunk_size=rows):
                 if batch.columns != self.columns:
                     raise ReadAgain
                 height = batch.height
-                if not looked_at:
+                if known is None:
                     batch = _without_fillers(batch, read, fillers)
+                elif known[1]:
+                    batch = _without_rows(batch, read, known[0])
                 read += height
                 yield batch, rejects
                 rejects = _rejects([])
@@ -218,9 +222,11 @@ class CsvSource:
             raise ReadAgain from exc
         if self.records is None or read != self.records - 1 - len(self.titles):
             raise ReadAgain
-        self._read_clean = not fillers
-        if fillers:  # last: their lines and text are looked up in one pass over the file
-            rejects = _rejects(self._fillers(fillers))
+        if known is None:  # their lines and text are looked up in one pass over the file
+            found = self._fillers(fillers) if fillers else []
+            known = self._known = (pl.Series([row for row, _ in fillers], dtype=pl.Int64), found)
+        if known[1]:  # last, as the exact reader puts them in the file's order
+            rejects = _rejects(known[1])
         if rejects.height:  # no row below the header: the titles still go to the rejects
             yield pl.DataFrame(schema=self.text_schema), rejects
 
@@ -297,6 +303,17 @@ def _without_fillers(
     if len(fillers) > _MOST_FILLERS:
         raise ReadAgain
     return batch.filter(~found)
+
+
+def _without_rows(batch: pl.DataFrame, first: int, rows: pl.Series) -> pl.DataFrame:
+    """*batch* (its first row the *first* below the header) less the *rows* (sorted numbers
+    below the header) that fall in it."""
+    bounds = pl.Series([first, first + batch.height], dtype=pl.Int64)
+    start, end = rows.search_sorted(bounds, side="left").to_list()
+    if start == end:
+        return batch
+    inside = rows.slice(start, end - start) - first
+    return batch.filter(pl.repeat(True, batch.height, eager=True).scatter(inside, False))
 
 
 def _rejects(rejects: list[tuple[int, str, str]]) -> pl.DataFrame:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pyarrow as pa
@@ -369,19 +370,51 @@ def test_a_second_read_of_a_clean_file_does_not_look_for_fillers_again(
     assert [f.rows() for f in first] == [f.rows() for f in second]
 
 
-def test_a_file_with_a_footer_is_looked_at_on_every_fast_read(tmp_path: Path) -> None:
-    """The fast reader puts the footer in the rejects, with its line and text, on each read
-    (a run's second pass reads a long list again)."""
+def test_a_second_read_drops_the_rows_that_are_not_records_the_first_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's second pass reads a long list again: the rows the first read found not to be
+    records (empty rows, footers) are dropped by their numbers, and their rejects given again
+    with their lines and text, without looking for them or reading their text again. The
+    second read's batches are cut elsewhere than the first's."""
+    lines = ["name,email"]
+    for i in range(40):
+        lines.append(f"P{i},p{i}@example.com")
+        if i % 7 == 3:
+            lines.append("" if i % 2 else " , ")
+    lines.append("Grand Totals (40 records),")
     path = tmp_path / "report.csv"
-    path.write_text("name,email\nAnn,a@b.com\nGrand Totals (1 records),\n")
+    path.write_text("\n".join(lines) + "\n")
     spill = tmp_path / "spill"
     spill.mkdir()
     source = open_list(str(path), path, spill, None)._source  # type: ignore[attr-defined]
-    for _ in range(2):
-        read = list(source.batches(10))
-        assert pl.concat([frame for frame, _ in read]).rows() == [("Ann", "a@b.com")]
-        rejects = pl.concat([rejects for _, rejects in read])
-        assert rejects.rows() == [(3, "footer", "Grand Totals (1 records),")]
+    exact = open_list(str(path), path, spill, None)._source  # type: ignore[attr-defined]
+    exact.exact = True
+    wanted = list(exact.batches(50))
+    rows = pl.concat([frame for frame, _ in wanted]).rows()
+    rejected = pl.concat([rejects for _, rejects in wanted]).rows()
+    assert len(rows) == 40 and len(rejected) == 7
+    looked: list[int] = []
+    real_kind, real_lines = csv_source.filler_kind, csv_source.lines_of
+
+    def filler_kind(frame: pl.DataFrame) -> pl.Series:
+        looked.append(frame.height)
+        return real_kind(frame)
+
+    def lines_of(*args: Any) -> Any:
+        looked.append(-1)
+        return real_lines(*args)
+
+    monkeypatch.setattr(csv_source, "filler_kind", filler_kind)
+    monkeypatch.setattr(csv_source, "lines_of", lines_of)
+    for size in (9, 4, 50, 1):
+        read = list(source.batches(size))
+        assert pl.concat([frame for frame, _ in read]).rows() == rows
+        assert pl.concat([rejects for _, rejects in read]).rows() == rejected
+        if size == 9:
+            assert looked and looked[-1] == -1  # looked for, then their text read
+            looked.clear()
+    assert looked == []  # the later reads did neither
     assert not source.exact
 
 
