@@ -36,11 +36,12 @@ from pipeline.core.files.delimited import (
 from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
 from pipeline.core.files.headers import RULE_RECORDS
 from pipeline.core.files.tables import FileKind, file_kind
+from pipeline.core.files.utf8 import first_bad, not_utf8
 from pipeline.stages.base import Batch
 from pipeline.stages.dask.tasks import RangeAgain, held_thin, numbered, scan_batch
 from pipeline.stages.job import CleanJob
 from pipeline.stages.objects import filesystem, is_object_url, is_remote_dataset
-from pipeline.stages.read.csv_source import REJECT_SCHEMA, not_utf8
+from pipeline.stages.read.csv_source import REJECT_SCHEMA
 from pipeline.stages.read.ranges import (
     UTF8,
     ByteRange,
@@ -145,7 +146,7 @@ def _layout(job: CleanJob, folder: Path, head: bytes, submit: Submit) -> tuple[L
     encoding, warning = (codecs.lookup(said).name if said else UTF8), ""
     if encoding == "utf-8-sig":
         encoding = UTF8
-    if not said and (bad := _first_bad(body)) is not None:
+    if not said and (bad := first_bad(body)) is not None:
         source = str(job.input)
         encoding = submit(detect_encoding, source, job.storage, job.decoding, name).result()
         warning = not_utf8(name, bad, encoding)
@@ -189,14 +190,6 @@ def _header_bytes(head: bytes, reader: ListReader) -> tuple[int, int, int]:
 def titles_of(reader: ListReader) -> pl.DataFrame:
     """The rejects above the header (title rows), as the local reader gives them."""
     return pl.DataFrame(reader.titles, schema=REJECT_SCHEMA, orient="row")
-
-
-def _first_bad(data: bytes) -> int | None:
-    try:
-        data.decode(UTF8)
-    except UnicodeDecodeError as exc:
-        return exc.start
-    return None
 
 
 def _size(job: CleanJob) -> int:

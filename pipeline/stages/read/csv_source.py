@@ -1,10 +1,7 @@
 """A delimited-text list, read batch by batch in bounded memory.
 
-Before the first batch the file is made plain UTF-8: a UTF-8 file (BOM or not) is read as it
-is; UTF-16, text in the encoding ``--encoding`` names, or text that is not valid UTF-8 (then
-in the Excel code page :mod:`pipeline.core.files.encodings` detects, with a warning naming the first
-bad byte; refused when unsure) is transcoded once into a UTF-8 copy in the run's spill folder.
-Its records are counted without parsing it
+Before the first batch the file is made plain UTF-8 (:mod:`pipeline.core.files.utf8`). Its
+records are counted without parsing it
 (:func:`~pipeline.core.files.delimited.count_records_in`), on a thread of its own while the
 long fields are looked for (below): both spend most of their time outside the interpreter's
 lock.
@@ -29,35 +26,24 @@ leaves it out (a ``""`` stands in, one line), and the exact reader puts it in th
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import io
-import struct
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import BinaryIO, Final
 
 import polars as pl
-import pyarrow as pa
 
 from pipeline.core.errors import InputError
-from pipeline.core.files.delimited import (
-    Table,
-    count_records_in,
-    lines_of,
-    sniff_delimiter,
-    utf16_encoding,
-)
-from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
+from pipeline.core.files.delimited import Table, count_records_in, lines_of, sniff_delimiter
+from pipeline.core.files.encodings import Decoding
 from pipeline.core.files.long_fields import SetAside, Without, long_records, size_without
+from pipeline.core.files.utf8 import BOM, CHUNK, SNIFF, as_utf8, chunks
 from pipeline.stages.read.footers import EMPTY_ROW, blank_text, filler_kind
 
 REJECT_SCHEMA: Final = {"line": pl.Int64, "reason": pl.String, "raw": pl.String}
-_CHUNK: Final = 1 << 24  # bytes read at a time
-_SNIFF: Final = 1 << 16
-_BOM: Final = b"\xef\xbb\xbf"
 FIELD_TOO_LONG: Final = "field_too_long"
 # The rows that are not records the fast reader keeps until the end of its read (their lines
 # and text are found then), at most: a file with more (a double-spaced export) is read by the
@@ -92,7 +78,7 @@ class CsvSource:
         self.path = path
         self._offset = first_line - 1
         self.label = label or str(path)  # how messages name it (an archive member, say)
-        self.text, self.encoding, self.warnings = _as_utf8(
+        self.text, self.encoding, self.warnings = as_utf8(
             path, spill, self.label, decoding or Decoding()
         )
         head = _head(self.text)
@@ -104,7 +90,7 @@ class CsvSource:
             records = None if self.aside.spans else counted()
         if self.aside.spans:  # the readers read less than the file: count what they read
             with self._bytes() as stream:
-                records = count_records_in(_chunks(stream))
+                records = count_records_in(chunks(stream))
         self.records = records
         wanted = header_row - self._offset if header_row is not None else None
         with self._lines() as lines:
@@ -127,7 +113,7 @@ class CsvSource:
     def _set_aside(self, limit: int) -> SetAside:
         """The records with a field over *limit* bytes, which the readers do not read."""
         spans = long_records(self.text, self.delimiter, limit)
-        if spans and spans[0].start <= len(_BOM):
+        if spans and spans[0].start <= len(BOM):
             raise InputError(
                 f"The header row of {self.label} has a field of {spans[0].field:,} bytes, "
                 f"longer than read.max_field_bytes ({limit:,}). Check that the file is a list "
@@ -140,7 +126,7 @@ class CsvSource:
         """The bytes the readers read: the file's, less the records set aside."""
         if not self.aside.spans:
             return self.text.open("rb")
-        return io.BufferedReader(Without(self.text, self.aside.spans), _CHUNK)
+        return io.BufferedReader(Without(self.text, self.aside.spans), CHUNK)
 
     @contextlib.contextmanager
     def _lines(self) -> Iterator[Iterator[str]]:
@@ -334,128 +320,6 @@ def unique_names(header: list[str]) -> list[str]:
     return names
 
 
-def _as_utf8(
-    path: Path, spill: Path, label: str, decoding: Decoding
-) -> tuple[Path, str, tuple[str, ...]]:
-    """*path* if it is UTF-8, else a UTF-8 copy of it in *spill*; the encoding; warnings."""
-    if decoding.encoding:
-        if decoding.encoding in ("utf-8", "utf-8-sig") and first_bad_utf8(path) is None:
-            return path, "utf-8", ()
-        return _transcode(path, spill, decoding.encoding, label), decoding.encoding, ()
-    with path.open("rb") as handle:
-        head = handle.read(_SNIFF)
-    utf16 = utf16_encoding(head[: len(head) - len(head) % 2])
-    if utf16 is not None:
-        return _transcode(path, spill, utf16), utf16, ()
-    bad = first_bad_utf8(path)
-    if bad is None:
-        return path, "utf-8", ()
-    encoding = detect(non_ascii_lines(_chunks(path)), decoding.margin, label)
-    warning = not_utf8(label, bad, encoding)
-    return _transcode(path, spill, encoding, label), encoding, (warning,)
-
-
-def not_utf8(label: str, bad: int, encoding: str) -> str:
-    """The warning for a list read in the code page *encoding* it was found to be in."""
-    return (
-        f"{label} is not valid UTF-8 (first bad byte at offset {bad}); read it as {encoding}, "
-        "the code page it is written in. Save the file as UTF-8, or say --encoding "
-        f"{encoding}, to silence this warning."
-    )
-
-
-def not_valid(label: str, encoding: str, byte: int, offset: int) -> InputError:
-    """The error for a byte at *offset* that is not a character of *encoding*."""
-    return InputError(
-        f"{label} is not valid {encoding}: the byte 0x{byte:02x} at offset {offset} is not a "
-        "character of it. Name the file's encoding with --encoding NAME, or save it as UTF-8."
-    )
-
-
-def first_bad_utf8(path: Path) -> int | None:
-    """The offset of the first byte of *path* that is not UTF-8; None when all are."""
-    return first_bad_utf8_in(_chunks(path))
-
-
-def first_bad_utf8_in(chunks: Iterable[bytes]) -> int | None:
-    """The offset of the first byte of consecutive *chunks* that is not UTF-8; None when all
-    are. A chunk of ASCII is passed over (``bytes.isascii``); any other is validated by Arrow,
-    a quarter of the time decoding takes, and only one that fails is decoded, to find the byte.
-    A character cut at a chunk's end is carried into the next."""
-    offset, carried = 0, b""
-    for chunk in chunks:
-        data = carried + chunk if carried else chunk
-        carried = b""
-        if data.isascii():
-            offset += len(data)
-            continue
-        whole = _whole_characters(data)
-        view = memoryview(data)[:whole]
-        if not _valid_utf8(view):
-            return offset + _first_bad(bytes(view))
-        offset, carried = offset + whole, data[whole:]
-    return offset + _first_bad(carried) if carried else None
-
-
-def _whole_characters(data: bytes) -> int:
-    """The length of *data* less a character its end cuts (a lead byte missing some of its
-    continuation bytes); bytes that are no character at all are left for validation to find."""
-    for back in range(1, min(4, len(data)) + 1):
-        byte = data[-back]
-        if byte & 0xC0 != 0x80:  # not a continuation byte: where the last character starts
-            needs = 1 if byte < 0xC0 else 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
-            return len(data) - back if needs > back else len(data)
-    return len(data)
-
-
-def _valid_utf8(data: memoryview) -> bool:
-    offsets = pa.py_buffer(struct.pack("<2q", 0, len(data)))
-    text = pa.LargeStringArray.from_buffers(1, offsets, pa.py_buffer(data))
-    try:
-        text.validate(full=True)
-    except pa.ArrowInvalid:
-        return False
-    return True
-
-
-def _first_bad(data: bytes) -> int:
-    """The offset of the first byte of *data* that is not UTF-8 (*data* has one)."""
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return exc.start
-    raise ValueError("no byte of the data is bad")
-
-
-def _transcode(path: Path, spill: Path, encoding: str, strict: str = "") -> Path:
-    """A UTF-8 copy of *path* in *spill*. With *strict* (how messages name the file) a byte
-    the encoding cannot decode is an InputError, never a replacement character in the output;
-    without, UTF-16's stray bytes are replaced."""
-    target = spill / f"{path.name}.utf8.csv"  # one per file: an archive's members are several
-    decoder = codecs.getincrementaldecoder(encoding)(errors="strict" if strict else "replace")
-    offset = 0
-    with target.open("wb") as out:
-        try:
-            for chunk in _chunks(path):
-                out.write(decoder.decode(chunk).encode("utf-8"))
-                offset += len(chunk)
-            out.write(decoder.decode(b"", final=True).encode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise not_valid(strict, encoding, exc.object[exc.start], offset + exc.start) from exc
-    return target
-
-
-def _chunks(source: Path | BinaryIO) -> Generator[bytes]:
-    """The bytes of a file (or of a stream, left open), a chunk at a time, without a leading
-    UTF-8 BOM."""
-    with contextlib.ExitStack() as stack:
-        handle = stack.enter_context(source.open("rb")) if isinstance(source, Path) else source
-        first = True
-        while chunk := handle.read(_CHUNK):
-            yield chunk.removeprefix(_BOM) if first else chunk
-            first = False
-
-
 @contextlib.contextmanager
 def _counting(path: Path) -> Iterator[Callable[[], int | None]]:
     """The records of *path*, counted on a thread of its own while the block runs; the block
@@ -463,8 +327,8 @@ def _counting(path: Path) -> Iterator[Callable[[], int | None]]:
     the count at its next chunk, without waiting for it."""
     stop = threading.Event()
 
-    def chunks() -> Iterator[bytes]:
-        with contextlib.closing(_chunks(path)) as pieces:
+    def until_stopped() -> Iterator[bytes]:
+        with contextlib.closing(chunks(path)) as pieces:
             for chunk in pieces:
                 if stop.is_set():
                     return
@@ -472,7 +336,7 @@ def _counting(path: Path) -> Iterator[Callable[[], int | None]]:
 
     pool = ThreadPoolExecutor(1, thread_name_prefix="listclean-count")
     try:
-        yield pool.submit(count_records_in, chunks()).result
+        yield pool.submit(count_records_in, until_stopped()).result
     finally:
         stop.set()
         pool.shutdown(wait=False)
@@ -480,4 +344,4 @@ def _counting(path: Path) -> Iterator[Callable[[], int | None]]:
 
 def _head(path: Path) -> str:
     with path.open("rb") as handle:
-        return handle.read(_SNIFF).removeprefix(_BOM).decode("utf-8", errors="ignore")
+        return handle.read(SNIFF).removeprefix(BOM).decode("utf-8", errors="ignore")

@@ -38,13 +38,9 @@ import polars as pl
 from pipeline.core.config import StorageConfig
 from pipeline.core.files.delimited import physical_ends, record_ends
 from pipeline.core.files.encodings import Decoding
+from pipeline.core.files.utf8 import not_valid
 from pipeline.stages.objects import filesystem, is_object_url
-from pipeline.stages.read.csv_source import (
-    REJECT_SCHEMA,
-    CsvSource,
-    ReadAgain,
-    not_valid,
-)
+from pipeline.stages.read.csv_source import REJECT_SCHEMA, CsvSource, ReadAgain
 from pipeline.stages.read.reader import as_text
 
 _BOM: Final = b"\xef\xbb\xbf"

@@ -18,7 +18,7 @@ from pipeline import clean as clean_api
 from pipeline.cli import main
 from pipeline.core.errors import InputError
 from pipeline.core.files.encodings import candidates, detect, non_ascii_lines
-from pipeline.stages.read.csv_source import first_bad_utf8_in
+from pipeline.core.files.utf8 import first_bad_utf8_in
 
 JAPANESE = {
     "header": ["氏名", "フリガナ", "メールアドレス", "会社名", "部署"],

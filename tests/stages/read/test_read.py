@@ -20,6 +20,7 @@ import pytest
 from pipeline.core.config import ReadConfig
 from pipeline.core.environment import LIST_ENVIRONMENT
 from pipeline.core.errors import InputError, UsageError
+from pipeline.core.files import utf8
 from pipeline.core.files.delimited import sniff_delimiter
 from pipeline.stages.read import csv_source
 from pipeline.stages.read.reader import Choice, find_email_column, open_list, read_list
@@ -192,7 +193,7 @@ def test_a_count_left_behind_stops_at_its_next_chunk(
     when that fails (or a signal stops the run), the count stops at its next chunk instead of
     reading the rest of the file. A pipe stands for the file: the count cannot have read what
     is written to it after the block was left."""
-    monkeypatch.setattr(csv_source, "_CHUNK", 64)
+    monkeypatch.setattr(utf8, "CHUNK", 64)
     pipe = tmp_path / "list.csv"
     os.mkfifo(pipe)
     line = b"x" * 31 + b"\n"  # two lines a chunk
