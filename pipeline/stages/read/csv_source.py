@@ -15,8 +15,10 @@ every line and puts what it cannot use in the rejects, with the line and the raw
 Rows that are not records (empty rows, report footers: :mod:`pipeline.stages.read.footers`) go to
 the rejects with their line and raw text too. The fast reader rejects them itself when every
 record of the file is one line (as many lines as records, and no CR but in CRLF): its rows are
-then the file's lines, and one more pass over the file, at the end, finds their text. Else the
-exact reader reads the file, as it knows both.
+then the file's lines, and one more pass over the file, at the end, finds their text; a later
+read of the same file (a run's second pass) drops those rows by their numbers and gives the same
+rejects, without looking for them again. Else the exact reader reads the file, as it knows
+both.
 
 A record with a field longer than ``read.max_field_bytes`` is never read: it is found at the
 byte level first (:mod:`pipeline.core.files.long_fields`), the file is read through a stream that
