@@ -1,7 +1,5 @@
 """``python -m pipeline.cli``: the same as ``listclean``."""
 
-import sys
+from pipeline.cli import command
 
-from pipeline.cli import main
-
-sys.exit(main())
+command()

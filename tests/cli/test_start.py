@@ -111,3 +111,23 @@ def test_a_list_command_tells_polars_before_it_starts(said: bool) -> None:
     assert allocator.endswith("," + wanted["_RJEM_MALLOC_CONF"])
     assert (LIST_ENVIRONMENT["_RJEM_MALLOC_CONF"] in allocator) is (not said)
     assert chunk == wanted["POLARS_CSV_CHUNK_SIZE"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"), [(["verify", "ann@gmail.com", "--offline"], 0), (["nope"], 2)]
+)
+def test_the_program_exits_with_the_commands_code_its_heap_frozen(
+    argv: list[str], code: int
+) -> None:
+    """`listclean` (and `python -m pipeline`) hands what the command built to the exit frozen:
+    the collector's last passes over it at the interpreter's end cost time and free nothing."""
+    probe = (
+        "import atexit, gc, sys\n"
+        "from pipeline.cli import command\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        f"sys.argv = ['listclean', *{argv!r}]\n"
+        "command()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == code, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == "frozen True"
