@@ -36,7 +36,7 @@ from pipeline.core.files.delimited import (
 from pipeline.core.files.encodings import Decoding, detect, non_ascii_lines
 from pipeline.core.files.headers import RULE_RECORDS
 from pipeline.core.files.tables import FileKind, file_kind
-from pipeline.core.files.utf8 import first_bad, not_utf8
+from pipeline.core.files.utf8 import BOM, chunks, first_bad, not_utf8
 from pipeline.stages.base import Batch
 from pipeline.stages.dask.tasks import RangeAgain, held_thin, numbered, scan_batch
 from pipeline.stages.job import CleanJob
@@ -59,8 +59,6 @@ from pipeline.stages.runner import batch_rows, open_reader
 
 HEAD_BYTES: Final = 4 << 20  # what the driver reads of a CSV: header, delimiter, a sample
 MIN_RANGE_BYTES: Final = 1 << 20
-_BOM: Final = b"\xef\xbb\xbf"
-_STEP: Final = 1 << 24
 
 Submit = Callable[..., Any]
 
@@ -140,7 +138,7 @@ def _open(job: CleanJob) -> Iterator[Any]:
 
 def _layout(job: CleanJob, folder: Path, head: bytes, submit: Submit) -> tuple[Layout, ListReader]:
     name = job.name or str(job.input)
-    body = head.removeprefix(_BOM)
+    body = head.removeprefix(BOM)
     bom = len(head) - len(body)
     said = job.decoding.encoding
     encoding, warning = (codecs.lookup(said).name if said else UTF8), ""
@@ -203,15 +201,8 @@ def detect_encoding(source: str, storage: Any, decoding: Decoding, label: str) -
     """The code page of a list that is not UTF-8, found as the local reader finds it, from the
     non-ASCII lines of the whole file (read here, on a worker)."""
     layout = Layout(source, label, 0, b"", 0, ",", UTF8, True, 0, {}, "", storage)
-
-    def chunks() -> Iterator[bytes]:
-        with layout.open() as handle:
-            first = True
-            while chunk := handle.read(_STEP):
-                yield chunk.removeprefix(_BOM) if first else chunk
-                first = False
-
-    return detect(non_ascii_lines(chunks()), decoding.margin, label)
+    with layout.open() as handle:
+        return detect(non_ascii_lines(chunks(handle)), decoding.margin, label)
 
 
 @dataclass(frozen=True)

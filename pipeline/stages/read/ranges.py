@@ -43,7 +43,6 @@ from pipeline.stages.objects import filesystem, is_object_url
 from pipeline.stages.read.csv_source import REJECT_SCHEMA, CsvSource, ReadAgain
 from pipeline.stages.read.reader import as_text
 
-_BOM: Final = b"\xef\xbb\xbf"
 _STEP: Final = 1 << 20  # bytes read at a time past a range's end, looking for its last record
 UTF8: Final = "utf-8"
 
