@@ -3,7 +3,8 @@ and the same rejects (titles, empty rows, footers) with the same lines and text.
 files of exports' shapes: blank lines, lines of spaces or delimiters, footers, titles above the
 header, short rows, quoted delimiters and line ends, LF and CRLF, with a line end at the end of
 the file or not, and quoted empty fields (``""``, null in both, as an empty field is).
-Whichever reader a file needs, the result must be one."""
+Whichever reader a file needs, the result must be one, on a second read too (a run's second
+pass)."""
 
 from __future__ import annotations
 
@@ -69,4 +70,9 @@ def test_both_readers_give_one_result(tmp_path: Path, seed: int) -> None:
         fast += not found.reader._source.exact  # type: ignore[attr-defined]
         assert found.frame.equals(frame), path.read_bytes()
         assert found.rejects.rows() == rejects, path.read_bytes()
+        # A run's second pass reads the file again, its batches cut elsewhere: the same.
+        again = list(found.reader.batches(2))
+        frames = [batch.frame for batch in again] or [pl.DataFrame(schema=found.reader.schema)]
+        assert pl.concat(frames).equals(frame), path.read_bytes()
+        assert [row for batch in again for row in batch.rejects.rows()] == rejects
     assert fast >= _FILES // 10  # the fast reader read a good share of them
