@@ -3,13 +3,14 @@
     python bench/bench_stages.py [--one-core] -- clean LIST -o OUT [clean's options...]
 
 Runs ``listclean`` with the arguments after ``--`` in this process, with timers around the
-steps of the local engine (reading a batch, normalizing, the spill, the duplicate marker,
-deciding, the summary's counts, the history, encoding and writing the output), and prints the
-seconds spent in each, summed over the batches, with the number of calls. Steps that run on the
-pool of threads overlap, so on several cores the sums exceed the wall time. With ``--one-core``
-(``run.cores = 1`` through ``LISTCLEAN_RUN_CORES`` and ``POLARS_MAX_THREADS=1``) everything runs
-one step after another on one thread, and each sum is that step's share of the work. Nothing is
-changed but the timers; the run writes what it always writes.
+steps of the local engine (reading a batch, normalizing, the spill, the duplicate marker, the
+domain stage between the passes with what it awaits, deciding, the summary's counts, the
+history, encoding and writing the output), and prints the seconds spent in each, summed over
+the batches, with the number of calls. Steps that run on the pool of threads overlap, so on
+several cores the sums exceed the wall time. With ``--one-core`` (``run.cores = 1`` through
+``LISTCLEAN_RUN_CORES`` and ``POLARS_MAX_THREADS=1``) everything runs one step after another
+on one thread, and each sum is that step's share of the work. Nothing is changed but the
+timers; the run writes what it always writes.
 """
 
 from __future__ import annotations
@@ -54,6 +55,19 @@ def main() -> None:
 
         setattr(owner, name, wrapper)
 
+    def timed_async(owner: Any, name: str) -> None:
+        function = getattr(owner, name)
+
+        @functools.wraps(function)
+        async def wrapper(*a: Any, **k: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return await function(*a, **k)
+            finally:  # the time awaited too: DNS on a cold run
+                count(f"{getattr(owner, '__name__', owner)}.{name}", started)
+
+        setattr(owner, name, wrapper)
+
     from pipeline.stages import history, runner, summary
     from pipeline.stages.read import csv_source, reader
     from pipeline.stages.state import dedupe, spill
@@ -61,6 +75,7 @@ def main() -> None:
 
     for name in ("normalize", "list_domains", "decide_work", "rows_of"):
         timed(runner, name)
+    timed_async(runner, "check_domains")  # the domain stage, between the passes
     for owner, name in (
         (summary.Tally, "add"),
         (history.LocalMemory, "__init__"),
