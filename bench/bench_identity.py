@@ -84,7 +84,7 @@ def search_in_process(
     work: dict[str, dict[str, set[int]]] = defaultdict(lambda: defaultdict(set))
     statements: list[str] = []
     with ContactStore(db, ContactsConfig(region=REGION)) as store:
-        store._db.set_trace_callback(statements.append)
+        store._db.run(lambda connection: connection.set_trace_callback(statements.append))
         for search in searches:
             statements.clear()
             lookup = store.search(search.term)
