@@ -7,8 +7,10 @@ output, and the length of a whole run), then starts the same run again and again
 SIGINT or SIGTERM at evenly spaced moments over that length (start-up, reading, deciding,
 writing). For each it measures the time from the signal to the process's exit, and checks what
 the issue asks: exit 130 or 143, the earlier output byte for byte, no temporary file, one last
-line. A run that finished before its signal is counted apart. Results are printed as Markdown
-and written to ``signals_results.json`` in ``--out``.
+line. A run that finished before its signal is counted apart, and so is one whose signal came
+after its commit point: it exits 130 or 143 saying every file was written, and its files must
+be the whole set, each replaced. Results are printed as Markdown and written to
+``signals_results.json`` in ``--out``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,16 @@ def _digest(folder: Path) -> dict[str, str]:
         for p in sorted(folder.iterdir())
         if p.is_file() and p.name.startswith(("out.", ".out."))
     }
+
+
+# The last line of a run stopped once every file was published (pipeline.cli.interrupted_text).
+_PUBLISHED = "after the commit point: every file was written"
+
+
+def _replaced(now: dict[str, str], earlier: dict[str, str]) -> bool:
+    """Whether the summary, written last at the commit point, is a new one."""
+    summaries = [name for name in now if name.endswith(".summary.json")]
+    return bool(summaries) and all(now[name] != earlier[name] for name in summaries)
 
 
 def _run(folder: Path, cache: Path, at: float | None, sig: int) -> dict[str, Any]:
@@ -81,22 +93,35 @@ def main() -> None:
         at = whole["seconds"] * (index + 0.5) / args.points
         sig = (signal.SIGINT, signal.SIGTERM)[index % 2]
         ran = _run(folder, cache, at, sig)
-        untouched = _digest(folder) == earlier
-        rows.append(
-            {"at": round(at, 2), "signal": signal.Signals(sig).name, **ran, "untouched": untouched}
+        now = _digest(folder)
+        published = ran["code"] in (130, 143) and _PUBLISHED in ran["last_line"][0]
+        # Published: the same files, each written anew (the summary and report name the run).
+        untouched = now == earlier or (
+            published and now.keys() == earlier.keys() and _replaced(now, earlier)
         )
-        if ran["code"] == 0:  # finished before the signal: the files are new and complete
-            earlier = _digest(folder)
+        rows.append(
+            {
+                "at": round(at, 2),
+                "signal": signal.Signals(sig).name,
+                **ran,
+                "published": published,
+                "untouched": untouched,
+            }
+        )
+        if ran["code"] == 0 or published:  # the files are new and complete
+            earlier = now
     stopped = [r for r in rows if r["code"] in (130, 143)]
     print("| sent at (s) | signal | exit | signal to exit (s) | earlier files untouched |")
     print("|---|---|---|---|---|")
     for r in rows:
         stop = f"{r['stop_seconds']:.3f}" if r["stop_seconds"] is not None else ""
-        print(f"| {r['at']} | {r['signal']} | {r['code']} | {stop} | {r['untouched']} |")
+        kept = "published (after the commit point)" if r["published"] else r["untouched"]
+        print(f"| {r['at']} | {r['signal']} | {r['code']} | {stop} | {kept} |")
     worst = max((r["stop_seconds"] for r in stopped), default=0.0)
     print(
         f"\nwhole run {whole['seconds']:.2f} s over {args.rows:,} rows; {len(stopped)} of "
-        f"{len(rows)} runs stopped by their signal; slowest stop {worst:.3f} s"
+        f"{len(rows)} runs stopped by their signal ({sum(r['published'] for r in rows)} after "
+        f"the commit point); slowest stop {worst:.3f} s"
     )
     (folder / "signals_results.json").write_text(
         json.dumps({"rows": args.rows, "whole_seconds": whole["seconds"], "runs": rows}, indent=2)
