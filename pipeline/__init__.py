@@ -11,11 +11,13 @@ The Python API (see :mod:`pipeline.api`)::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from pipeline.version import __version__
 
+# Not typing's: the command line's first imports stay as few as can be (pipeline.cli).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from pipeline.api import CleanResult, Verification, clean, verify, verify_many
 
 __all__ = ["CleanResult", "Verification", "__version__", "clean", "verify", "verify_many"]

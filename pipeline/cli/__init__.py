@@ -43,44 +43,65 @@ when it is done.
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import gc
+import os
+import signal
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
 
-from pipeline.cli.log import Log, LogFormat
-from pipeline.stages.signals import Interrupted, handled
-from pipeline.version import __version__
+# First and alone: what the program imports before main() takes the signals is a window in
+# which Python's own handling would answer SIGINT with a traceback. Everything else is
+# imported inside main(), and the type names only by type checkers (typing itself included).
+from pipeline.stages.signals import SIGNALS, Interrupted, deferred, handled, interruption
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+    from typing import NoReturn
+
+    from pipeline.cli.log import Log, LogFormat
 
 __all__ = ["command", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     # SIGINT and SIGTERM are ours before the heavy imports of the commands: a signal at any
-    # moment ends the command with a line and an exit code, never a traceback.
+    # moment ends the command with a line and an exit code, never a traceback. While the
+    # command starts (its arguments read, its modules imported) a signal waits for the start to
+    # end: raised in the middle of making a class, Python would hide it in another error.
+    asked = sys.argv[1:] if argv is None else argv
     with handled():
-        log = Log(_format_asked(sys.argv[1:] if argv is None else argv))
+        log: Log | None = None
         try:
-            args = _parser().parse_args(argv)
-            args.log = log = Log(LogFormat(getattr(args, "log_format", LogFormat.TEXT)))
-            # The command's module (the heavy imports), still part of starting.
-            args.handler = args.command()
-        except Interrupted as exc:
+            with deferred():
+                from pipeline.cli.log import Log, LogFormat
+
+                log = Log(_format_asked(asked))
+                args = _parser().parse_args(argv)
+                args.log = log = Log(LogFormat(getattr(args, "log_format", LogFormat.TEXT)))
+                # The command's module (the heavy imports), still part of starting.
+                args.handler = args.command()
+        except Interrupted as exc:  # the signal came once the start was done, or before it
+            log = log or _start_log(asked)
             log.error("interrupted", f"stopped by {exc.name} while starting; nothing was done.")
             return exc.exit_code
+        log = args.log
         try:
             return _run(args)
-        except Interrupted as exc:
+        except BaseException as exc:
+            stop = interruption(exc)
+            if stop is None:
+                raise
             log.error(
                 "interrupted",
-                interrupted_text(exc),
-                exit_code=exc.exit_code,
-                signal=exc.name,
-                written=list(exc.written),
-                kept=exc.kept,
+                interrupted_text(stop),
+                exit_code=stop.exit_code,
+                signal=stop.name,
+                written=list(stop.written),
+                kept=stop.kept,
             )
-            return exc.exit_code
+            return stop.exit_code
 
 
 def command() -> NoReturn:
@@ -91,9 +112,28 @@ def command() -> NoReturn:
     removed, before :func:`main` returned."""
     try:
         code = main()
-    finally:  # --help, --version and a usage error leave by SystemExit
+    except SystemExit as exc:  # --help, --version and a usage error
         gc.freeze()
+        _ending(exc.code if isinstance(exc.code, int) else int(exc.code is not None))
+        raise
+    gc.freeze()
+    _ending(code)
     sys.exit(code)
+
+
+def _ending(code: int) -> None:
+    """From here the process only ends: a signal ends it at once, with *code*. Everything was
+    written, closed and published (or removed) before :func:`main` returned, and its last
+    message said so; Python's own handling would end it without a word, as killed."""
+
+    def end(signum: int, frame: object) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+    for sig in SIGNALS:
+        signal.signal(sig, end)
 
 
 def interrupted_text(exc: Interrupted) -> str:
@@ -115,8 +155,17 @@ def interrupted_text(exc: Interrupted) -> str:
     return text
 
 
+def _start_log(argv: Sequence[str]) -> Log:
+    """The log of a command stopped before its arguments were read (a signal came first)."""
+    from pipeline.cli.log import Log
+
+    return Log(_format_asked(argv))
+
+
 def _format_asked(argv: Sequence[str]) -> LogFormat:
     """The log format the arguments ask for, before they are parsed (a signal may come first)."""
+    from pipeline.cli.log import LogFormat
+
     words = list(argv)
     for index, word in enumerate(words):
         value = word.partition("=")[2] if word.startswith("--log-format=") else None
@@ -145,7 +194,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     from pipeline.cli import commands
+    from pipeline.version import __version__
 
     parser = argparse.ArgumentParser(
         prog="listclean", description="Clean mailing lists and verify email addresses."

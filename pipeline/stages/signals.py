@@ -10,19 +10,33 @@ spot instead (``asyncio.run`` leaves a handler other than Python's default alone
 ``KeyboardInterrupt`` through its tasks), so every ``with`` and ``finally`` on the way out
 removes what the run made, and the command says what was written.
 
-Only :func:`deferred` holds a signal back, for the few renames of a run's commit point
-(:mod:`pipeline.stages.write.publish`): a run never publishes half of its files. A signal that
-arrives while the first is being handled is noted and changes nothing: the way out is short.
+A signal once the command has published its files (:func:`published`, at the commit point)
+says so: every file was written, whatever the command was doing after.
+
+Only :func:`deferred` holds a signal back: for the few renames of a run's commit point
+(:mod:`pipeline.stages.write.publish`), so that a run never publishes half of its files, and
+for a command's start (:func:`pipeline.cli.main`: its arguments read, its modules imported), so
+that the signal is never raised inside the making of a class. A signal that arrives while the
+first is being handled is noted and changes nothing: the way out is short.
+
+Python wraps an exception raised inside some of its hooks (a descriptor's ``__set_name__``,
+called as a class is made, such as a dataclass's fields) in a ``RuntimeError`` whose cause it
+is; :func:`interruption` finds the signal behind such an error.
 """
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import signal
-import threading
-from collections.abc import Iterator
-from types import FrameType
-from typing import Final
+
+# Type names only: the command line imports this module first and alone (pipeline.cli), and
+# typing (like threading) is a few milliseconds in which a signal would still be Python's.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from types import FrameType
+    from typing import Final
 
 SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
@@ -57,9 +71,11 @@ class _Handler:
     """The process's handler while :func:`handled` is in force."""
 
     def __init__(self) -> None:
+        self.thread = _thread.get_ident()  # the main thread's: Python sets handlers there only
         self.deferring = 0  # depth of deferred() sections
         self.pending: int | None = None  # a signal held back by deferred()
         self.raised = False
+        self.published: tuple[str, ...] = ()  # what the command put in place (published())
 
     def __call__(self, signum: int, frame: FrameType | None) -> None:
         if self.raised:  # already on the way out
@@ -68,7 +84,12 @@ class _Handler:
             self.pending = self.pending or signum
             return
         self.raised = True
-        raise Interrupted(signum)
+        raise self.interrupted(signum)
+
+    def interrupted(self, signum: int) -> Interrupted:
+        stop = Interrupted(signum)
+        stop.written = self.published
+        return stop
 
 
 _current: _Handler | None = None
@@ -80,18 +101,18 @@ def handled() -> Iterator[None]:
     the handlers before it are put back after. Elsewhere than in the main thread (where Python
     cannot set handlers) it changes nothing."""
     global _current
-    if threading.current_thread() is not threading.main_thread():
+    handler = _Handler()
+    try:
+        before = {sig: signal.signal(sig, handler) for sig in SIGNALS}
+    except ValueError:  # not the main thread, where alone Python sets handlers
         yield
         return
-    before = {sig: signal.getsignal(sig) for sig in SIGNALS}
-    outer, _current = _current, _Handler()
-    for sig in SIGNALS:
-        signal.signal(sig, _current)
+    outer, _current = _current, handler
     try:
         yield
     finally:
-        for sig, handler in before.items():
-            signal.signal(sig, handler)
+        for sig, previous in before.items():
+            signal.signal(sig, previous)
         _current = outer
 
 
@@ -100,7 +121,7 @@ def deferred() -> Iterator[None]:
     """A signal that arrives in the block waits for its end, then raises as it would have (a
     block that fails raises its own error instead)."""
     handler = _current
-    if handler is None or threading.current_thread() is not threading.main_thread():
+    if handler is None or _thread.get_ident() != handler.thread:
         yield
         return
     handler.deferring += 1
@@ -110,4 +131,25 @@ def deferred() -> Iterator[None]:
         handler.deferring -= 1
     if not handler.deferring and handler.pending is not None and not handler.raised:
         handler.raised = True
-        raise Interrupted(handler.pending)
+        raise handler.interrupted(handler.pending)
+
+
+def published(written: Sequence[str]) -> None:
+    """The command has put *written* in place (its commit point is behind it): a signal from
+    now on says every file was written, not that nothing was."""
+    handler = _current
+    if handler is not None and _thread.get_ident() == handler.thread:
+        handler.published = tuple(written)
+
+
+def interruption(exc: BaseException) -> Interrupted | None:
+    """The :class:`Interrupted` that *exc* is, or that it was raised from (its cause, and its
+    cause's), if any."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        if isinstance(found, Interrupted):
+            return found
+        seen.add(id(found))
+        found = found.__cause__
+    return None

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
+import types
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from pipeline.sandbox.files import SANDBOX_SETTINGS
+from pipeline.stages.signals import Interrupted, interruption
 from tests.hostile.cases import Run, csv_text
 from tests.hostile.checks import outputs
 from tests.hostile.runner import Outcome, execute, snapshot
@@ -82,6 +86,184 @@ def test_a_signal_while_starting_is_one_line(tmp_path: Path, name: str) -> None:
         f"listclean: error: stopped by {name} while starting; nothing was done."
     ]
     assert snapshot(where) == before
+
+
+# Modules the clean command imports as it starts, in the order it does: reading its arguments
+# (argparse, the parser's declarations, the settings' classes), then its own module and pyarrow.
+STARTING = (
+    "argparse",
+    "pipeline.cli.commands",
+    "pipeline.core.config.tables",
+    "pipeline.cli.lists",
+    "pyarrow",
+)
+
+
+@pytest.mark.parametrize("module", STARTING)
+def test_a_signal_at_any_import_of_the_start_is_one_line(tmp_path: Path, module: str) -> None:
+    """The signal is sent as *module* is imported (SIGINT and SIGTERM in turn): however far the
+    start has come, the command says so in one line."""
+    name = ("SIGINT", "SIGTERM")[STARTING.index(module) % 2]
+    where, cache = tmp_path / "case", tmp_path / "cache"
+    before = _earlier_run(where, cache)
+    outcome = execute(
+        Run("list.csv", faults=("--signal-at", f"import:{module}:{name}")), where, cache
+    )
+    assert outcome.code == CODES[name], outcome.stderr
+    assert outcome.stderr.strip().splitlines() == [
+        f"listclean: error: stopped by {name} while starting; nothing was done."
+    ]
+    assert snapshot(where) == before
+
+
+class _SignalOnNaming:
+    """A class attribute that sends *signum* to the process as its class is made: the moment
+    Python wraps what a handler raises in a RuntimeError (``__set_name__``)."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        signal.raise_signal(self.signum)
+
+
+def _class_made_with(signum: int) -> type:
+    class Made:
+        attribute = _SignalOnNaming(signum)
+
+    return Made
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_a_class_is_made_at_the_start_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """The command's module makes a class as it is imported (a dataclass, say) when the signal
+    comes: the start ends first, then the command stops as for any signal while starting."""
+    from pipeline.cli import commands, main
+
+    def lists() -> object:
+        _class_made_with(signal.Signals[name])
+        raise AssertionError("the start goes on to its end before the signal is raised")
+
+    monkeypatch.setattr(commands, "_lists", lists)
+    with pytest.raises(AssertionError, match="goes on to its end"):
+        main(["clean", "list.csv", "--offline"])
+
+    def lists_made() -> object:
+        _class_made_with(signal.Signals[name])
+        return types.SimpleNamespace(command_clean=lambda args: 0)
+
+    monkeypatch.setattr(commands, "_lists", lists_made)
+    assert main(["clean", "list.csv", "--offline"]) == CODES[name]
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"listclean: error: stopped by {name} while starting; nothing was done."
+    )
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_a_class_is_made_in_the_run_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """Python hides the signal in a RuntimeError raised from it; the command still says it was
+    stopped, with the signal's exit code."""
+    from pipeline.cli import commands, main
+
+    def run(args: object) -> int:
+        _class_made_with(signal.Signals[name])
+        return 0
+
+    monkeypatch.setattr(commands, "_lists", lambda: types.SimpleNamespace(command_clean=run))
+    assert main(["clean", "list.csv", "--offline"]) == CODES[name]
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == f"listclean: error: stopped by {name}."
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_after_the_commit_point_says_every_file_was_written(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+) -> None:
+    """Once the files are in place the command may still be at work (the history kept, the
+    summary printed): a signal then says what was written, not that nothing was."""
+    from pipeline.cli import commands, main
+    from pipeline.stages.write.publish import Publication
+
+    out = tmp_path / "out.csv"
+
+    def run(args: object) -> int:
+        with Publication() as publication:
+            publication.write_text(out, "email\n")
+            publication.commit()
+        signal.raise_signal(signal.Signals[name])
+        raise AssertionError("the signal is raised on the spot")
+
+    monkeypatch.setattr(commands, "_lists", lambda: types.SimpleNamespace(command_clean=run))
+    assert main(["clean", "list.csv", "--offline"]) == CODES[name]
+    assert out.read_text() == "email\n"
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"listclean: error: stopped by {name} after the commit point: every file was written "
+        f"({out})."
+    )
+
+
+EXITING = """
+import atexit, os, signal, sys
+from pipeline.cli import command
+atexit.register(os.kill, os.getpid(), signal.{name})
+sys.argv = ["listclean", *{argv!r}]
+command()
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "argv", "code"),
+    [
+        ("SIGTERM", ["clean", "list.csv", "-o", "out.parquet", "--offline", "--quiet"], 0),
+        ("SIGINT", ["clean", "missing.csv", "-o", "out.parquet", "--offline"], 2),
+        ("SIGTERM", ["--version"], 0),
+    ],
+)
+def test_a_signal_as_the_program_ends_keeps_its_exit_code(
+    tmp_path: Path, name: str, argv: list[str], code: int
+) -> None:
+    """The command is done and has said so; a signal in the interpreter's last steps (sent here
+    by an exit hook) ends the process at once with the command's own code, not as killed."""
+    (tmp_path / "list.csv").write_text(FIRST)
+    script = EXITING.format(
+        name=name,
+        argv=[*argv, "--cache-dir", str(tmp_path / "cache")] if argv[0] == "clean" else argv,
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr
+    if argv[0] == "--version":
+        assert done.stdout.startswith("listclean ")
+
+
+def test_the_signal_behind_an_error_is_found() -> None:
+    stop = Interrupted(signal.SIGTERM)
+    try:
+        try:
+            raise stop
+        except Interrupted as exc:
+            raise RuntimeError("Error calling __set_name__") from exc
+    except RuntimeError as wrapped:
+        assert interruption(wrapped) is stop
+    assert interruption(stop) is stop
+    assert interruption(RuntimeError("no signal")) is None
+    try:
+        try:
+            raise stop
+        except Interrupted:  # an error while handling it, not raised from it
+            raise RuntimeError("cleaning up failed") from None
+    except RuntimeError as unrelated:
+        assert interruption(unrelated) is None
 
 
 def test_a_signal_at_the_commit_point_waits_for_every_file(tmp_path: Path) -> None:

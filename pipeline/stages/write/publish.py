@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Protocol
 
 from pipeline.core.errors import OutputError
-from pipeline.stages.signals import Interrupted, deferred
+from pipeline.stages.signals import Interrupted, deferred, published
 
 
 def tmp_name(name: str, kind: str = "tmp") -> str:
@@ -106,6 +106,7 @@ class Publication:
             raise
         finally:
             self.discard()
+        published(self.written)
         return list(self.written)
 
     def discard(self) -> None:
