@@ -74,36 +74,26 @@ def test_a_signal_to_a_dask_run_publishes_nothing(tmp_path: Path) -> None:
     assert "before the commit point: no output was written" in _last_line(outcome)
 
 
-@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
-def test_a_signal_while_starting_is_one_line(tmp_path: Path, name: str) -> None:
-    where, cache = tmp_path / "case", tmp_path / "cache"
-    before = _earlier_run(where, cache)
-    outcome = execute(
-        Run("list.csv", faults=("--signal-at", f"import:polars:{name}")), where, cache
-    )
-    assert outcome.code == CODES[name], outcome.stderr
-    assert outcome.stderr.strip().splitlines() == [
-        f"listclean: error: stopped by {name} while starting; nothing was done."
-    ]
-    assert snapshot(where) == before
-
-
 # Modules the clean command imports as it starts, in the order it does: reading its arguments
-# (argparse, the parser's declarations, the settings' classes), then its own module and pyarrow.
+# (argparse, the parser's declarations, the settings' classes), then its own module, polars and
+# pyarrow; each with a signal.
 STARTING = (
-    "argparse",
-    "pipeline.cli.commands",
-    "pipeline.core.config.tables",
-    "pipeline.cli.lists",
-    "pyarrow",
+    ("argparse", "SIGINT"),
+    ("pipeline.cli.commands", "SIGTERM"),
+    ("pipeline.core.config.tables", "SIGINT"),
+    ("pipeline.cli.lists", "SIGTERM"),
+    ("polars", "SIGINT"),
+    ("polars", "SIGTERM"),
+    ("pyarrow", "SIGINT"),
 )
 
 
-@pytest.mark.parametrize("module", STARTING)
-def test_a_signal_at_any_import_of_the_start_is_one_line(tmp_path: Path, module: str) -> None:
-    """The signal is sent as *module* is imported (SIGINT and SIGTERM in turn): however far the
-    start has come, the command says so in one line."""
-    name = ("SIGINT", "SIGTERM")[STARTING.index(module) % 2]
+@pytest.mark.parametrize(("module", "name"), STARTING)
+def test_a_signal_at_any_import_of_the_start_is_one_line(
+    tmp_path: Path, module: str, name: str
+) -> None:
+    """The signal is sent as *module* is imported: however far the start has come, the command
+    says so in one line."""
     where, cache = tmp_path / "case", tmp_path / "cache"
     before = _earlier_run(where, cache)
     outcome = execute(
