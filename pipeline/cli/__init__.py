@@ -43,10 +43,10 @@ when it is done.
 
 from __future__ import annotations
 
+import _signal  # signal's core, without the enums the signal module makes on import
 import contextlib
 import gc
 import os
-import signal
 import sys
 
 # First and alone: what the program imports before main() takes the signals is a window in
@@ -133,7 +133,7 @@ def _ending(code: int) -> None:
         os._exit(code)
 
     for sig in SIGNALS:
-        signal.signal(sig, end)
+        _signal.signal(sig, end)
 
 
 def interrupted_text(exc: Interrupted) -> str:

@@ -26,19 +26,20 @@ is; :func:`interruption` finds the signal behind such an error.
 
 from __future__ import annotations
 
+import _signal  # signal's own core: the signal module makes its enums as it is imported
 import _thread
 import contextlib
-import signal
 
 # Type names only: the command line imports this module first and alone (pipeline.cli), and
-# typing (like threading) is a few milliseconds in which a signal would still be Python's.
+# typing (like threading, and the signal module's enums) is a few milliseconds in which a
+# signal would still be Python's.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from types import FrameType
     from typing import Final
 
-SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+SIGNALS: Final = (_signal.SIGINT, _signal.SIGTERM)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -51,7 +52,7 @@ class Interrupted(KeyboardInterrupt):
     """
 
     def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
+        super().__init__(_name(signum))
         self.signum = signum
         self.output: str | None = None
         self.written: tuple[str, ...] = ()
@@ -60,11 +61,17 @@ class Interrupted(KeyboardInterrupt):
 
     @property
     def name(self) -> str:
-        return signal.Signals(self.signum).name
+        return _name(self.signum)
 
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+def _name(signum: int) -> str:
+    import signal
+
+    return signal.Signals(signum).name
 
 
 class _Handler:
@@ -103,7 +110,7 @@ def handled() -> Iterator[None]:
     global _current
     handler = _Handler()
     try:
-        before = {sig: signal.signal(sig, handler) for sig in SIGNALS}
+        before = {sig: _signal.signal(sig, handler) for sig in SIGNALS}
     except ValueError:  # not the main thread, where alone Python sets handlers
         yield
         return
@@ -112,7 +119,7 @@ def handled() -> Iterator[None]:
         yield
     finally:
         for sig, previous in before.items():
-            signal.signal(sig, previous)
+            _signal.signal(sig, previous)
         _current = outer
 
 
