@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with deferred():
                 from pipeline.cli.log import Log, LogFormat
 
-                log = Log(_format_asked(asked))
+                log = _start_log(asked)
                 args = _parser().parse_args(argv)
                 args.log = log = Log(LogFormat(getattr(args, "log_format", LogFormat.TEXT)))
                 # The command's module (the heavy imports), still part of starting.
@@ -156,7 +156,7 @@ def interrupted_text(exc: Interrupted) -> str:
 
 
 def _start_log(argv: Sequence[str]) -> Log:
-    """The log of a command stopped before its arguments were read (a signal came first)."""
+    """The log of a command whose arguments are not read yet: in the format they ask for."""
     from pipeline.cli.log import Log
 
     return Log(_format_asked(argv))
